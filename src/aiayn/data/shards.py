@@ -1,0 +1,213 @@
+"""Memory-mapped token shards: ``.bin`` payload plus ``.idx`` index, with a manifest.
+
+Layout of one split directory (``data/bin/<task>/<split>/``)::
+
+    manifest.json            counts, dtype, vocabulary size, sha256 of every file
+    src.000.bin  src.000.idx tgt.000.bin  tgt.000.idx   (then .001, ... when a shard fills up)
+
+``.idx`` = magic ``AIAYNIDX`` | version (uint32) | dtype code (uint8) | count (uint64) |
+offsets (uint64 x count+1, in tokens). ``.bin`` = all sentences' token ids back to back, in the
+smallest unsigned dtype that holds the vocabulary. Sentences hold subword ids only: the trainer
+adds end-of-sentence and beginning-of-sentence symbols.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+MAGIC = b"AIAYNIDX"
+VERSION = 1
+DTYPES = {1: np.uint8, 2: np.uint16, 3: np.uint32}
+SIDES = ("src", "tgt")
+_HEADER = struct.Struct("<8sIBQ")
+
+
+def smallest_dtype(vocab_size: int) -> np.dtype:
+    """The smallest unsigned integer dtype that can hold ids ``0 .. vocab_size - 1``."""
+    for dtype in DTYPES.values():
+        if vocab_size - 1 <= np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    raise ValueError(f"vocabulary of {vocab_size} ids does not fit in uint32")
+
+
+def _dtype_code(dtype: np.dtype) -> int:
+    return next(code for code, value in DTYPES.items() if np.dtype(value) == dtype)
+
+
+def write_index(path: Path, offsets: np.ndarray, dtype: np.dtype) -> None:
+    with open(path, "wb") as handle:
+        handle.write(_HEADER.pack(MAGIC, VERSION, _dtype_code(dtype), len(offsets) - 1))
+        handle.write(np.asarray(offsets, dtype=np.uint64).tobytes())
+
+
+def read_index(path: Path) -> tuple[np.ndarray, np.dtype]:
+    """Return (offsets, payload dtype) of an ``.idx`` file; a wrong magic or version is an error."""
+    with open(path, "rb") as handle:
+        header = handle.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            raise ValueError(f"{path}: truncated index header")
+        magic, version, code, count = _HEADER.unpack(header)
+        if magic != MAGIC:
+            raise ValueError(f"{path}: not an aiayn index (magic {magic!r})")
+        if version != VERSION:
+            raise ValueError(f"{path}: index version {version}, this code reads {VERSION}")
+        offsets = np.frombuffer(handle.read(8 * (count + 1)), dtype=np.uint64)
+    if len(offsets) != count + 1:
+        raise ValueError(f"{path}: truncated index ({len(offsets)} of {count + 1} offsets)")
+    return offsets.astype(np.int64), np.dtype(DTYPES[code])
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class ShardWriter:
+    """Append (src, tgt) id sequences; ``close()`` publishes the directory atomically.
+
+    Everything is written to a temporary sibling directory, renamed onto ``out_dir`` at the end,
+    so a killed job never leaves a directory with a manifest and missing shards.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, vocab_size: int, max_shard_mb: float = 1024):
+        self.out_dir = Path(out_dir)
+        self.out_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.", dir=self.out_dir.parent))
+        self.vocab_size = vocab_size
+        self.dtype = smallest_dtype(vocab_size)
+        self.max_tokens = max(1, int(max_shard_mb * 2**20 / self.dtype.itemsize))
+        self.shards: list[dict] = []
+        self._open_shard()
+
+    def _open_shard(self) -> None:
+        k = len(self.shards)
+        self._files = {side: open(self.tmp_dir / f"{side}.{k:03d}.bin", "wb") for side in SIDES}
+        self._offsets = {side: [0] for side in SIDES}
+
+    def add(self, src: Iterable[int], tgt: Iterable[int]) -> None:
+        for side, ids in zip(SIDES, (src, tgt)):
+            array = np.asarray(ids, dtype=np.int64)
+            if array.size and (array.min() < 0 or array.max() >= self.vocab_size):
+                raise ValueError(f"token id out of range [0, {self.vocab_size}) in {side}")
+            self._files[side].write(array.astype(self.dtype).tobytes())
+            self._offsets[side].append(self._offsets[side][-1] + array.size)
+        if max(offsets[-1] for offsets in self._offsets.values()) >= self.max_tokens:
+            self._close_shard()
+            self._open_shard()
+
+    def _close_shard(self) -> None:
+        k = len(self.shards)
+        shard = {"sentences": len(self._offsets["src"]) - 1}
+        for side in SIDES:
+            self._files[side].close()
+            write_index(self.tmp_dir / f"{side}.{k:03d}.idx", np.array(self._offsets[side]), self.dtype)
+            shard[f"{side}_tokens"] = self._offsets[side][-1]
+        shard["files"] = {
+            name: _sha256(self.tmp_dir / name)
+            for side in SIDES for name in (f"{side}.{k:03d}.bin", f"{side}.{k:03d}.idx")
+        }
+        self.shards.append(shard)
+
+    def close(self, extra: dict | None = None) -> dict:
+        """Finish the last shard, write the manifest, publish; returns the manifest."""
+        self._close_shard()
+        if len(self.shards) > 1 and self.shards[-1]["sentences"] == 0:
+            for name in self.shards.pop()["files"]:
+                (self.tmp_dir / name).unlink()
+        manifest = {
+            "format": "aiayn-shards", "version": VERSION, "dtype": self.dtype.name,
+            "vocab_size": self.vocab_size, "shards": self.shards,
+            "sentences": sum(s["sentences"] for s in self.shards),
+            "src_tokens": sum(s["src_tokens"] for s in self.shards),
+            "tgt_tokens": sum(s["tgt_tokens"] for s in self.shards),
+            **(extra or {}),
+        }
+        (self.tmp_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        if self.out_dir.exists():
+            shutil.rmtree(self.out_dir)
+        os.replace(self.tmp_dir, self.out_dir)
+        return manifest
+
+    def abort(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        shutil.rmtree(self.tmp_dir, ignore_errors=True)
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class ShardedCorpus:
+    """Read-only view of a split directory; sentences are numbered globally across shards."""
+
+    def __init__(self, split_dir: str | os.PathLike, verify: bool = False):
+        self.dir = Path(split_dir)
+        manifest_path = self.dir / "manifest.json"
+        if not manifest_path.exists():
+            raise FileNotFoundError(f"{manifest_path}: no shard manifest (run the binarize stage)")
+        self.manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if self.manifest.get("format") != "aiayn-shards":
+            raise ValueError(f"{manifest_path}: not an aiayn shard manifest")
+        if verify:
+            self.verify()
+        self._data = {side: [] for side in SIDES}
+        self._offsets = {side: [] for side in SIDES}
+        for k, _ in enumerate(self.manifest["shards"]):
+            for side in SIDES:
+                offsets, dtype = read_index(self.dir / f"{side}.{k:03d}.idx")
+                self._offsets[side].append(offsets)
+                bin_path = self.dir / f"{side}.{k:03d}.bin"
+                size = offsets[-1]
+                self._data[side].append(
+                    np.memmap(bin_path, dtype=dtype, mode="r", shape=(size,)) if size else np.zeros(0, dtype)
+                )
+        counts = [len(o) - 1 for o in self._offsets["src"]]
+        self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.src_lengths = np.concatenate([np.diff(o) for o in self._offsets["src"]]).astype(np.int64)
+        self.tgt_lengths = np.concatenate([np.diff(o) for o in self._offsets["tgt"]]).astype(np.int64)
+        self.vocab_size = int(self.manifest["vocab_size"])
+
+    def verify(self) -> None:
+        """Check every file's sha256 against the manifest."""
+        for shard in self.manifest["shards"]:
+            for name, expected in shard["files"].items():
+                if _sha256(self.dir / name) != expected:
+                    raise ValueError(f"{self.dir / name}: checksum differs from manifest.json")
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def _get(self, side: str, index: int) -> np.ndarray:
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        k = int(np.searchsorted(self._starts, index, side="right") - 1)
+        local = index - self._starts[k]
+        offsets = self._offsets[side][k]
+        return np.asarray(self._data[side][k][offsets[local]:offsets[local + 1]], dtype=np.int64)
+
+    def src(self, index: int) -> np.ndarray:
+        return self._get("src", index)
+
+    def tgt(self, index: int) -> np.ndarray:
+        return self._get("tgt", index)
+
+    def pair(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.src(index), self.tgt(index)
