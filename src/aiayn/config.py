@@ -122,3 +122,29 @@ def runs(config: dict, table: str | None = None) -> list[tuple[str, str]]:
         if table is None or table in spec["tables"]
         for task in spec["tasks"]
     ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m aiayn.config --json STRING --output FILE``: validate a merged config, save it as YAML.
+
+    The workflow uses it to record the configuration a run actually used (``config.yaml`` plus every
+    ``--configfile`` overlay), which the report stages read.
+    """
+    import argparse
+    import json
+
+    from aiayn.io import atomic_output
+
+    parser = argparse.ArgumentParser(prog="python -m aiayn.config", description=main.__doc__)
+    parser.add_argument("--json", required=True, help="the merged configuration as a JSON string")
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    config = json.loads(args.json)
+    validate(config, source="merged configuration")
+    with atomic_output(args.output) as handle:
+        yaml.safe_dump(config, handle, sort_keys=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+# Constituency parsing (Table 4): treebank -> linearized pairs; decoded trees -> repaired trees.
+
+
+
+
+rule treebank:
+    input:
+        treebank_input,
+    output:
+        [f"{D}/tok/{{ptask}}/{split}.{side}" for split in ("train", "dev", "test") for side in ("words", "tree")],
+        [f"{D}/tok/{{ptask}}/{split}.gold" for split in ("dev", "test")],
+    params:
+        treebank=lambda w: treebank(w.ptask),
+        out_dir=lambda w: f"{D}/tok/{w.ptask}",
+        flags=lambda w: prepare_flags(w.ptask),
+    log:
+        f"{D}/logs/treebank/{{ptask}}.log",
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.parsing.prepare --treebank {params.treebank} --out-dir {params.out_dir}"
+        " {params.flags} --log {log}"
+
+
+rule trees:
+    input:
+        hyp=f"{R}/{{ptask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        words=f"{D}/tok/{{ptask}}/{{split}}.words",
+        gold=f"{D}/tok/{{ptask}}/{{split}}.gold",
+    output:
+        f"{R}/{{ptask}}/{{exp}}/{{split}}-{{ckpt}}.trees",
+    log:
+        f"{R}/{{ptask}}/{{exp}}/logs/{{split}}-{{ckpt}}.trees.log",
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.parsing.postprocess --hyp {input.hyp} --words {input.words} --gold {input.gold}"
+        " --output {output} --log {log}"
+
+
+rule flat_baseline:
+    input:
+        gold=f"{D}/tok/{{ptask}}/test.gold",
+    output:
+        f"{R}/{{ptask}}/baseline/test-flat.trees",
+    log:
+        f"{R}/{{ptask}}/baseline/logs/test-flat.trees.log",
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.parsing.baseline --gold {input.gold} --output {output} --log {log}"
+
+
+rule evalb:
+    input:
+        gold=f"{D}/tok/{{ptask}}/{{split}}.gold",
+        test=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.trees",
+    output:
+        txt=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.txt",
+        json=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.json",
+    wildcard_constraints:
+        run=_alternatives([*EXPERIMENTS, "baseline"]),
+        kind="avg|last|flat",
+    log:
+        f"{R}/{{ptask}}/{{run}}/logs/{{split}}-{{kind}}.evalb.log",
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.evaluate.evalb {input.gold} {input.test} --json-out {output.json}"
+        " > {output.txt}.tmp 2> {log} && mv {output.txt}.tmp {output.txt}"

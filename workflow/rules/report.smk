@@ -1,0 +1,52 @@
+# The paper's tables beside ours, and the plots.
+
+
+rule run_config:
+    output:
+        f"{R}/config.yaml",
+    params:
+        config=json.dumps(config, sort_keys=True),
+    log:
+        f"{R}/logs/run_config.log",
+    localrule: True
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.config --json {params.config:q} --output {output} > {log} 2>&1"
+
+
+rule tables:
+    input:
+        config=f"{R}/config.yaml",
+        metrics=[f for table in tables_requested() for f in table_inputs(table)],
+    output:
+        [f"{R}/tables/{t}.{ext}" for t in tables_requested() for ext in ("md", "csv", "tex")],
+    params:
+        results=lambda w, input: os.path.dirname(input.config),
+        out_dir=lambda w, output: os.path.dirname(output[0]),
+        tables=" ".join(tables_requested()),
+    log:
+        f"{R}/logs/tables.log",
+    localrule: True
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.report.tables --config {input.config} --results-dir {params.results} --out-dir {params.out_dir}"
+        " --tables {params.tables} --log {log}"
+
+
+rule plots:
+    input:
+        config=f"{R}/config.yaml",
+        tables=[f"{R}/tables/{t}.csv" for t in tables_requested()],
+    output:
+        directory(f"{R}/plots"),
+    params:
+        results=lambda w, input: os.path.dirname(input.config),
+    log:
+        f"{R}/logs/plots.log",
+    localrule: True
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.report.plots --config {input.config} --results-dir {params.results} --out-dir {output} --log {log}"
