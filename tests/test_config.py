@@ -1,0 +1,108 @@
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aiayn import config as cfg
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return cfg.load(ROOT / "config.yaml")
+
+
+def test_paper_config_is_the_paper(paper):
+    base = cfg.resolve(paper, "base", "en-de")
+    assert base["model"] == {**base["model"], "n_layers": 6, "d_model": 512, "d_ff": 2048, "n_heads": 8,
+                             "d_k": 64, "d_v": 64, "dropout": 0.1, "positional": "sinusoid", "norm": "post"}
+    assert base["train"]["adam_betas"] == [0.9, 0.98] and base["train"]["adam_eps"] == 1e-9
+    assert base["train"]["warmup_steps"] == 4000 and base["train"]["label_smoothing"] == 0.1
+    assert base["train"]["train_steps"] == 100000 and base["average"]["last"] == 5
+    assert base["decode"] == {**base["decode"], "beam_size": 4, "length_penalty": 0.6, "max_len_a": 1, "max_len_b": 50}
+    assert paper["tasks"]["en-de"]["vocab_size"] == 37000 and paper["tasks"]["en-fr"]["vocab_size"] == 32000
+
+
+def test_table3_rows_override_only_what_the_paper_changes(paper):
+    table = {row["row"]: row for row in _paper_table3()}
+    base = cfg.resolve(paper, "base", "en-de")
+    for exp in [e for e, spec in paper["experiments"].items() if "table3" in spec["tables"]]:
+        run = cfg.resolve(paper, exp, "en-de")
+        row = table[exp]
+        for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout"):
+            expected = row[key] if row[key] != "" else (table["base"][key] if exp != "big" else None)
+            if expected is not None and expected != "":
+                assert float(run["model"][key]) == float(expected), (exp, key)
+        ls = row["label_smoothing"] or table["base"]["label_smoothing"]
+        assert run["train"]["label_smoothing"] == float(ls), exp
+        assert run["model"]["positional"] == (row["positional"] or "sinusoid")
+        assert run["decode"] == base["decode"]
+
+
+def _paper_table3():
+    import csv
+    text = (ROOT / "src/aiayn/resources/paper_table3.csv")
+    if not text.exists():
+        pytest.skip("paper_table3.csv not packaged yet")
+    return list(csv.DictReader(text.open()))
+
+
+def test_big_uses_paper_dropout_per_pair(paper):
+    assert cfg.resolve(paper, "big", "en-de")["model"]["dropout"] == 0.3
+    assert cfg.resolve(paper, "big", "en-fr")["model"]["dropout"] == 0.1
+    assert cfg.resolve(paper, "big", "en-fr")["average"]["last"] == 20
+    assert cfg.resolve(paper, "big", "en-fr")["train"]["train_steps"] == 300000
+
+
+def test_unknown_key_is_an_error_naming_it(paper):
+    bad = copy.deepcopy(paper)
+    bad["experiments"]["A1"]["model"]["n_head"] = 2
+    with pytest.raises(cfg.ConfigError, match=r"experiments\.A1\.model.*n_head"):
+        cfg.validate(bad)
+
+
+def test_wrong_type_and_unknown_task(paper):
+    bad = copy.deepcopy(paper)
+    bad["defaults"]["train"]["warmup_steps"] = "4000"
+    with pytest.raises(cfg.ConfigError, match=r"defaults\.train\.warmup_steps"):
+        cfg.validate(bad)
+    bad = copy.deepcopy(paper)
+    bad["experiments"]["E"]["tasks"] = ["en-xx"]
+    with pytest.raises(cfg.ConfigError, match="unknown task 'en-xx'"):
+        cfg.validate(bad)
+    bad = copy.deepcopy(paper)
+    del bad["sources"]["newstest2014"]["members"]["en-fr"]
+    with pytest.raises(cfg.ConfigError, match="newstest2014.members has no entry for task 'en-fr'"):
+        cfg.validate(bad)
+
+
+def test_resolve_does_not_mutate_and_rejects_unknown(paper):
+    before = copy.deepcopy(paper)
+    cfg.resolve(paper, "big", "en-fr")
+    assert paper == before
+    with pytest.raises(cfg.ConfigError, match="unknown experiment"):
+        cfg.resolve(paper, "Z9", "en-de")
+    with pytest.raises(cfg.ConfigError, match="does not train on task"):
+        cfg.resolve(paper, "A1", "en-fr")
+
+
+def test_runs(paper):
+    assert len(cfg.runs(paper, "table2")) == 4
+    assert len(cfg.runs(paper, "table3")) == 22  # base and big train on both pairs
+    assert cfg.runs(paper, "table4") == [("wsj", "parser")]
+
+
+def test_demo_overlay_is_valid(paper):
+    overlay = yaml.safe_load((ROOT / "configs/demo.yaml").read_text())
+    merged = cfg.deep_merge(paper, overlay)
+    cfg.validate(merged, source="configs/demo.yaml")
+    assert cfg.resolve(merged, "A4", "en-de")["model"]["n_heads"] == 16
+
+
+def test_dump_main_round_trips(paper, tmp_path):
+    import json
+    out = tmp_path / "config.yaml"
+    assert cfg.main(["--json", json.dumps(paper), "--output", str(out)]) == 0
+    assert yaml.safe_load(out.read_text()) == paper
