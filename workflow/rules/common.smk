@@ -63,6 +63,11 @@ def settings(wildcards):
     return aiayn_config.resolve(config, wildcards.exp, wildcards.task)
 
 
+def train_settings(wildcards):
+    """What training depends on: averaging and decoding changes must not retrain."""
+    return {k: v for k, v in settings(wildcards).items() if k not in ("average", "decode")}
+
+
 def split_corpus(task, split):
     return TASKS[task][split]
 

@@ -9,7 +9,7 @@ rule train:
         summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
         last=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
     params:
-        settings=lambda w: json.dumps(settings(w), sort_keys=True),
+        settings=lambda w: json.dumps(train_settings(w), sort_keys=True),
         data=lambda w: f"{D}/bin/{w.task}",
         out_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
     threads: config["threads"]["train"]
