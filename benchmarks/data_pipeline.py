@@ -6,7 +6,7 @@ runs it); its wall time and peak RSS (``os.wait4``: the process and the workers 
 measured. The baseline is the obvious loop: one process, sacremoses normalize + tokenize, then
 sentencepiece ``encode``, line by line, on the same input with the same model.
 
-    PYTHONPATH=$PWD/src python benchmarks/data_pipeline.py --scales 1 10 --processes 1 2
+    PYTHONPATH=$PWD/src python benchmarks/data_pipeline.py --scales 1 10 --processes 1 2 --chunk-lines 2000
 
 Prints a table; not a test. Run it once: the figures depend on what else the machine runs.
 """
@@ -27,13 +27,15 @@ LANGS = ("en", "fr")
 
 def run_stage(module: str, *args) -> tuple[float, float]:
     """Run ``python -m aiayn.data.<module> ARGS``; returns (wall seconds, peak RSS in MiB)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", f"aiayn.data.{module}", *map(str, args)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{module} failed:\n{proc.stderr.read().decode()[-2000:]}")
+    with tempfile.TemporaryFile() as stderr:  # a pipe could fill up and block the child
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", f"aiayn.data.{module}", *map(str, args)],
+                                stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            stderr.seek(0)
+            raise RuntimeError(f"{module} failed:\n{stderr.read().decode()[-2000:]}")
     return seconds, usage.ru_maxrss / 1024
 
 
@@ -47,16 +49,17 @@ def make_input(work: Path, scale: int) -> int:
     return 5000 * scale
 
 
-def pipeline(work: Path, processes: int) -> dict[str, tuple[float, float]]:
+def pipeline(work: Path, processes: int, chunk_lines: int) -> dict[str, tuple[float, float]]:
     """Every stage on ``work/raw.*``; returns {stage: (seconds, peak MiB)}."""
     results = {}
 
-    def both(stage, module, *args_for):
+    def both(stage, module, args_for):
         times = [run_stage(module, *args_for(lang)) for lang in LANGS]
         results[stage] = (sum(t for t, _ in times), max(m for _, m in times))
 
     both("tokenize", "tokenize", lambda lang: ("--lang", lang, "--input", work / f"raw.{lang}",
-                                               "--output", work / f"tok.{lang}", "--threads", processes))
+                                               "--output", work / f"tok.{lang}", "--threads", processes,
+                                               "--chunk-lines", chunk_lines))
     results["clean"] = run_stage("clean", "--src-lang", "en", "--tgt-lang", "fr", "--corpora", work / "tok",
                                  "--out-prefix", work / "clean", "--stats", work / "clean.json")
     results["bpe learn"] = run_stage("bpe", "learn", "--inputs", work / "clean.en", work / "clean.fr",
@@ -64,7 +67,7 @@ def pipeline(work: Path, processes: int) -> dict[str, tuple[float, float]]:
                                      "--threads", processes)
     both("bpe encode", "bpe", lambda lang: ("encode", "--model", work / "spm.model", "--input",
                                             work / f"clean.{lang}", "--output", work / f"bpe.{lang}",
-                                            "--threads", processes))
+                                            "--threads", processes, "--chunk-lines", chunk_lines))
     results["binarize"] = run_stage("binarize", "--model", work / "spm.model", "--src", work / "bpe.en",
                                     "--tgt", work / "bpe.fr", "--out-dir", work / "bin")
     return results
@@ -107,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--chunk-lines", type=int, default=2000,
+                        help="lines per work unit: small enough that the 1x input makes several")
     parser.add_argument("--baseline-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.baseline_worker:
@@ -120,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp)
             pairs = make_input(work, scale)
             for processes in args.processes:
-                report(f"{scale}x input, {processes} process(es)", pairs, pipeline(work, processes))
+                report(f"{scale}x input, {processes} process(es)", pairs, pipeline(work, processes, args.chunk_lines))
             seconds, mib = baseline(work)
             tok_enc = "tokenize + bpe encode"
             print(f"  baseline loop ({tok_enc}, 1 process): {seconds:.2f} s, {pairs / seconds:.0f} pairs/s, "

@@ -19,7 +19,7 @@ class Server(http.server.ThreadingHTTPServer):
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), Handler)
-        self.files, self.break_once, self.requests = {}, set(), []
+        self.files, self.break_once, self.no_range, self.requests = {}, set(), set(), []
 
     @property
     def base(self):
@@ -37,7 +37,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if data is None:
             self.send_error(404)
             return
-        start = int(self.headers["Range"][6:-1]) if self.headers.get("Range") else 0
+        ranged = self.headers.get("Range") and name not in self.server.no_range
+        start = int(self.headers["Range"][6:-1]) if ranged else 0
         self.send_response(206 if start else 200)
         if start:
             self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
@@ -85,6 +86,16 @@ def test_interrupted_transfer_resumes_to_the_right_checksum(server, tmp_path):
     assert server.requests[1] == ("a.tgz", f"bytes={len(PAYLOAD) // 2}-")
     download.download(f"{server.base}/a.tgz", out, lock_path=lock)  # present and verified: no request
     assert len(server.requests) == 2
+
+
+def test_server_without_range_support_restarts_the_transfer(server, tmp_path):
+    server.files["r.tgz"] = PAYLOAD
+    server.break_once.add("r.tgz")
+    server.no_range.add("r.tgz")
+    out = tmp_path / "r.tgz"
+    download.download(f"{server.base}/r.tgz", out, lock_path=_lock(tmp_path, {"r.tgz": _pin(PAYLOAD)}), backoff=0)
+    assert out.read_bytes() == PAYLOAD
+    assert [r for _, r in server.requests] == [None, f"bytes={len(PAYLOAD) // 2}-"]
 
 
 def test_corrupted_archive_is_refused_and_removed(server, tmp_path):

@@ -34,8 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO
 
-from tqdm import tqdm
-
+from aiayn.data.lines import progress
 from aiayn.io import atomic_output, setup_logging
 
 log = logging.getLogger(__name__)
@@ -139,8 +138,8 @@ def transfer(url: str, part: Path, timeout: float) -> None:
     offset = part.stat().st_size if part.exists() else 0
     stream, total, resumes = open_source(url, offset, timeout)
     with stream, open(part, "ab" if resumes else "wb") as out, \
-            tqdm(total=total, initial=offset if resumes else 0, unit="B", unit_scale=True,
-                 desc=archive_name(url), disable=None, mininterval=2) as bar:
+            progress(total, archive_name(url), "B") as bar:
+        bar.update(offset if resumes else 0)
         for block in iter(lambda: stream.read(BLOCK), b""):
             out.write(block)
             bar.update(len(block))

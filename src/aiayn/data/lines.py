@@ -12,7 +12,11 @@ import gzip
 import logging
 import multiprocessing
 import os
+import sys
+from pathlib import Path
 from typing import IO, Callable, Iterable, Iterator, Sequence
+
+from tqdm import tqdm
 
 from aiayn.io import open_text
 
@@ -129,6 +133,12 @@ def ordered_map(job: Callable[[list[str]], list[str]], chunks: Iterable[list[str
             yield pending.popleft().get()
 
 
+def progress(total: int | None, desc: str, unit: str) -> tqdm:
+    """A tqdm bar on stderr; redrawn every 30 s instead of every second when stderr is a log file."""
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True,
+                mininterval=1 if sys.stderr.isatty() else 30)
+
+
 def map_file(job: Callable[[list[str]], list[str]], src: str | os.PathLike, out: IO[str],
              processes: int = 1, chunk_lines: int = 20000) -> int:
     """Stream ``src`` through ``job`` chunk by chunk into the open text handle ``out``; returns lines.
@@ -136,7 +146,9 @@ def map_file(job: Callable[[list[str]], list[str]], src: str | os.PathLike, out:
     ``job`` maps a list of lines to a list of as many lines, each without ``\\n``.
     """
     count = 0
-    for chunk_out in ordered_map(job, chunked(iter_lines(src), chunk_lines), processes):
-        out.write("".join(line + "\n" for line in chunk_out))
-        count += len(chunk_out)
+    with progress(count_lines(src), Path(src).name, "lines") as bar:
+        for chunk_out in ordered_map(job, chunked(iter_lines(src), chunk_lines), processes):
+            out.write("".join(line + "\n" for line in chunk_out))
+            count += len(chunk_out)
+            bar.update(len(chunk_out))
     return count
