@@ -1,0 +1,129 @@
+"""Filter tokenized parallel training corpora by length and length ratio (Moses ``clean-corpus-n.perl``).
+
+Rules, applied in this order to each pair after collapsing whitespace (tokens = whitespace split):
+
+1. ``empty``: either side has no token;
+2. ``too_short``: either side has fewer than ``min_len`` tokens;
+3. ``too_long``: either side has more than ``max_len`` tokens (``None``: no limit);
+4. ``ratio``: ``max(n_src, n_tgt) / min(n_src, n_tgt) > max_ratio`` (``None``: no limit).
+
+Kept pairs of every corpus are concatenated, in order, into ``OUT.<src>`` / ``OUT.<tgt>``; the counts
+(read, kept, dropped per reason) of each corpus go to a JSON file and the log.
+
+Deviation from paper: the paper does not say it filtered its training data. Dropping pairs with an
+empty side, very long pairs and pairs of very different lengths is what fairseq's WMT14 recipe does
+and keeps badly aligned CommonCrawl lines out of training. ``data.clean.max_len: null`` and
+``data.clean.max_ratio: null`` (``--max-len none --max-ratio none``) keep every non-empty pair, as
+the paper.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+from typing import Iterable, Iterator
+
+from aiayn.data.lines import check_aligned, iter_lines
+from aiayn.io import atomic_output, setup_logging, write_json
+
+log = logging.getLogger(__name__)
+
+REASONS = ("empty", "too_short", "too_long", "ratio")
+
+
+@dataclasses.dataclass(frozen=True)
+class LengthFilter:
+    """The clean-corpus-n rules; :meth:`reason` says why a pair is dropped (``None``: keep it)."""
+
+    min_len: int = 1
+    max_len: int | None = 250
+    max_ratio: float | None = 1.5
+
+    def reason(self, n_src: int, n_tgt: int) -> str | None:
+        shorter, longer = min(n_src, n_tgt), max(n_src, n_tgt)
+        if shorter == 0:
+            return "empty"
+        if shorter < self.min_len:
+            return "too_short"
+        if self.max_len is not None and longer > self.max_len:
+            return "too_long"
+        if self.max_ratio is not None and longer / shorter > self.max_ratio:
+            return "ratio"
+        return None
+
+
+def filter_pairs(pairs: Iterable[tuple[str, str]], rules: LengthFilter,
+                 counts: dict[str, int]) -> Iterator[tuple[str, str]]:
+    """Yield the kept pairs, whitespace-collapsed; ``counts`` gets read, kept and each drop reason."""
+    for src, tgt in pairs:
+        counts["read"] += 1
+        src_tokens, tgt_tokens = src.split(), tgt.split()
+        why = rules.reason(len(src_tokens), len(tgt_tokens))
+        if why is None:
+            counts["kept"] += 1
+            yield " ".join(src_tokens), " ".join(tgt_tokens)
+        else:
+            counts[why] += 1
+
+
+def new_counts() -> dict[str, int]:
+    return {"read": 0, "kept": 0, **{reason: 0 for reason in REASONS}}
+
+
+def clean_corpora(prefixes: list[str], src_lang: str, tgt_lang: str, out_prefix: str,
+                  rules: LengthFilter) -> dict:
+    """Filter every ``PREFIX.<src>``/``PREFIX.<tgt>`` pair into ``OUT.<src>``/``OUT.<tgt>``.
+
+    All line counts are checked before anything is written. Returns the statistics dict.
+    """
+    for prefix in prefixes:
+        check_aligned([f"{prefix}.{src_lang}", f"{prefix}.{tgt_lang}"])
+    stats = {"rules": dataclasses.asdict(rules), "corpora": {}, "total": new_counts()}
+    with atomic_output(f"{out_prefix}.{src_lang}") as out_src, atomic_output(f"{out_prefix}.{tgt_lang}") as out_tgt:
+        for prefix in prefixes:
+            counts = new_counts()
+            pairs = zip(iter_lines(f"{prefix}.{src_lang}"), iter_lines(f"{prefix}.{tgt_lang}"))
+            for src, tgt in filter_pairs(pairs, rules, counts):
+                out_src.write(src + "\n")
+                out_tgt.write(tgt + "\n")
+            stats["corpora"][prefix] = counts
+            for key, value in counts.items():
+                stats["total"][key] += value
+            log.info("%s: %s", prefix, _describe(counts))
+    log.info("total: %s", _describe(stats["total"]))
+    return stats
+
+
+def _describe(counts: dict[str, int]) -> str:
+    dropped = ", ".join(f"{reason} {counts[reason]}" for reason in REASONS)
+    return f"read {counts['read']}, kept {counts['kept']}, dropped: {dropped}"
+
+
+def _optional(kind):
+    def parse(text: str):
+        return None if text.lower() in ("none", "null") else kind(text)
+    return parse
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--src-lang", required=True)
+    parser.add_argument("--tgt-lang", required=True)
+    parser.add_argument("--corpora", nargs="+", required=True, help="PREFIX: reads PREFIX.<src>, PREFIX.<tgt>")
+    parser.add_argument("--out-prefix", required=True)
+    parser.add_argument("--stats", required=True, help="JSON file of per-corpus counts")
+    parser.add_argument("--min-len", type=int, default=1)
+    parser.add_argument("--max-len", type=_optional(int), default=250, help="tokens, or none")
+    parser.add_argument("--max-ratio", type=_optional(float), default=1.5, help="longer/shorter, or none")
+    parser.add_argument("--log")
+    args = parser.parse_args(argv)
+    setup_logging(args.log)
+    rules = LengthFilter(args.min_len, args.max_len, args.max_ratio)
+    stats = clean_corpora(args.corpora, args.src_lang, args.tgt_lang, args.out_prefix, rules)
+    write_json(args.stats, stats)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""Moses detokenization (sacremoses ``MosesDetokenizer``) of decoded hypotheses, line for line.
+
+Undoes :mod:`aiayn.data.tokenize`: joins tokens, re-attaches punctuation and quotes by the language's
+rules and turns ``@-@`` back into ``-``. Entities are not unescaped unless ``--unescape`` is given:
+the pipeline tokenizes without escaping (``data.tokenize.escape: false``), so an ``&amp;`` in the text
+is the text. The line count is preserved: an empty hypothesis stays an empty line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+
+from sacremoses import MosesDetokenizer
+
+from aiayn.data.lines import map_file
+from aiayn.data.tokenize import check_language
+from aiayn.io import atomic_output, setup_logging
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class MosesDetok:
+    """Detokenize a list of space-separated token lines (picklable job for :func:`map_file`)."""
+
+    lang: str
+    unescape: bool = False
+
+    def __post_init__(self) -> None:
+        check_language(self.lang)
+        self._detok = MosesDetokenizer(lang=self.lang)
+
+    def line(self, text: str) -> str:
+        return self._detok.detokenize(text.split(), return_str=True, unescape=self.unescape).strip()
+
+    def __call__(self, lines: list[str]) -> list[str]:
+        return [self.line(text) for text in lines]
+
+
+def detokenize_file(job: MosesDetok, input_path: str, output_path: str) -> int:
+    """Detokenize ``input_path`` into ``output_path`` atomically; returns the line count."""
+    with atomic_output(output_path) as out:
+        return map_file(job, input_path, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lang", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--unescape", action="store_true", help="turn &amp; &apos; ... back into characters")
+    parser.add_argument("--log")
+    args = parser.parse_args(argv)
+    setup_logging(args.log)
+    count = detokenize_file(MosesDetok(args.lang, args.unescape), args.input, args.output)
+    log.info("detokenized %d lines: %s -> %s", count, args.input, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

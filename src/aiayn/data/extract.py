@@ -1,0 +1,102 @@
+"""Extract one member of a tar / tgz archive as UTF-8 text, streaming (no full unpack).
+
+- ``*.gz`` members (Giga-FrEn: gzip inside a plain tar) are gunzipped on the fly.
+- ``*.sgm`` members (the WMT test sets) become one segment per line, exactly as sacreBLEU does: keep
+  lines starting with ``<seg ``, drop the tags, strip, collapse every ``\\s+`` (which includes U+00A0)
+  to one space.
+- Anything else is copied line by line.
+
+Every line is checked to be UTF-8 (an error names archive, member and line); a last line without a
+newline gets one, so line counts agree with ``wc -l``. A missing member is an error listing the
+archive's most similar names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import gzip
+import logging
+import re
+import tarfile
+from typing import IO, Iterator
+
+from aiayn.data.lines import DataError
+from aiayn.io import atomic_output, setup_logging
+
+log = logging.getLogger(__name__)
+
+_SEG = re.compile(r"<seg.*?>(.*)</seg>.*?")
+_SPACES = re.compile(r"\s+")
+
+
+def sgm_line(line: str) -> str | None:
+    """The text of a ``<seg id="1">  Text </seg>`` line (``"Text"``); ``None`` for any other line."""
+    if not line.startswith("<seg "):
+        return None
+    return _SPACES.sub(" ", _SEG.sub(r"\1", line).strip())
+
+
+def _normalize(name: str) -> str:
+    return name[2:] if name.startswith("./") else name
+
+
+def open_member(tar: tarfile.TarFile, member: str, archive: str) -> tuple[tarfile.TarInfo, IO[bytes]]:
+    """Scan a streamed archive for ``member`` (a leading ``./`` is ignored); error with close names."""
+    seen = []
+    for info in tar:
+        name = _normalize(info.name)
+        if name == _normalize(member) and info.isfile():
+            return info, tar.extractfile(info)
+        seen.append(name)
+    close = difflib.get_close_matches(member, seen, n=5, cutoff=0.5) or seen[:5]
+    raise DataError(f"{archive}: no member {member!r}; similar names: {close} ({len(seen)} members)")
+
+
+def decoded_lines(raw: IO[bytes], where: str) -> Iterator[str]:
+    """Lines of a byte stream decoded as UTF-8, each ending in ``\\n``; bad bytes name the line."""
+    for number, line in enumerate(raw, 1):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DataError(f"{where}: line {number}: invalid UTF-8 ({error.reason} at byte {error.start})") from None
+        yield text if text.endswith("\n") else text + "\n"
+
+
+def member_lines(stream: IO[bytes], member: str, where: str) -> Iterator[str]:
+    """The text lines of one member: gunzipped for ``.gz``, converted for ``.sgm``."""
+    if member.endswith(".gz"):
+        stream = gzip.GzipFile(fileobj=stream, mode="rb")
+    lines = decoded_lines(stream, where)
+    if member.endswith(".sgm"):
+        return (text + "\n" for text in map(sgm_line, lines) if text is not None)
+    return lines
+
+
+def extract(archive: str, member: str, out_path: str) -> int:
+    """Write ``member`` of ``archive`` to ``out_path`` as text (atomically); returns the line count."""
+    count = 0
+    with tarfile.open(archive, mode="r|*") as tar:
+        _, stream = open_member(tar, member, archive)
+        with atomic_output(out_path) as out:
+            for line in member_lines(stream, member, f"{archive}:{member}"):
+                out.write(line)
+                count += 1
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--archive", required=True)
+    parser.add_argument("--member", required=True, help="path inside the archive")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--log")
+    args = parser.parse_args(argv)
+    setup_logging(args.log)
+    count = extract(args.archive, args.member, args.out)
+    log.info("%s:%s -> %s (%d lines)", args.archive, args.member, args.out, count)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,154 @@
+"""Streaming line I/O shared by the data stages: UTF-8 checks, alignment checks, ordered parallel maps.
+
+Corpora are read one line at a time (WMT14 EN-FR is about 40M pairs), so memory stays flat whatever
+the input size. Lines are split on ``\\n`` only: ``str.splitlines`` would also split on U+2028, U+0085
+and friends, which occur in real WMT text and would silently break the alignment of a parallel corpus.
+"""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import logging
+import multiprocessing
+import os
+import sys
+from pathlib import Path
+from typing import IO, Callable, Iterable, Iterator, Sequence
+
+from tqdm import tqdm
+
+from aiayn.io import open_text
+
+log = logging.getLogger(__name__)
+
+# A line this long is a broken file (a missing newline, a binary blob), not a sentence.
+MAX_LINE_CHARS = 1_000_000
+
+
+class DataError(ValueError):
+    """Bad input data, with the file (and line) that causes it."""
+
+
+def first_bad_utf8_line(raw: Iterable[bytes]) -> tuple[int, UnicodeDecodeError] | None:
+    """1-based number of the first line of ``raw`` (bytes lines) that is not valid UTF-8, and its error."""
+    for number, line in enumerate(raw, 1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return number, error
+    return None
+
+
+def _utf8_error(path: str | os.PathLike) -> DataError:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        found = first_bad_utf8_line(handle)
+    where = f"line {found[0]}: {found[1].reason} at byte {found[1].start}" if found else "undecodable"
+    return DataError(f"{path}: {where}: invalid UTF-8")
+
+
+def iter_lines(path: str | os.PathLike, max_chars: int | None = None) -> Iterator[str]:
+    """Yield the lines of a UTF-8 text file (``.gz`` transparently) without their ``\\n``.
+
+    Invalid UTF-8 and lines longer than ``max_chars`` (default :data:`MAX_LINE_CHARS`) raise
+    :class:`DataError` naming file and line.
+    """
+    max_chars = max_chars or MAX_LINE_CHARS
+    try:
+        with open_text(path) as handle:
+            for number, line in enumerate(handle, 1):
+                line = line[:-1] if line.endswith("\n") else line
+                if len(line) > max_chars:
+                    raise DataError(f"{path}: line {number}: {len(line)} characters (limit {max_chars})")
+                yield line
+    except UnicodeDecodeError:
+        raise _utf8_error(path) from None
+
+
+def count_lines(path: str | os.PathLike) -> int:
+    """Number of lines as ``wc -l`` counts them, plus one for a last line without ``\\n``."""
+    count, last = 0, b"\n"
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            count += block.count(b"\n")
+            last = block[-1:]
+    return count + (last != b"\n")
+
+
+def check_aligned(paths: Sequence[str | os.PathLike]) -> int:
+    """Line count shared by parallel files; a mismatch names every file and its count."""
+    counts = [count_lines(p) for p in paths]
+    if len(set(counts)) > 1:
+        detail = ", ".join(f"{p}: {c} lines" for p, c in zip(paths, counts))
+        raise DataError(f"misaligned parallel files ({detail})")
+    return counts[0] if counts else 0
+
+
+def chunked(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    """Consecutive lists of at most ``size`` lines."""
+    if size < 1:
+        raise ValueError(f"chunk size must be positive, got {size}")
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+_worker_job: Callable[[list[str]], list[str]] | None = None
+
+
+def _init_worker(job: Callable[[list[str]], list[str]]) -> None:
+    global _worker_job  # per worker process: the job (e.g. a tokenizer) is built once, not per chunk
+    _worker_job = job
+
+
+def _run_job(chunk: list[str]) -> list[str]:
+    return _worker_job(chunk)
+
+
+def ordered_map(job: Callable[[list[str]], list[str]], chunks: Iterable[list[str]],
+                processes: int = 1) -> Iterator[list[str]]:
+    """Apply ``job`` to every chunk in ``processes`` worker processes; yield results in input order.
+
+    At most ``2 * processes`` chunks are in flight, so memory does not grow with the input.
+    (``Pool.imap`` would do the same work, but its feeder thread reads the whole input ahead.)
+    With ``processes == 1`` the job runs in this process: same results, no pickling.
+    """
+    if processes <= 1:
+        yield from map(job, chunks)
+        return
+    with multiprocessing.get_context("fork").Pool(processes, _init_worker, (job,)) as pool:
+        pending: collections.deque = collections.deque()
+        for chunk in chunks:
+            pending.append(pool.apply_async(_run_job, (chunk,)))
+            if len(pending) >= 2 * processes:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+def progress(total: int | None, desc: str, unit: str) -> tqdm:
+    """A tqdm bar on stderr; redrawn every 30 s instead of every second when stderr is a log file."""
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True,
+                mininterval=1 if sys.stderr.isatty() else 30)
+
+
+def map_file(job: Callable[[list[str]], list[str]], src: str | os.PathLike, out: IO[str],
+             processes: int = 1, chunk_lines: int = 20000) -> int:
+    """Stream ``src`` through ``job`` chunk by chunk into the open text handle ``out``; returns lines.
+
+    ``job`` maps a list of lines to a list of as many lines, each without ``\\n``.
+    """
+    count = 0
+    with progress(count_lines(src), Path(src).name, "lines") as bar:
+        for chunk_out in ordered_map(job, chunked(iter_lines(src), chunk_lines), processes):
+            out.write("".join(line + "\n" for line in chunk_out))
+            count += len(chunk_out)
+            bar.update(len(chunk_out))
+    return count

@@ -1,0 +1,71 @@
+import json
+
+import pytest
+
+from aiayn.data import clean
+from aiayn.data.clean import LengthFilter
+from aiayn.data.lines import DataError
+
+# (en, de, why dropped under min_len=2, max_len=5, max_ratio=1.5)
+PAIRS_A = [
+    ("a b c", "x y z", None),
+    ("", "x y", "empty"),
+    ("a b", "  ", "empty"),
+    ("a", "x", "too_short"),
+    ("a b c d e f", "u v w x y z", "too_long"),
+    ("a b", "u v w x", "ratio"),
+    ("a  b   c", "x\ty z w", None),   # ratio 4/3 <= 1.5; whitespace collapsed on output
+]
+PAIRS_B = [
+    ("p q", "r s", None),
+    ("p q r s t", "r s t u", None),
+    ("p q r", "r", "too_short"),
+]
+
+
+def _write_corpus(prefix, pairs):
+    for index, lang in enumerate(("en", "de")):
+        prefix.with_name(f"{prefix.name}.{lang}").write_text(
+            "".join(pair[index] + "\n" for pair in pairs), encoding="utf-8")
+
+
+def test_every_drop_reason_is_counted(tmp_path):
+    _write_corpus(tmp_path / "a", PAIRS_A)
+    _write_corpus(tmp_path / "b", PAIRS_B)
+    out, stats_path = tmp_path / "out" / "train", tmp_path / "out" / "train.stats.json"
+    assert clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "a"),
+                       str(tmp_path / "b"), "--out-prefix", str(out), "--stats", str(stats_path),
+                       "--min-len", "2", "--max-len", "5", "--max-ratio", "1.5"]) == 0
+    stats = json.loads(stats_path.read_text())
+    assert stats["corpora"][str(tmp_path / "a")] == {
+        "read": 7, "kept": 2, "empty": 2, "too_short": 1, "too_long": 1, "ratio": 1}
+    assert stats["corpora"][str(tmp_path / "b")] == {
+        "read": 3, "kept": 2, "empty": 0, "too_short": 1, "too_long": 0, "ratio": 0}
+    assert stats["total"] == {"read": 10, "kept": 4, "empty": 2, "too_short": 2, "too_long": 1, "ratio": 1}
+    assert (tmp_path / "out" / "train.en").read_text() == "a b c\na b c\np q\np q r s t\n"
+    assert (tmp_path / "out" / "train.de").read_text() == "x y z\nx y z w\nr s\nr s t u\n"
+
+
+def test_none_limits_keep_every_non_empty_pair(tmp_path):
+    _write_corpus(tmp_path / "a", PAIRS_A)
+    assert clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "a"),
+                       "--out-prefix", str(tmp_path / "o"), "--stats", str(tmp_path / "s.json"),
+                       "--max-len", "none", "--max-ratio", "none"]) == 0
+    assert json.loads((tmp_path / "s.json").read_text())["total"]["kept"] == 5
+
+
+def test_rules_golden():
+    rules = LengthFilter(min_len=1, max_len=250, max_ratio=1.5)
+    assert rules.reason(3, 2) is None          # 1.5 is allowed
+    assert rules.reason(4, 2) == "ratio"
+    assert rules.reason(251, 250) == "too_long"
+    assert rules.reason(0, 0) == "empty"
+
+
+def test_misaligned_corpus_names_both_files(tmp_path):
+    (tmp_path / "c.en").write_text("a\nb\nc\n")
+    (tmp_path / "c.de").write_text("a\nb\n")
+    with pytest.raises(DataError, match=r"c\.en: 3 lines, .*c\.de: 2 lines"):
+        clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "c"),
+                    "--out-prefix", str(tmp_path / "o"), "--stats", str(tmp_path / "s.json")])
+    assert not (tmp_path / "o.en").exists()
