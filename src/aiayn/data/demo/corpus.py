@@ -7,6 +7,7 @@ in which they are generated.
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from .grammar import Clause, sample_sentence
 from .lexicon import lexicon
 from .treebank import Tree
 
+log = logging.getLogger(__name__)
 MIN_WORDS, MAX_WORDS = 5, 20
 REALIZERS = {"de": german_sentence, "fr": french_sentence}
 
@@ -33,25 +35,32 @@ def rng_for(seed: int, purpose: str) -> random.Random:
     return random.Random(f"{seed}:{purpose}")
 
 
-def sample(rng: random.Random, n: int, exclude: set[str] | frozenset[str] = frozenset()) -> list[Sentence]:
+def sample(rng: random.Random, n: int, exclude: set[str] | frozenset[str] = frozenset(),
+           unique: bool = False, what: str = "sentences") -> list[Sentence]:
     """``n`` sentences of 5-20 words (punctuation included) whose English text is not in ``exclude``.
 
-    Sentences outside the length range are redrawn. With ``exclude`` (the training sentences, when
-    sampling dev and test sets) the sentences are also distinct from each other.
+    Sentences outside the length range are redrawn. With ``unique`` (held-out sets, treebank) they
+    are also distinct from each other. The redraws are counted in the log.
     """
     lex = lexicon()
     out: list[Sentence] = []
     seen = set(exclude)
+    length_drops = duplicate_drops = 0
     while len(out) < n:
         clause = sample_sentence(rng, lex)
         tree = sentence_tree(clause)
         if not MIN_WORDS <= len(tree.words()) <= MAX_WORDS:
+            length_drops += 1
             continue
         text = english_text(tree)
-        if exclude and text in seen:
+        if text in seen:
+            duplicate_drops += 1
             continue
-        seen.add(text)
+        if unique:
+            seen.add(text)
         out.append(Sentence(clause, tree, text))
+    log.info("%s: kept %d, redrew %d outside %d-%d words and %d excluded or repeated",
+             what, n, length_drops, MIN_WORDS, MAX_WORDS, duplicate_drops)
     return out
 
 
