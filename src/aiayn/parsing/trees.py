@@ -85,45 +85,52 @@ def read_trees(text: str, source: str = "<string>", first_line: int = 1) -> Iter
     outside any bracket, an empty constituent or a word beside subtrees raise :class:`TreeError`.
     """
     lines = _Lines(text)
+
+    def line(offset: int) -> int:
+        return first_line - 1 + lines.line(offset)
+
     stack: list[Tree] = []
     start = 0
     expect_label = False
     for match in _TOKEN.finditer(text):
-        token, where = match.group(), first_line - 1 + lines.line(match.start())
+        token = match.group()
         if expect_label:
             expect_label = False
-            if token not in "()":
+            if token != "(" and token != ")":
                 stack[-1].label = token
                 continue
         if token == "(":
             if not stack:
-                start = where
+                start = match.start()
             stack.append(Tree(""))
             expect_label = True
         elif token == ")":
             if not stack:
-                raise TreeError(f"{source}:{where}: ')' closes no bracket")
+                raise TreeError(f"{source}:{line(match.start())}: ')' closes no bracket")
             node = stack.pop()
-            _check_node(node, source, where)
+            problem = _problem(node)
+            if problem:
+                raise TreeError(f"{source}:{line(start)}: {problem}")
             if stack:
                 stack[-1].children.append(node)
             else:
-                yield node, start
+                yield node, line(start)
         elif not stack:
-            raise TreeError(f"{source}:{where}: word {token!r} outside any bracket")
+            raise TreeError(f"{source}:{line(match.start())}: word {token!r} outside any bracket")
         else:
             stack[-1].children.append(token)
     if stack:
-        raise TreeError(f"{source}:{start}: tree starting here is not closed ({len(stack)} open brackets)")
+        raise TreeError(f"{source}:{line(start)}: tree starting here is not closed ({len(stack)} open brackets)")
 
 
-def _check_node(node: Tree, source: str, line: int) -> None:
-    if not node.children:
-        raise TreeError(f"{source}:{line}: empty constituent ({node.label})")
-    words = sum(isinstance(c, str) for c in node.children)
-    if words and (words > 1 or len(node.children) > 1):
-        raise TreeError(f"{source}:{line}: constituent ({node.label} ...) mixes words and subtrees or holds "
-                        f"several words")
+def _problem(node: Tree) -> str | None:
+    """What is wrong with ``node`` (it needs subtrees or exactly one word), or None."""
+    children = node.children
+    if not children:
+        return f"empty constituent ({node.label})"
+    if len(children) > 1 and any(isinstance(c, str) for c in children):
+        return f"constituent ({node.label} ...) mixes words and subtrees or holds several words"
+    return None
 
 
 def parse_tree(line: str, source: str = "<string>", line_number: int = 1) -> Tree:
