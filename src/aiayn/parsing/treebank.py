@@ -44,8 +44,8 @@ def find_wsj(root: Path) -> Path:
                             f"train.trees/dev.trees/test.trees files")
 
 
-def section_files(wsj: Path, first: int, last: int) -> list[Path]:
-    """The ``*.mrg`` files of sections ``first..last`` (inclusive); absent sections are logged."""
+def section_files(wsj: Path, first: int, last: int) -> tuple[list[Path], list[str]]:
+    """The ``*.mrg`` files of sections ``first..last`` (inclusive), and the sections without any."""
     if first > last:
         raise ValueError(f"empty section range {first}..{last}")
     files, missing = [], []
@@ -55,9 +55,7 @@ def section_files(wsj: Path, first: int, last: int) -> list[Path]:
         if not found:
             missing.append(f"{section:02d}")
         files.extend(found)
-    if missing:
-        log.warning("%s: sections %s have no .mrg files", wsj, " ".join(missing))
-    return files
+    return files, missing
 
 
 def read_mrg_file(path: Path) -> Iterator[tuple[Tree, int]]:
@@ -81,7 +79,7 @@ def read_line_file(path: Path) -> Iterator[tuple[Tree, int]]:
 
 def read_sections(root: Path, first: int, last: int) -> Iterator[tuple[Tree, str]]:
     """Trees of WSJ sections ``first..last`` under ``root``, each with ``file:line`` for messages."""
-    for path in section_files(find_wsj(root), first, last):
+    for path in section_files(find_wsj(root), first, last)[0]:
         for tree, line in read_mrg_file(path):
             yield tree, f"{path}:{line}"
 
