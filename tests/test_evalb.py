@@ -133,3 +133,21 @@ def test_gold_against_gold_is_100_on_the_sample(tmp_path):
     assert result["sentences"] == 3914 and result["error_sentences"] == 0 and result["skip_sentences"] == 0
     assert result["f1"] == result["f1_len40"] == result["complete_match"] == 100.0
     assert "Number of sentence        =   3629\n" in report  # len<=40 as EVALB counts (PROVENANCE.md)
+
+
+def test_debug_dump(capfd, tmp_path):
+    (tmp_path / "g").write_text("(TOP (S (NP (DT A) (NN dog)) (. .)))\n")
+    (tmp_path / "t").write_text("(TOP (S (DT A) (VB dog) (. .)))\n")
+    code, out, _ = run_cli(capfd, "-d", tmp_path / "g", tmp_path / "t")
+    assert code == 0
+    assert out.splitlines()[3:13] == [
+        "   1    3    0   50.00 100.00     1      2    1      0      2     1    50.00",
+        "-<1>---(wn1=  2, bn1=  3)-           -<2>---(wn2=  2, bn2=  2)-",
+        "  0 : 1 : DT      A                       0 : 1 : DT      A               ",
+        "  1 : 0 : NN      dog                     1 : 0 : VB      dog             ",
+        "",
+        "  0 : 5 :   0    2  TOP           0 : 5 :   0    2  TOP   ",
+        "  1 : 1 :   0    2  S             1 : 1 :   0    2  S     ",
+        "  2 : 0 :   0    2  NP          ",
+        "",
+        "========"]

@@ -123,7 +123,7 @@ def summarize(outcome: Outcome, cutoff_len: int) -> tuple[Totals, Totals]:
 
 def format_report(outcome: Outcome, params: EvalbParams) -> str:
     """EVALB's stdout: header, rows, and (unless it stopped at MAX_ERROR) the totals and summaries."""
-    parts = [HEADER, RULE, *(format_row(row) for row in outcome.rows)]
+    parts = [HEADER, RULE, *(format_row(row) + row.debug for row in outcome.rows)]
     if outcome.stopped:
         return "".join(parts)
     everything, short = summarize(outcome, params.cutoff_len)
@@ -178,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--param", help="EVALB parameter file (default: the packaged COLLINS.prm)")
     parser.add_argument("-e", type=int, dest="max_error", help="MAX_ERROR, overriding the parameter file")
     parser.add_argument("-c", type=int, dest="cutoff_len", help="CUTOFF_LEN, overriding the parameter file")
+    parser.add_argument("-d", action="store_true", dest="debug", help="DEBUG 1: dump each sentence's data")
     parser.add_argument("--json-out", help="write f1, recall, precision, ... (the All block) as JSON")
     parser.add_argument("--out", help="write the report to this file instead of stdout")
     parser.add_argument("--log", help="also log to this file")
@@ -191,8 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("max_error", "cutoff_len"):
         if getattr(args, name) is not None:
             setattr(params, name, getattr(args, name))
-    if params.debug:
-        raise SystemExit(f"{args.param}: DEBUG {params.debug}: EVALB's debug dump is not reproduced; use DEBUG 0")
+    if args.debug:
+        params.debug = 1
+    if params.debug > 1:
+        raise SystemExit(f"{args.param}: DEBUG {params.debug}: only EVALB's DEBUG 0 and 1 are reproduced")
     for message in params.messages:
         _write(sys.stderr, message + "\n")
     outcome, report = evalb(args.gold, args.test, params)

@@ -35,7 +35,7 @@ class EvalbStopped(Exception):
 class Parsed:
     """One line as EVALB reads it. ``length``: words not tagged ``DELETE_LABEL_FOR_LENGTH``."""
 
-    terminals: list[list[str]] = field(default_factory=list)  # [word, tag]
+    terminals: list[list] = field(default_factory=list)  # [word, tag, result: 0 wrong tag, 1 right, 9 unscored]
     brackets: list[list] = field(default_factory=list)  # [start, end, label, result]
     length: int = 0
 
@@ -73,7 +73,7 @@ def scan(line: str, params: EvalbParams, error: Callable[[str], None]) -> Parsed
                     if label not in params.delete_labels_for_length:
                         out.length += 1
                     if label not in params.delete_labels:
-                        out.terminals.append([word, label])
+                        out.terminals.append([word, label, 9])
                     pos = q + 1
                     continue
                 if _char(line, q) != "(":
@@ -167,6 +167,7 @@ class Row:
     crossing: int = 0
     words: int = 0
     correct_tags: int = 0
+    debug: str = ""
 
 
 @dataclass
@@ -194,24 +195,50 @@ class _Errors:
 
 
 def score_sentence(gold_line: str, test_line: str, params: EvalbParams, errors: _Errors) -> Row:
-    """Score one sentence pair; EVALB's checks in EVALB's order (skip, length, words)."""
+    """Score one sentence pair; with ``DEBUG`` 1 the row carries EVALB's dump of both sides."""
     errors.status = 0
     gold = scan(gold_line, params, errors)
     test = scan(test_line, params, errors)
+    row = _score(gold, test, params, errors)
+    if params.debug >= 1:
+        row.debug = debug_dump(gold, test)
+    return row
+
+
+def debug_dump(gold: Parsed, test: Parsed) -> str:
+    """EVALB's ``DEBUG 1`` listing: terminals, then brackets, gold left and test right."""
+    lines = [f"-<1>---(wn1={len(gold.terminals):3d}, bn1={len(gold.brackets):3d})-           "
+             f"-<2>---(wn2={len(test.terminals):3d}, bn2={len(test.brackets):3d})-\n"]
+    for i in range(max(len(gold.terminals), len(test.terminals))):
+        left, right = (side[i] if i < len(side) and side[i][0] else None for side in (gold.terminals, test.terminals))
+        lines.append(f"{i:3d} : {left[2]:d} : {left[1]:<6s}  {left[0]:<16s}      " if left else " " * 40)
+        lines.append(f"{i:3d} : {right[2]:d} : {right[1]:<6s}  {right[0]:<16s}\n" if right else "\n")
+    lines.append("\n")
+    for i in range(max(len(gold.brackets), len(test.brackets))):
+        left, right = (side[i] if i < len(side) else None for side in (gold.brackets, test.brackets))
+        lines.append(f"{i:3d} : {left[3]:d} : {left[0]:3d}  {left[1]:3d}  {left[2]:<6s}      " if left else " " * 32)
+        lines.append(f"{i:3d} : {right[3]:d} : {right[0]:3d}  {right[1]:3d}  {right[2]:<6s}\n" if right else "\n")
+    return "".join(lines) + "\n========\n"
+
+
+def _score(gold: Parsed, test: Parsed, params: EvalbParams, errors: _Errors) -> Row:
+    """EVALB's checks in EVALB's order (skip, length, words), then brackets, crossing and tags."""
     if not test.terminals:
         errors.status = 2
         return Row(errors.line, gold.length, 2)
     if len(gold.terminals) != len(test.terminals):
         errors(f"Length unmatch ({len(gold.terminals)}|{len(test.terminals)})")
         return Row(errors.line, gold.length, errors.status)
-    for (gold_word, _), (test_word, _) in zip(gold.terminals, test.terminals):
+    for (gold_word, *_), (test_word, *_) in zip(gold.terminals, test.terminals):
         if not word_equal(gold_word, test_word, params):
             errors(f"Words unmatch ({gold_word}|{test_word})")
             return Row(errors.line, gold.length, errors.status)
     n_gold, n_test = massage(gold, params), massage(test, params)
     match = match_brackets(gold, test, params)
     crossing = count_crossing(gold, test)
-    tags = sum(label_equal(g[1], t[1], params) for g, t in zip(gold.terminals, test.terminals))
+    for g, t in zip(gold.terminals, test.terminals):
+        g[2] = t[2] = int(label_equal(g[1], t[1], params))
+    tags = sum(g[2] for g in gold.terminals)
     return Row(errors.line, gold.length, errors.status, match, n_gold, n_test, crossing,
                len(gold.terminals), tags)
 
