@@ -151,3 +151,16 @@ def test_debug_dump(capfd, tmp_path):
         "  2 : 0 :   0    2  NP          ",
         "",
         "========"]
+
+
+def test_malformed_lines_fail_as_evalb_fails():
+    gold = lines("(TOP (S (A a)))")
+    stray = evaluate_lines(gold, lines("(TOP (S (A a b)))"), collins())
+    assert stray.stopped and stray.rows == []
+    assert stray.messages == ["1 : More than two elements in a bracket"] + ["1 : Reading sentence"] * 11
+    one_extra = evaluate_lines(gold, lines("(TOP (S (A a))))"), collins())
+    assert one_extra.messages == ["1 : Bracketing is unbalanced (too many open bracket)"]
+    assert (one_extra.rows[0].status, one_extra.rows[0].match, one_extra.rows[0].gold) == (1, 1, 1)
+    two_extra = evaluate_lines(gold, lines("(TOP (S (A a)))))"), collins())
+    assert two_extra.messages == ["1 : Bracketing unbalance (too many close bracket)",
+                                  "1 : Bracketing is unbalanced (too many open bracket)"]

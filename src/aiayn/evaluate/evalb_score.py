@@ -51,6 +51,30 @@ def _char(line: str, pos: int) -> str:
     return line[pos] if pos < len(line) else "\0"
 
 
+def _terminal(line: str, pos: int, label: str, out: Parsed, params: EvalbParams,
+              error: Callable[[str], None]) -> int | None:
+    """After ``(label`` at ``pos``: read ``word)`` as a terminal and return the position after it, or None.
+
+    A deleted tag drops its word; any tag but ``DELETE_LABEL_FOR_LENGTH`` counts toward the length.
+    A word followed by anything but ``)`` or ``(`` is EVALB's "More than two elements" error.
+    """
+    if pos >= len(line) or line[pos] not in SPACE:
+        return None
+    q = pos + 1
+    while q < len(line) and line[q] in SPACE:
+        q += 1
+    word, q = _read_token(line, q)
+    if _char(line, q) == ")":
+        if label not in params.delete_labels_for_length:
+            out.length += 1
+        if label not in params.delete_labels:
+            out.terminals.append([word, label, 9])
+        return q + 1
+    if _char(line, q) != "(":
+        error("More than two elements in a bracket")
+    return None
+
+
 def scan(line: str, params: EvalbParams, error: Callable[[str], None]) -> Parsed:
     """Read one bracketed line: terminals, brackets (end -1 while unclosed), and the gold length.
 
@@ -64,20 +88,10 @@ def scan(line: str, params: EvalbParams, error: Callable[[str], None]) -> Parsed
             pos += 1
         elif char == "(":
             label, pos = _read_token(line, pos + 1)
-            if _char(line, pos) in SPACE and pos < len(line):
-                q = pos + 1
-                while _char(line, q) in SPACE and q < len(line):
-                    q += 1
-                word, q = _read_token(line, q)
-                if _char(line, q) == ")":
-                    if label not in params.delete_labels_for_length:
-                        out.length += 1
-                    if label not in params.delete_labels:
-                        out.terminals.append([word, label, 9])
-                    pos = q + 1
-                    continue
-                if _char(line, q) != "(":
-                    error("More than two elements in a bracket")
+            after = _terminal(line, pos, label, out, params, error)
+            if after is not None:
+                pos = after
+                continue
             out.brackets.append([len(out.terminals), -1, label, 9])
             stack[top] = len(out.brackets) - 1
             top += 1
