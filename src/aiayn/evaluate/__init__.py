@@ -1,0 +1,1 @@
+"""Evaluation: BLEU, perplexity, parsing F1."""
