@@ -16,13 +16,18 @@ class FakeEncoderOut:
     memory: torch.Tensor   # (B, S, 1): the source ids as floats
     src_pad: torch.Tensor  # (B, S)
 
+    def index_select(self, index: torch.Tensor) -> "FakeEncoderOut":
+        return FakeEncoderOut(self.memory.index_select(0, index), self.src_pad.index_select(0, index))
+
 
 class FakeCache:
     def __init__(self, enc: FakeEncoderOut):
+        self.enc = enc
         self.keys = enc.memory[:, 0, 0].long().tolist()
         self.prefixes: list[tuple[int, ...]] = [() for _ in self.keys]
 
     def reorder(self, index: torch.Tensor) -> None:
+        self.enc = self.enc.index_select(index)
         index = index.tolist()
         self.keys = [self.keys[i] for i in index]
         self.prefixes = [self.prefixes[i] for i in index]

@@ -121,3 +121,64 @@ def test_cached_and_uncached_decoding_agree_on_fake_model():
 def test_negative_alpha_with_early_stop_refused():
     with pytest.raises(ValueError, match="length_penalty >= 0"):
         search(FakeModel({}), [[7]], length_penalty_alpha=-0.5)
+
+
+class EosBias:
+    """A model with ``bias`` added to the eos logit: random models rarely end on their own."""
+
+    def __init__(self, model, bias):
+        self.model, self.bias = model, bias
+
+    def encode(self, src):
+        return self.model.encode(src)
+
+    def new_cache(self, enc):
+        return self.model.new_cache(enc)
+
+    def decode(self, tgt_in, enc, cache=None):
+        logits = self.model.decode(tgt_in, enc, cache)
+        logits[..., EOS] += self.bias
+        return logits
+
+
+def real_model(seed):
+    model_module = pytest.importorskip("aiayn.model", reason="aiayn.model (branch model) is not merged here")
+    cfg = model_module.ModelConfig(n_layers=2, d_model=32, d_ff=64, n_heads=4, d_k=8, d_v=8, dropout=0.0)
+    torch.manual_seed(seed)
+    return EosBias(model_module.Transformer(cfg, vocab_size=24, pad_id=0).eval(), bias=2.0)
+
+
+REAL_SOURCES = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14, 15, 16, 17, 18, 19], [20]]
+
+
+def test_cached_logits_equal_uncached_on_real_model():
+    model = real_model(seed=0).model
+    src = pad_sources(REAL_SOURCES, IDS)
+    prefix = torch.tensor([[BOS, 7, 9, 11, 4, 5]] * len(REAL_SOURCES))
+    with torch.no_grad():
+        full = model.decode(prefix, model.encode(src))
+        cache = model.new_cache(model.encode(src))
+        steps = torch.cat([model.decode(prefix[:, t:t + 1], cache.enc, cache) for t in range(prefix.size(1))], 1)
+    torch.testing.assert_close(steps, full, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_cached_beam_equals_uncached_on_real_model(beam_size):
+    model = real_model(seed=0)
+    settings = dict(beam_size=beam_size, length_penalty_alpha=0.6, max_len_b=8.0)
+    with torch.no_grad():
+        cached = search(model, REAL_SOURCES, **settings)
+        uncached = search(UncachedDecoding(model), REAL_SOURCES, **settings)
+    assert [h.tokens for h in cached] == [h.tokens for h in uncached]
+    assert [h.score for h in cached] == pytest.approx([h.score for h in uncached], abs=1e-5)
+    if beam_size == 4:   # ends early, ends mid-way, hits the length limit
+        assert [len(h.tokens) for h in cached] == [0, 10, 14, 9]
+
+
+def test_beam_one_is_greedy_on_real_model():
+    model = real_model(seed=1)
+    with torch.no_grad():
+        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty_alpha=0.6, max_len_b=8.0)
+        expected = [greedy(model, s, len(s) + 8) for s in REAL_SOURCES]
+    assert [h.tokens for h in hyps] == expected
+    assert [len(h.tokens) for h in hyps] == [13, 10, 16, 0]

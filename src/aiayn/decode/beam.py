@@ -30,7 +30,6 @@ Only the best finished hypothesis is returned. Sentences leave the batch (and th
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
@@ -40,7 +39,11 @@ import torch.nn.functional as F
 
 
 class DecoderCache(Protocol):
-    def reorder(self, index: torch.Tensor) -> None: ...
+    """Incremental decoder state; ``enc`` is the encoder output its rows belong to."""
+
+    enc: Any
+
+    def reorder(self, index: torch.Tensor) -> Any: ...
 
 
 class IncrementalModel(Protocol):
@@ -77,12 +80,6 @@ def max_output_length(src_len: int, a: float, b: float) -> int:
     return max(1, int(a * src_len + b))
 
 
-def select_rows(enc: Any, index: torch.Tensor) -> Any:
-    """The encoder output ``enc`` (fields ``memory`` (B,S,D), ``src_pad`` (B,S)) at rows ``index``."""
-    fields = {"memory": enc.memory.index_select(0, index), "src_pad": enc.src_pad.index_select(0, index)}
-    return dataclasses.replace(enc, **fields) if dataclasses.is_dataclass(enc) else enc._replace(**fields)
-
-
 class _Finished:
     """The K best finished hypotheses of every sentence of the batch, by original position."""
 
@@ -112,14 +109,11 @@ class _Beams:
     max_len: torch.Tensor  # (n,) per active sentence
 
 
-def _expand(model: IncrementalModel, src: torch.Tensor, beam_size: int):
-    """Run the encoder once on ``src`` (B,S) and repeat each sentence's rows K times (B*K rows)."""
-    enc = model.encode(src)
-    cache = model.new_cache(enc)
-    rows = torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size)
-    enc_rows = select_rows(enc, rows)
-    cache.reorder(rows)
-    return enc_rows, cache
+def _expand(model: IncrementalModel, src: torch.Tensor, beam_size: int) -> DecoderCache:
+    """Run the encoder once on ``src`` (B,S); a cache whose rows repeat each sentence K times (B*K)."""
+    cache = model.new_cache(model.encode(src))
+    cache.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
+    return cache
 
 
 def _step_candidates(logits: torch.Tensor, beams: _Beams, beam_size: int, ids: SpecialIds):
@@ -195,12 +189,13 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
 
     ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit. The
     encoder runs once; each step feeds only the newest token (B*K, 1) to ``model.decode`` with the
-    cache, and ``cache.reorder`` keeps rows of surviving beams of unfinished sentences.
+    cache, and ``cache.reorder`` keeps rows of surviving beams of unfinished sentences (of the cached
+    keys and values and of the encoder output ``cache.enc``).
     """
     if early_stop and length_penalty_alpha < 0:
         raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty_alpha}")
     batch, device = src.size(0), src.device
-    enc, cache = _expand(model, src, beam_size)
+    cache = _expand(model, src, beam_size)
     log_probs = torch.full((batch, beam_size), -math.inf, device=device)
     log_probs[:, 0] = 0.0  # all beams start equal: only the first expands at step 0
     beams = _Beams(torch.arange(batch), log_probs, torch.empty(batch * beam_size, 0, dtype=torch.long,
@@ -210,16 +205,15 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
     length = 0
     while beams.active.numel():
         length += 1
-        cand = _step_candidates(model.decode(prev, enc, cache)[:, -1], beams, beam_size, ids)
+        cand = _step_candidates(model.decode(prev, cache.enc, cache)[:, -1], beams, beam_size, ids)
         _collect_finished(cand, beams, finished, length, length_penalty_alpha, ids.eos, beam_size)
         live = _next_live(cand, ids.eos, beam_size)
         at_max, done = _done(beams, live[0], finished, length, length_penalty_alpha, early_stop)
         _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha, beam_size)
         keep = (~done).to(device)
         rows = (torch.arange(keep.numel(), device=device)[:, None] * beam_size + live[1])[keep].reshape(-1)
-        next_enc = select_rows(enc, rows)  # before reorder, in case the cache shares the encoder output
         cache.reorder(rows)
-        enc, prev = next_enc, live[2][keep].reshape(-1, 1)
+        prev = live[2][keep].reshape(-1, 1)
         beams = _Beams(beams.active[keep.cpu()], live[0][keep],
                        torch.cat([beams.tokens[rows], prev], dim=1), beams.max_len[keep.cpu()])
     return [finished.result(b) for b in range(batch)]
@@ -262,13 +256,16 @@ def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]
 
 
 class _PrefixCache:
-    """The "cache" of :class:`UncachedDecoding`: just the target prefix so far, (N, t)."""
+    """The "cache" of :class:`UncachedDecoding`: the encoder output and the target prefix (N, t)."""
 
-    def __init__(self, rows: int, device: torch.device):
-        self.prefix = torch.empty(rows, 0, dtype=torch.long, device=device)
+    def __init__(self, enc: Any):
+        self.enc = enc
+        self.prefix = torch.empty(enc.memory.size(0), 0, dtype=torch.long, device=enc.memory.device)
 
-    def reorder(self, index: torch.Tensor) -> None:
+    def reorder(self, index: torch.Tensor) -> "_PrefixCache":
+        self.enc = self.enc.index_select(index)
         self.prefix = self.prefix.index_select(0, index)
+        return self
 
 
 class UncachedDecoding:
@@ -286,7 +283,7 @@ class UncachedDecoding:
         return self.model.encode(src)
 
     def new_cache(self, enc: Any) -> _PrefixCache:
-        return _PrefixCache(enc.memory.size(0), enc.memory.device)
+        return _PrefixCache(enc)
 
     def decode(self, tgt_in: torch.Tensor, enc: Any, cache: _PrefixCache) -> torch.Tensor:
         """tgt_in (N, 1) newest token -> logits (N, 1, V) of the newest position."""
