@@ -181,6 +181,7 @@ def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int
     return at_max, done
 
 
+@torch.inference_mode()
 def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], *,
                 beam_size: int = 4, length_penalty_alpha: float = 0.6, max_len_a: float = 1.0,
                 max_len_b: float = 50.0, early_stop: bool = True,
