@@ -1,0 +1,1 @@
+"""Decoding: checkpoint averaging, beam search, translation of a test set."""

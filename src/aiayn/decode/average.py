@@ -1,0 +1,134 @@
+"""Checkpoint averaging (paper section 6.1): the element-wise mean of the last N checkpoints.
+
+"For the base models, we used a single model obtained by averaging the last 5 checkpoints, which were
+written at 10-minute intervals. For the big models, we averaged the last 20 checkpoints."
+
+theta_avg = (1/N) sum_i theta_i for every floating-point parameter, accumulated in float64 and stored
+in float32 (whatever precision the checkpoints hold). Non-floating tensors (integer buffers) must be
+identical in every checkpoint and are copied.
+
+CLI: ``python -m aiayn.decode.average --checkpoint-dir DIR --last N --output F [--log F]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from pathlib import Path
+
+import torch
+
+from aiayn.io import atomic_path, setup_logging
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = re.compile(r"^ckpt_(\d{8,})\.pt$")
+
+
+def list_checkpoints(directory: str | Path) -> list[tuple[int, Path]]:
+    """``(step, path)`` of every ``ckpt_<step:08d>.pt`` in ``directory``, by increasing step."""
+    found = []
+    for path in Path(directory).iterdir():
+        match = CHECKPOINT_NAME.match(path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def load_checkpoint(path: Path) -> dict:
+    """Load a checkpoint on the CPU, memory-mapped so that N large checkpoints need not fit at once.
+
+    ``weights_only=False``: our checkpoints carry settings, RNG and data state beside the tensors;
+    only load files this workflow wrote.
+    """
+    return torch.load(path, map_location="cpu", mmap=True, weights_only=False)
+
+
+def _check_same_layout(reference: dict, ref_path: Path, state: dict, path: Path) -> None:
+    """Raise unless ``state`` has the keys and shapes of ``reference``, naming both files."""
+    missing, extra = sorted(set(reference) - set(state)), sorted(set(state) - set(reference))
+    if missing or extra:
+        raise ValueError(f"{path} and {ref_path} hold different parameters: "
+                         f"missing from {path.name}: {missing[:5]}, extra in {path.name}: {extra[:5]}")
+    for key, tensor in reference.items():
+        if state[key].shape != tensor.shape:
+            raise ValueError(f"{path} and {ref_path} disagree on the shape of {key!r}: "
+                             f"{tuple(state[key].shape)} vs {tuple(tensor.shape)}")
+
+
+def average_states(states: list[tuple[Path, dict]]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of model state_dicts ``[(path, state_dict), ...]`` (fairseq's shape).
+
+    Floating tensors: mean accumulated in float64, returned as float32. Other tensors: must be equal
+    everywhere, returned as they are. Different key sets or shapes raise, naming the two files.
+    """
+    if not states:
+        raise ValueError("no checkpoints to average")
+    first_path, first = states[0]
+    sums: dict[str, torch.Tensor] = {}
+    for path, state in states:
+        _check_same_layout(first, first_path, state, path)
+        for key, tensor in state.items():
+            if not tensor.is_floating_point():
+                if not torch.equal(tensor, first[key]):
+                    raise ValueError(f"{path} and {first_path} disagree on non-float tensor {key!r}")
+                continue
+            value = tensor.detach().to(torch.float64)
+            sums[key] = value.clone() if key not in sums else sums[key].add_(value)
+    return {key: (sums[key] / len(states)).to(torch.float32) if key in sums else first[key].clone()
+            for key in first}
+
+
+def average_checkpoints(directory: str | Path, last: int) -> dict:
+    """The averaged checkpoint of the last ``last`` checkpoints in ``directory`` by step.
+
+    Returns ``{model, settings, vocab, step, averaged_steps}`` (no optimizer state); settings and
+    vocab come from the newest checkpoint. Fewer than ``last`` available: averages those, warning.
+    """
+    if last < 1:
+        raise ValueError(f"--last must be at least 1, got {last}")
+    available = list_checkpoints(directory)
+    if not available:
+        raise FileNotFoundError(f"{directory}: no ckpt_<step>.pt checkpoints")
+    chosen = available[-last:]
+    if len(chosen) < last:
+        log.warning("%s: only %d checkpoints (asked for the last %d): averaging all of them",
+                    directory, len(chosen), last)
+    states, newest, newest_path = [], None, None
+    for file_step, path in chosen:
+        checkpoint = load_checkpoint(path)
+        if checkpoint.get("step") != file_step:
+            raise ValueError(f"{path}: holds step {checkpoint.get('step')!r}, its name says {file_step}")
+        if newest is not None and checkpoint["vocab"] != newest["vocab"]:
+            raise ValueError(f"{path} and {newest_path} have different vocabularies")
+        states.append((path, checkpoint["model"]))
+        newest, newest_path = checkpoint, path
+    steps = [step for step, _ in chosen]
+    log.info("averaging %d checkpoints of %s: steps %s", len(steps), directory, steps)
+    return {"model": average_states(states), "settings": newest["settings"], "vocab": newest["vocab"],
+            "step": steps[-1], "averaged_steps": steps}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint-dir", required=True, help="directory of ckpt_<step:08d>.pt files")
+    parser.add_argument("--last", type=int, required=True, help="average the last N checkpoints by step")
+    parser.add_argument("--output", required=True, help="averaged checkpoint (written atomically)")
+    parser.add_argument("--log", help="log file (appended)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.log)
+    averaged = average_checkpoints(args.checkpoint_dir, args.last)
+    with atomic_path(args.output) as tmp:
+        torch.save(averaged, tmp)
+    log.info("wrote %s (step %d, averaged steps %s)", args.output, averaged["step"],
+             averaged["averaged_steps"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,292 @@
+"""Beam search with the GNMT length penalty and tensor2tensor's early stop (paper section 6.1).
+
+"We used beam search with a beam size of 4 and length penalty alpha = 0.6 [...] We set the maximum
+output length during inference to input length + 50, but terminate early when possible."
+
+Scoring (tensor2tensor ``beam_search.py``, Wu et al. 2016):
+
+    score(Y) = log P(Y | X) / lp(Y),   lp(Y) = ((5 + |Y|) / 6) ** alpha
+
+|Y| counts every generated token *including* the end-of-sentence symbol (not the beginning-of-sentence
+symbol), as tensor2tensor's ``lp(i + 1)`` at decoding step ``i``.
+
+One step, per sentence: the K live hypotheses are extended by every token; of the K*V candidates the
+2K best by log-probability are kept (2K guarantee K that do not end). Candidates ending in eos join the
+finished set (the K best finished are kept); the K best that do not end become the live hypotheses.
+Beam size 1 keeps one candidate per step, which is greedy decoding (tensor2tensor switches to greedy
+decoding for beam size 1): a sentence ends when its most probable next token is eos.
+
+Maximum output length: ``max_len = int(a * |x| + b)`` generated tokens including eos, |x| the number
+of source subwords (without the source eos), per sentence. When a sentence reaches it with nothing
+finished, its live hypotheses are finished as they are, scored with lp(max_len) (tensor2tensor returns
+the live hypotheses then; the ranking is the same).
+
+Early stop (tensor2tensor ``stop_early``): a sentence is done when its best finished score beats the
+best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis grows and
+lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can still win.
+
+Only the best finished hypothesis is returned. Sentences leave the batch (and the cache) when done.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+import torch
+import torch.nn.functional as F
+
+
+class DecoderCache(Protocol):
+    """Incremental decoder state; ``enc`` is the encoder output its rows belong to."""
+
+    enc: Any
+
+    def reorder(self, index: torch.Tensor) -> Any: ...
+
+
+class IncrementalModel(Protocol):
+    """What beam search needs of a model (``aiayn.model.Transformer`` provides it)."""
+
+    def encode(self, src: torch.Tensor) -> Any: ...
+    def new_cache(self, enc: Any) -> DecoderCache: ...
+    def decode(self, tgt_in: torch.Tensor, enc: Any, cache: DecoderCache | None = None) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A translation: subword ids without bos/eos, its score log P / lp and its log P."""
+
+    tokens: list[int]
+    score: float
+    log_prob: float
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    pad: int = 0
+    bos: int = 2
+    eos: int = 3
+
+
+def length_penalty(length: int | torch.Tensor, alpha: float):
+    """GNMT length penalty lp = ((5 + length) / 6) ** alpha (Wu et al. 2016, eq. 14)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def max_output_length(src_len: int, a: float, b: float) -> int:
+    """Maximum generated tokens (eos included) for a source of ``src_len`` subwords: int(a|x| + b)."""
+    return max(1, int(a * src_len + b))
+
+
+class _Finished:
+    """The K best finished hypotheses of every sentence of the batch, by original position."""
+
+    def __init__(self, n_sentences: int, beam_size: int):
+        self.hyps: list[list[Hypothesis]] = [[] for _ in range(n_sentences)]
+        self.best = torch.full((n_sentences,), -math.inf)
+        self.beam_size = beam_size
+
+    def add(self, sentence: int, hyp: Hypothesis) -> None:
+        kept = sorted([*self.hyps[sentence], hyp], key=lambda h: -h.score)[: self.beam_size]
+        self.hyps[sentence] = kept
+        self.best[sentence] = kept[0].score
+
+    def result(self, sentence: int) -> Hypothesis:
+        if not self.hyps[sentence]:
+            raise RuntimeError(f"sentence {sentence} of the batch has no hypothesis: every token has P = 0")
+        return self.hyps[sentence][0]
+
+
+@dataclass
+class _Beams:
+    """Live state: ``active`` (n,) original sentence ids, ``log_probs`` (n, K), ``tokens`` (n*K, t)."""
+
+    active: torch.Tensor
+    log_probs: torch.Tensor
+    tokens: torch.Tensor
+    max_len: torch.Tensor  # (n,) per active sentence
+
+
+def _expand(model: IncrementalModel, src: torch.Tensor, beam_size: int) -> DecoderCache:
+    """Run the encoder once on ``src`` (B,S); a cache whose rows repeat each sentence K times (B*K)."""
+    cache = model.new_cache(model.encode(src))
+    cache.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
+    return cache
+
+
+def _step_candidates(logits: torch.Tensor, beams: _Beams, beam_size: int, ids: SpecialIds):
+    """Top 2K continuations per sentence: (log P (n, 2K), source beam (n, 2K), token (n, 2K)).
+
+    logits (n*K, V) of the newest position; pad and bos can never be generated.
+    """
+    log_p = F.log_softmax(logits.float(), dim=-1)
+    log_p[:, [ids.pad, ids.bos]] = -math.inf
+    n, vocab = beams.log_probs.size(0), log_p.size(-1)
+    total = (beams.log_probs.reshape(-1, 1) + log_p).reshape(n, beam_size * vocab)
+    width = 2 * beam_size if beam_size > 1 else 1
+    top_lp, top_idx = total.topk(min(width, total.size(1)), dim=1)
+    return top_lp, torch.div(top_idx, vocab, rounding_mode="floor"), top_idx % vocab
+
+
+def _collect_finished(cand, beams: _Beams, finished: _Finished, length: int, alpha: float,
+                      eos: int, beam_size: int) -> None:
+    """Move candidates ending in eos (with finite log P) into the finished sets."""
+    top_lp, top_beam, top_tok = cand
+    hits = ((top_tok == eos) & torch.isfinite(top_lp)).nonzero().tolist()
+    lp = length_penalty(length, alpha)
+    for i, j in hits:
+        log_prob = top_lp[i, j].item()
+        row = i * beam_size + top_beam[i, j].item()
+        finished.add(int(beams.active[i]), Hypothesis(beams.tokens[row].tolist(), log_prob / lp, log_prob))
+
+
+def _next_live(cand, eos: int, beam_size: int):
+    """The K best candidates that do not end: log P (n, K), source beam (n, K), token (n, K)."""
+    top_lp, top_beam, top_tok = cand
+    live_lp, pos = top_lp.masked_fill(top_tok == eos, -math.inf).topk(min(beam_size, top_lp.size(1)), dim=1)
+    return live_lp, top_beam.gather(1, pos), top_tok.gather(1, pos)
+
+
+def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live, finished: _Finished,
+                       length: int, alpha: float, beam_size: int) -> None:
+    """Sentences at their length limit with nothing finished: their live hypotheses finish as they are."""
+    live_lp, live_beam, live_tok = live
+    lp = length_penalty(length, alpha)
+    for i in at_max.nonzero().flatten().tolist():
+        sentence = int(beams.active[i])
+        if finished.hyps[sentence]:
+            continue
+        for j in range(live_lp.size(1)):
+            log_prob = live_lp[i, j].item()
+            if math.isfinite(log_prob):
+                prefix = beams.tokens[i * beam_size + live_beam[i, j].item()].tolist()
+                finished.add(sentence, Hypothesis(prefix + [live_tok[i, j].item()], log_prob / lp, log_prob))
+
+
+def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int, alpha: float,
+          early_stop: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(at_max, done) masks over active sentences after a step that generated ``length`` tokens.
+
+    Done: at the length limit, or no live hypothesis left (all log P = -inf), or (early stop) the best
+    finished score beats the best live log P / lp(max_len).
+    """
+    best_live = live_lp[:, 0].cpu()
+    at_max = beams.max_len <= length
+    done = at_max | ~torch.isfinite(best_live)
+    if early_stop:
+        bound = best_live / length_penalty(beams.max_len.to(torch.float64), alpha).float()
+        done |= finished.best[beams.active] > bound
+    return at_max, done
+
+
+@torch.inference_mode()
+def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], *,
+                beam_size: int = 4, length_penalty_alpha: float = 0.6, max_len_a: float = 1.0,
+                max_len_b: float = 50.0, early_stop: bool = True,
+                ids: SpecialIds = SpecialIds()) -> list[Hypothesis]:
+    """Best hypothesis of each source sentence; ``src`` (B,S) holds ids + eos, right-padded with pad.
+
+    ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit. The
+    encoder runs once; each step feeds only the newest token (B*K, 1) to ``model.decode`` with the
+    cache, and ``cache.reorder`` keeps rows of surviving beams of unfinished sentences (of the cached
+    keys and values and of the encoder output ``cache.enc``).
+    """
+    if early_stop and length_penalty_alpha < 0:
+        raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty_alpha}")
+    batch, device = src.size(0), src.device
+    cache = _expand(model, src, beam_size)
+    log_probs = torch.full((batch, beam_size), -math.inf, device=device)
+    log_probs[:, 0] = 0.0  # all beams start equal: only the first expands at step 0
+    beams = _Beams(torch.arange(batch), log_probs, torch.empty(batch * beam_size, 0, dtype=torch.long,
+                   device=device), torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths]))
+    finished = _Finished(batch, beam_size)
+    prev = torch.full((batch * beam_size, 1), ids.bos, dtype=torch.long, device=device)
+    length = 0
+    while beams.active.numel():
+        length += 1
+        cand = _step_candidates(model.decode(prev, cache.enc, cache)[:, -1], beams, beam_size, ids)
+        _collect_finished(cand, beams, finished, length, length_penalty_alpha, ids.eos, beam_size)
+        live = _next_live(cand, ids.eos, beam_size)
+        at_max, done = _done(beams, live[0], finished, length, length_penalty_alpha, early_stop)
+        _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha, beam_size)
+        keep = (~done).to(device)
+        rows = (torch.arange(keep.numel(), device=device)[:, None] * beam_size + live[1])[keep].reshape(-1)
+        cache.reorder(rows)
+        prev = live[2][keep].reshape(-1, 1)
+        beams = _Beams(beams.active[keep.cpu()], live[0][keep],
+                       torch.cat([beams.tokens[rows], prev], dim=1), beams.max_len[keep.cpu()])
+    return [finished.result(b) for b in range(batch)]
+
+
+def pad_sources(sources: Sequence[Sequence[int]], ids: SpecialIds, device: torch.device | str = "cpu"):
+    """(B, S) tensor of ``ids + [eos]`` right-padded with pad, as the trainer's collate builds ``src``."""
+    width = max(len(s) for s in sources) + 1
+    src = torch.full((len(sources), width), ids.pad, dtype=torch.long)
+    for row, sentence in enumerate(sources):
+        src[row, : len(sentence)] = torch.as_tensor(list(sentence), dtype=torch.long)
+        src[row, len(sentence)] = ids.eos
+    return src.to(device)
+
+
+def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]], *, max_sentences: int,
+                        device: torch.device | str = "cpu", ids: SpecialIds = SpecialIds(),
+                        on_batch: Callable[[int], None] | None = None, **search: Any) -> list[Hypothesis]:
+    """Beam search over a corpus in batches of similar length; results in the order of ``sources``.
+
+    Sentences are sorted by length (longest first) into batches of at most ``max_sentences``;
+    ``search`` holds beam_search's keyword arguments; ``on_batch(n)`` is called after each batch.
+    Every source must be non-empty.
+    """
+    if max_sentences < 1:
+        raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
+    if any(len(s) == 0 for s in sources):
+        raise ValueError("empty source sentence: translate it as an empty line instead")
+    order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
+    results: list[Hypothesis | None] = [None] * len(sources)
+    for start in range(0, len(order), max_sentences):
+        chunk = order[start: start + max_sentences]
+        batch = [sources[i] for i in chunk]
+        hyps = beam_search(model, pad_sources(batch, ids, device), [len(s) for s in batch], ids=ids, **search)
+        for i, hyp in zip(chunk, hyps):
+            results[i] = hyp
+        if on_batch is not None:
+            on_batch(len(chunk))
+    return results  # type: ignore[return-value]
+
+
+class _PrefixCache:
+    """The "cache" of :class:`UncachedDecoding`: the encoder output and the target prefix (N, t)."""
+
+    def __init__(self, enc: Any):
+        self.enc = enc
+        self.prefix = torch.empty(enc.memory.size(0), 0, dtype=torch.long, device=enc.memory.device)
+
+    def reorder(self, index: torch.Tensor) -> "_PrefixCache":
+        self.enc = self.enc.index_select(index)
+        self.prefix = self.prefix.index_select(0, index)
+        return self
+
+
+class UncachedDecoding:
+    """A model seen through the beam-search protocol without incremental state.
+
+    Every step recomputes the decoder over the whole prefix, ``model.decode(prefix (N, t), enc)``:
+    O(t^2) work per sentence instead of O(t). The reference that cached decoding must match, and the
+    baseline of ``benchmarks/decode_speed.py``.
+    """
+
+    def __init__(self, model: IncrementalModel):
+        self.model = model
+
+    def encode(self, src: torch.Tensor) -> Any:
+        return self.model.encode(src)
+
+    def new_cache(self, enc: Any) -> _PrefixCache:
+        return _PrefixCache(enc)
+
+    def decode(self, tgt_in: torch.Tensor, enc: Any, cache: _PrefixCache) -> torch.Tensor:
+        """tgt_in (N, 1) newest token -> logits (N, 1, V) of the newest position."""
+        cache.prefix = torch.cat([cache.prefix, tgt_in], dim=1)
+        return self.model.decode(cache.prefix, enc)[:, -1:]

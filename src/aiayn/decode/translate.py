@@ -1,0 +1,144 @@
+"""Translate a test set with a trained (or averaged) checkpoint: beam search, then sentencepiece decoding.
+
+CLI::
+
+    python -m aiayn.decode.translate --checkpoint C --spm M --input F --output F
+        [--beam-size K] [--length-penalty A] [--max-len-a A] [--max-len-b B] [--no-early-stop]
+        [--max-sentences N] [--threads N] [--device D] [--log F]
+
+The input holds sentencepiece pieces, space separated, one sentence per line (the encode stage). The
+output holds ``sp.decode(ids)`` of the best hypothesis, one line per input line; an empty input line
+gives an empty output line. Decoding settings default to the checkpoint's ``settings["decode"]``;
+flags override them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import sentencepiece as spm
+import torch
+from tqdm import tqdm
+
+from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
+from aiayn.io import atomic_output, open_text, setup_logging
+from aiayn.model import load_model
+
+log = logging.getLogger(__name__)
+
+# flag name -> key of settings["decode"]
+OVERRIDES = {"beam_size": "beam_size", "length_penalty": "length_penalty", "max_len_a": "max_len_a",
+             "max_len_b": "max_len_b", "max_sentences": "max_sentences"}
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Source sentences as ids (no eos), and how many pieces were not in the vocabulary."""
+
+    ids: list[list[int]]
+    unknown_pieces: int
+
+
+def read_sources(path: str, sp: spm.SentencePieceProcessor) -> Sources:
+    """Map each line's space-separated pieces to ids; unknown pieces become unk and are counted."""
+    unk_id, ids, unknown = sp.unk_id(), [], 0
+    unk_piece = sp.id_to_piece(unk_id)
+    with open_text(path) as handle:
+        for line in handle:
+            pieces = line.split()
+            sentence = [sp.piece_to_id(piece) for piece in pieces]
+            unknown += sum(1 for p, i in zip(pieces, sentence) if i == unk_id and p != unk_piece)
+            ids.append(sentence)
+    return Sources(ids, unknown)
+
+
+def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.SentencePieceProcessor) -> SpecialIds:
+    """The checkpoint's special ids, after checking they and the size agree with the sentencepiece model."""
+    ours = {"size": sp.get_piece_size(), "pad_id": sp.pad_id(), "unk_id": sp.unk_id(),
+            "bos_id": sp.bos_id(), "eos_id": sp.eos_id()}
+    theirs = {key: vocab.get(key) for key in ours}
+    if ours != theirs:
+        raise ValueError(f"vocabulary of {checkpoint_path} {theirs} does not match {spm_path} {ours}")
+    return SpecialIds(pad=vocab["pad_id"], bos=vocab["bos_id"], eos=vocab["eos_id"])
+
+
+def decode_settings(checkpoint_settings: dict, args: argparse.Namespace) -> dict[str, Any]:
+    """``settings["decode"]`` of the checkpoint with every flag that was given applied on top."""
+    settings = dict(checkpoint_settings.get("decode", {}))
+    for flag, key in OVERRIDES.items():
+        if getattr(args, flag) is not None:
+            settings[key] = getattr(args, flag)
+    if args.no_early_stop:
+        settings["early_stop"] = False
+    missing = sorted({*OVERRIDES.values(), "early_stop"} - set(settings))
+    if missing:
+        raise ValueError(f"{args.checkpoint}: settings['decode'] lacks {missing}; pass them as flags")
+    return settings
+
+
+def translate(model: Any, sources: list[list[int]], settings: dict[str, Any], ids: SpecialIds,
+              device: torch.device) -> list[Hypothesis | None]:
+    """Best hypothesis per source in input order; ``None`` for an empty source (no decoding)."""
+    todo = [i for i, sentence in enumerate(sources) if sentence]
+    with tqdm(total=len(todo), unit="sent", disable=None, desc="beam search") as progress:
+        hyps = translate_sentences(
+            model, [sources[i] for i in todo], max_sentences=int(settings["max_sentences"]), device=device,
+            ids=ids, on_batch=progress.update, beam_size=int(settings["beam_size"]),
+            length_penalty_alpha=float(settings["length_penalty"]), max_len_a=float(settings["max_len_a"]),
+            max_len_b=float(settings["max_len_b"]), early_stop=bool(settings["early_stop"]))
+    results: list[Hypothesis | None] = [None] * len(sources)
+    for i, hyp in zip(todo, hyps):
+        results[i] = hyp
+    return results
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True, help="checkpoint or averaged checkpoint (.pt)")
+    parser.add_argument("--spm", required=True, help="the task's sentencepiece model")
+    parser.add_argument("--input", required=True, help="source pieces, space separated, one sentence a line")
+    parser.add_argument("--output", required=True, help="decoded hypotheses, one line per input line")
+    parser.add_argument("--beam-size", type=int, help="default: the checkpoint's decode.beam_size")
+    parser.add_argument("--length-penalty", type=float, help="GNMT alpha; default decode.length_penalty")
+    parser.add_argument("--max-len-a", type=float, help="max output length = a * |x| + b")
+    parser.add_argument("--max-len-b", type=float, help="max output length = a * |x| + b")
+    parser.add_argument("--no-early-stop", action="store_true", help="decode every sentence to its limit")
+    parser.add_argument("--max-sentences", type=int, help="sentences per batch; default decode.max_sentences")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--log", help="log file (appended)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.log)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    sp = spm.SentencePieceProcessor(model_file=args.spm)
+    model, checkpoint = load_model(args.checkpoint, device)
+    ids = check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
+    settings = decode_settings(checkpoint["settings"], args)
+    sources = read_sources(args.input, sp)
+    if sources.unknown_pieces:
+        log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
+    log.info("decoding %d sentences of %s on %s with %s", len(sources.ids), args.input, device, settings)
+    start = time.perf_counter()
+    hyps = translate(model, sources.ids, settings, ids, device)
+    seconds = max(time.perf_counter() - start, 1e-9)
+    tokens = sum(len(h.tokens) for h in hyps if h is not None)
+    log.info("%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",
+             len(hyps), tokens, seconds, len(hyps) / seconds, tokens / seconds)
+    with atomic_output(args.output) as handle:
+        for hyp in hyps:
+            handle.write(("" if hyp is None else sp.decode(hyp.tokens)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""Describe every run of a config: its Table 3 columns and its parameter count, as CSV on stdout.
+
+    aiayn-describe config.yaml [--vocab-size 37000]
+
+One row per (experiment, task) of :func:`aiayn.config.runs`. Parameters are counted on a model built
+on the meta device (no memory, instant), with the task's ``vocab_size`` unless ``--vocab-size`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from typing import IO
+
+import torch
+
+from aiayn import config as configlib
+from aiayn.model import ModelConfig, Transformer, count_parameters
+
+MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
+TRAIN_COLUMNS = ("label_smoothing", "train_steps")
+COLUMNS = ("experiment", "task", *MODEL_COLUMNS, *TRAIN_COLUMNS, "positional", "params")
+
+
+def model_parameters(model_settings: dict, vocab_size: int) -> int:
+    """Parameter count of the model a settings ``model`` section describes, built on the meta device."""
+    with torch.device("meta"):
+        model = Transformer(ModelConfig.from_dict(model_settings), vocab_size)
+    return count_parameters(model)
+
+
+def describe(config: dict, vocab_size: int | None = None) -> list[dict]:
+    """One dict per (experiment, task) with the columns of :data:`COLUMNS`."""
+    rows = []
+    for task, experiment in configlib.runs(config):
+        settings = configlib.resolve(config, experiment, task)
+        model, train = settings["model"], settings["train"]
+        vocab = vocab_size or config["tasks"][task]["vocab_size"]
+        row = {"experiment": experiment, "task": task}
+        row.update({key: model[key] for key in MODEL_COLUMNS})
+        row.update({key: train[key] for key in TRAIN_COLUMNS})
+        row["positional"] = model["positional"]
+        row["params"] = model_parameters(model, vocab)
+        rows.append(row)
+    return rows
+
+
+def write_csv(rows: list[dict], out: IO[str]) -> None:
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="aiayn-describe", description=__doc__.splitlines()[0])
+    parser.add_argument("config", help="workflow config file (config.yaml)")
+    parser.add_argument("--vocab-size", type=int, default=None, help="count parameters with this vocabulary size")
+    args = parser.parse_args(argv)
+    if args.vocab_size is not None and args.vocab_size < 4:
+        parser.error("--vocab-size must be at least 4 (pad, unk, bos, eos)")
+    write_csv(describe(configlib.load(args.config), args.vocab_size), sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

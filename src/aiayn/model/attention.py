@@ -1,0 +1,88 @@
+"""Multi-head scaled dot-product attention (paper section 3.2).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+
+with W_i^Q, W_i^K in R^{d_model x d_k}, W_i^V in R^{d_model x d_v}, W^O in R^{h d_v x d_model}. The
+attention itself runs through ``torch.nn.functional.scaled_dot_product_attention`` (fused flash or
+memory-efficient kernels on GPU).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def _xavier_rows(weight: Tensor, sizes: list[int]) -> None:
+    """Xavier-uniform init of each row block of a fused projection, as if it were its own matrix."""
+    start = 0
+    for size in sizes:
+        nn.init.xavier_uniform_(weight[start:start + size])
+        start += size
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with per-head sizes ``d_k`` (queries, keys) and ``d_v`` (values).
+
+    Self-attention uses one fused projection ``qkv: d_model -> h (2 d_k + d_v)``; encoder-decoder
+    attention projects queries with ``q`` and the encoder memory with ``kv`` (computed once per
+    sentence when decoding incrementally). Weights are Xavier-uniform per projection, biases zero
+    (fairseq and tensor2tensor both use Xavier-uniform).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, attention_dropout: float, self_attention: bool):
+        super().__init__()
+        self.n_heads, self.d_k, self.d_v = n_heads, d_k, d_v
+        self.self_attention = self_attention
+        self.attention_dropout = attention_dropout
+        qk, vv = n_heads * d_k, n_heads * d_v
+        if self_attention:
+            self.qkv = nn.Linear(d_model, 2 * qk + vv)
+            _xavier_rows(self.qkv.weight, [qk, qk, vv])
+            nn.init.zeros_(self.qkv.bias)
+        else:
+            self.q = nn.Linear(d_model, qk)
+            self.kv = nn.Linear(d_model, qk + vv)
+            nn.init.xavier_uniform_(self.q.weight)
+            _xavier_rows(self.kv.weight, [qk, vv])
+            nn.init.zeros_(self.q.bias)
+            nn.init.zeros_(self.kv.bias)
+        self.out = nn.Linear(vv, d_model)
+        nn.init.xavier_uniform_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def _heads(self, x: Tensor, size: int) -> Tensor:
+        """(B, T, h * size) -> (B, h, T, size)."""
+        b, t, _ = x.shape
+        return x.view(b, t, self.n_heads, size).transpose(1, 2)
+
+    def project_self(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries (B, h, T, d_k), keys (B, h, T, d_k), values (B, h, T, d_v) of x (B, T, d_model)."""
+        qk = self.n_heads * self.d_k
+        q, k, v = self.qkv(x).split([qk, qk, self.n_heads * self.d_v], dim=-1)
+        return self._heads(q, self.d_k), self._heads(k, self.d_k), self._heads(v, self.d_v)
+
+    def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Encoder-decoder keys (B, h, S, d_k) and values (B, h, S, d_v) of memory (B, S, d_model)."""
+        k, v = self.kv(memory).split([self.n_heads * self.d_k, self.n_heads * self.d_v], dim=-1)
+        return self._heads(k, self.d_k), self._heads(v, self.d_v)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False) -> Tensor:
+        """softmax(q k^T / sqrt(d_k)) v, heads merged and projected: (B, h, T, d_k) ... -> (B, T, d_model).
+
+        mask: bool, broadcastable to (B, h, T, S), True where a query may attend. ``causal`` masks
+        key positions after the query position (queries and keys aligned at position 0).
+        """
+        p = self.attention_dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal,
+                                           scale=1.0 / math.sqrt(self.d_k))  # (B, h, T, d_v)
+        b, _, t, _ = y.shape
+        return self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * self.d_v))  # (B, T, d_model)
+
+    def cross_query(self, x: Tensor) -> Tensor:
+        """Encoder-decoder queries (B, h, T, d_k) of decoder states x (B, T, d_model)."""
+        return self._heads(self.q(x), self.d_k)

@@ -1,0 +1,114 @@
+"""The Transformer encoder-decoder (paper section 3, Figure 1) and checkpoint loading."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from aiayn.model.cache import DecoderCache, EncoderOut
+from aiayn.model.config import ModelConfig
+from aiayn.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer over one shared vocabulary.
+
+    With ``share_embeddings`` (the paper, section 3.4) one matrix E (V, d_model) embeds source and
+    target tokens, scaled by sqrt(d_model), and is the pre-softmax projection (unscaled):
+    logits = h E^T. Without it, source embedding, target embedding and projection are three matrices.
+    Embeddings are normal with std d_model^-0.5 (tensor2tensor and fairseq), the padding row zeroed;
+    projections Xavier-uniform (see :mod:`aiayn.model.attention`, :mod:`aiayn.model.layers`).
+    Pre-norm stacks end with a final LayerNorm; post-norm stacks (the paper) do not.
+    """
+
+    def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int = 0):
+        super().__init__()
+        self.cfg, self.vocab_size, self.pad_id = cfg, vocab_size, pad_id
+        self.embed = self._embedding(vocab_size, cfg.d_model, pad_id)
+        if not cfg.share_embeddings:
+            self.tgt_embed = self._embedding(vocab_size, cfg.d_model, pad_id)
+            self.out_proj = self._embedding(vocab_size, cfg.d_model, pad_id)
+        self.src_pos, self.tgt_pos = PositionalEncoding(cfg), PositionalEncoding(cfg)
+        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
+        pre = cfg.norm == "pre"
+        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if pre else nn.Identity()
+        self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if pre else nn.Identity()
+
+    @staticmethod
+    def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
+        table = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(table.weight, std=d_model ** -0.5)
+        with torch.no_grad():
+            table.weight[pad_id].zero_()
+        return table
+
+    def _embed(self, tokens: Tensor, table: nn.Embedding, pos: PositionalEncoding, start: int = 0) -> Tensor:
+        """Dropout(E[tokens] * sqrt(d_model) + PE): (B, T) -> (B, T, d_model) (section 3.4, 5.4)."""
+        x = table(tokens) * math.sqrt(self.cfg.d_model) + pos(start, tokens.shape[1]).to(table.weight.dtype)
+        return F.dropout(x, self.cfg.dropout, self.training)
+
+    def encode(self, src: Tensor) -> EncoderOut:
+        """src (B, S) ids -> EncoderOut(memory (B, S, d_model), src_pad (B, S) bool, True at pad)."""
+        src_pad = src.eq(self.pad_id)
+        mask = ~src_pad[:, None, None, :]  # (B, 1, 1, S), True where attention may look
+        x = self._embed(src, self.embed, self.src_pos)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return EncoderOut(self.enc_norm(x), src_pad)
+
+    def new_cache(self, enc: EncoderOut) -> DecoderCache:
+        """A decoding cache holding every decoder layer's encoder-decoder keys and values, computed once."""
+        return DecoderCache(enc, [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder])
+
+    def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None) -> Tensor:
+        """Next-token logits (B, T, V) for target prefix tgt_in (B, T).
+
+        Without a cache, all T positions at once (causal self-attention). With a cache, tgt_in is the
+        newest token (B, 1): its position is ``cache.length``, its self-attention keys/values are
+        appended, and the cache's (possibly reordered) encoder output is used.
+        """
+        if cache is not None:
+            if tgt_in.shape[1] != 1:
+                raise ValueError(f"incremental decoding takes one token per step, got tgt_in of shape {tuple(tgt_in.shape)}")
+            enc, memory_kv, start = cache.enc, cache.cross_kv, cache.length
+        else:
+            memory_kv, start = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder], 0
+        mask = ~enc.src_pad[:, None, None, :]  # (B, 1, 1, S)
+        table = self.embed if self.cfg.share_embeddings else self.tgt_embed
+        x = self._embed(tgt_in, table, self.tgt_pos, start)
+        for i, layer in enumerate(self.decoder):
+            x = layer(x, memory_kv[i], mask, cache, i)
+        if cache is not None:
+            cache.length += 1
+        return self.project(self.dec_norm(x))
+
+    def project(self, x: Tensor) -> Tensor:
+        """Pre-softmax linear: (B, T, d_model) -> (B, T, V), the embedding matrix unscaled (section 3.4)."""
+        weight = self.embed.weight if self.cfg.share_embeddings else self.out_proj.weight
+        return F.linear(x, weight)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V)."""
+        return self.decode(tgt_in, self.encode(src))
+
+
+def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[Transformer, dict]:
+    """Build the model a checkpoint describes (``settings["model"]``, ``vocab["size"]``) and load it.
+
+    Returns (model in eval mode on ``device``, the checkpoint dict). Checkpoints are read with
+    ``weights_only=True``: they hold tensors and plain Python values only.
+    """
+    checkpoint = torch.load(path, map_location=device, weights_only=True)
+    for key in ("model", "settings", "vocab"):
+        if key not in checkpoint:
+            raise ValueError(f"{path}: not a checkpoint of this project (no {key!r} entry)")
+    cfg = ModelConfig.from_dict(checkpoint["settings"]["model"])
+    vocab = checkpoint["vocab"]
+    model = Transformer(cfg, int(vocab["size"]), pad_id=int(vocab.get("pad_id", 0)))
+    model.load_state_dict(checkpoint["model"])
+    return model.to(device).eval(), checkpoint

@@ -1,0 +1,1 @@
+"""Training: schedule, loss, batching, the trainer and its CLI (paper section 5)."""

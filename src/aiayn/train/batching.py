@@ -1,0 +1,137 @@
+"""Token-budget batches over a :class:`~aiayn.data.shards.ShardedCorpus` (paper section 5.1).
+
+Sentence pairs are sorted by length and packed greedily so that a batch of n pairs, padded, holds at
+most ``max_tokens`` source and at most ``max_tokens`` target tokens:
+``n * max(src_len + 1) <= max_tokens`` and ``n * max(tgt_len + 1) <= max_tokens`` (the + 1 is the
+eos / bos the collate adds). The batches are built once; each epoch shuffles their order with a
+generator seeded by (seed, epoch), and data-parallel ranks take interleaved slices of that order.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from aiayn.data.shards import ShardedCorpus
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Batch:
+    """Padded tensors of one batch. src (B, S) = ids + [eos]; tgt_in (B, T) = [bos] + ids;
+    tgt_out (B, T) = ids + [eos]; padding 0. ``src_tokens`` / ``tgt_tokens`` count non-pad tokens."""
+
+    src: torch.Tensor
+    tgt_in: torch.Tensor
+    tgt_out: torch.Tensor
+    src_tokens: int
+    tgt_tokens: int
+
+    def to(self, device: torch.device) -> "Batch":
+        pin = device.type == "cuda"
+        move = (lambda t: t.pin_memory().to(device, non_blocking=True)) if pin else (lambda t: t.to(device))
+        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.src_tokens, self.tgt_tokens)
+
+
+def collate(corpus: ShardedCorpus, indices) -> Batch:
+    """Read pairs ``indices`` from ``corpus`` and pad them into a :class:`Batch`."""
+    pairs = [corpus.pair(int(i)) for i in indices]
+    n, s, t = len(pairs), max(len(p[0]) for p in pairs) + 1, max(len(p[1]) for p in pairs) + 1
+    src, tgt_in, tgt_out = (np.full((n, width), PAD, dtype=np.int64) for width in (s, t, t))
+    for row, (a, b) in enumerate(pairs):
+        src[row, :len(a)], src[row, len(a)] = a, EOS
+        tgt_in[row, 0], tgt_in[row, 1:len(b) + 1] = BOS, b
+        tgt_out[row, :len(b)], tgt_out[row, len(b)] = b, EOS
+    n_src = sum(len(p[0]) for p in pairs) + n
+    n_tgt = sum(len(p[1]) for p in pairs) + n
+    return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), n_src, n_tgt)
+
+
+def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int,
+                 max_len: int | None = None, drop_oversize: bool = True) -> tuple[list[np.ndarray], int]:
+    """Pack sentence indices into token-budget batches; returns (batches, number of dropped pairs).
+
+    Pairs are ordered by source length, then target length, then index (deterministic). A pair whose
+    side (plus eos / bos) exceeds ``max_tokens`` or ``max_len`` is dropped and counted when
+    ``drop_oversize``; otherwise (evaluation) an over-budget pair gets a batch of its own and an
+    over-long one is an error.
+    """
+    src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
+    longest = np.maximum(src_need, tgt_need)
+    too_long = longest > max_len if max_len else np.zeros(len(longest), dtype=bool)
+    if not drop_oversize and too_long.any():
+        first = int(np.flatnonzero(too_long)[0])
+        raise ValueError(f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's "
+                         f"max_positions={max_len}")
+    oversize = longest > max_tokens
+    drop = too_long | (oversize if drop_oversize else False)
+    order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
+    order = order[~drop[order]]
+    batches, current, s_max, t_max = [], [], 0, 0
+    for i in order.tolist():
+        s, t = max(s_max, src_need[i]), max(t_max, tgt_need[i])
+        if current and (len(current) + 1) * max(s, t) > max_tokens:
+            batches.append(np.array(current, dtype=np.int64))
+            current, s, t = [], src_need[i], tgt_need[i]
+        current.append(i)
+        s_max, t_max = s, t
+    if current:
+        batches.append(np.array(current, dtype=np.int64))
+    return batches, int(drop.sum())
+
+
+class BatchSampler:
+    """This rank's batches of each epoch, shuffled deterministically per (seed, epoch).
+
+    Every epoch permutes all batches with ``numpy.random.default_rng([seed, epoch])``. With W ranks,
+    the first ``n - n % W`` batches of the permutation are dealt round-robin, so each rank gets the
+    same number; the remaining ``n % W`` batches (fewer than W) sit out that epoch, and since the
+    permutation changes every epoch, different batches sit out each time (logged once).
+    """
+
+    def __init__(self, batches: list[np.ndarray], seed: int, rank: int = 0, world_size: int = 1, shuffle: bool = True):
+        if len(batches) < world_size:
+            raise ValueError(f"{len(batches)} batches cannot be shared by {world_size} data-parallel ranks")
+        self.batches, self.seed, self.rank, self.world_size, self.shuffle = batches, seed, rank, world_size, shuffle
+        self.per_rank = len(batches) // world_size
+        if len(batches) % world_size:
+            log.info("%d of %d batches sit out each epoch so that %d ranks get %d batches each",
+                     len(batches) % world_size, len(batches), world_size, self.per_rank)
+
+    def order(self, epoch: int) -> np.ndarray:
+        """Indices into ``batches`` this rank visits in ``epoch`` (length ``per_rank``)."""
+        n = len(self.batches)
+        perm = np.random.default_rng([self.seed, epoch]).permutation(n) if self.shuffle else np.arange(n)
+        return perm[: n - n % self.world_size][self.rank::self.world_size]
+
+
+class BatchStream:
+    """An endless stream of this rank's batches across epochs, resumable from (epoch, position).
+
+    ``epoch`` counts from 1; ``position`` is the number of batches of that epoch already taken.
+    """
+
+    def __init__(self, sampler: BatchSampler, epoch: int = 1, position: int = 0):
+        self.sampler, self.epoch, self.position = sampler, epoch, position
+        self._order = sampler.order(epoch)
+
+    def next(self) -> np.ndarray:
+        """Sentence indices of the next batch."""
+        if self.position >= len(self._order):
+            self.epoch, self.position = self.epoch + 1, 0
+            self._order = self.sampler.order(self.epoch)
+        batch = self.sampler.batches[self._order[self.position]]
+        self.position += 1
+        return batch
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+        self._order = self.sampler.order(self.epoch)

@@ -1,0 +1,67 @@
+"""A model with a hand-written probability table, speaking the beam-search protocol of aiayn.model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+VOCAB = 8
+
+
+@dataclass
+class FakeEncoderOut:
+    memory: torch.Tensor   # (B, S, 1): the source ids as floats
+    src_pad: torch.Tensor  # (B, S)
+
+    def index_select(self, index: torch.Tensor) -> "FakeEncoderOut":
+        return FakeEncoderOut(self.memory.index_select(0, index), self.src_pad.index_select(0, index))
+
+
+class FakeCache:
+    def __init__(self, enc: FakeEncoderOut):
+        self.enc = enc
+        self.keys = enc.memory[:, 0, 0].long().tolist()
+        self.prefixes: list[tuple[int, ...]] = [() for _ in self.keys]
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.enc = self.enc.index_select(index)
+        index = index.tolist()
+        self.keys = [self.keys[i] for i in index]
+        self.prefixes = [self.prefixes[i] for i in index]
+
+
+class FakeModel:
+    """P(y_t | y_<t, x) = table[(x[0], y_<t)] (a {token: probability} dict; absent tokens have P = 0).
+
+    Prefixes missing from the table end the sentence: P(eos) = 1. ``calls`` counts decoder calls.
+    """
+
+    def __init__(self, table: dict[tuple[int, tuple[int, ...]], dict[int, float]]):
+        self.table = table
+        self.calls = 0
+
+    def log_probs(self, key: int, prefix: tuple[int, ...]) -> torch.Tensor:
+        row = torch.full((VOCAB,), -math.inf)
+        for token, prob in self.table.get((key, prefix), {EOS: 1.0}).items():
+            row[token] = math.log(prob)
+        return row
+
+    def encode(self, src: torch.Tensor) -> FakeEncoderOut:
+        return FakeEncoderOut(src.float().unsqueeze(-1), src.eq(PAD))
+
+    def new_cache(self, enc: FakeEncoderOut) -> FakeCache:
+        return FakeCache(enc)
+
+    def decode(self, tgt_in: torch.Tensor, enc: FakeEncoderOut, cache: FakeCache | None = None) -> torch.Tensor:
+        self.calls += 1
+        keys = enc.memory[:, 0, 0].long().tolist()
+        if cache is None:
+            rows = [[self.log_probs(k, tuple(seq[1:t + 1])) for t in range(len(seq))]
+                    for k, seq in zip(keys, tgt_in.tolist())]
+            return torch.stack([torch.stack(r) for r in rows])
+        assert keys == cache.keys, "encoder output and cache rows out of step"
+        cache.prefixes = [p + (t,) for p, t in zip(cache.prefixes, tgt_in[:, 0].tolist())]
+        return torch.stack([self.log_probs(k, p[1:]) for k, p in zip(keys, cache.prefixes)]).unsqueeze(1)

@@ -1,0 +1,69 @@
+import logging
+
+import pytest
+import torch
+
+from aiayn.decode import average
+
+VOCAB = {"size": 10, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
+
+
+def save(directory, step, weight, dtype=torch.float32, extra=None, step_in_dict=None):
+    state = {"w": torch.tensor(weight, dtype=dtype), "count": torch.tensor([7, 8])}
+    state.update(extra or {})
+    checkpoint = {"model": state, "settings": {"tag": step}, "vocab": VOCAB,
+                  "step": step if step_in_dict is None else step_in_dict,
+                  "optimizer": {"state": {}}, "rng": None}
+    directory.mkdir(parents=True, exist_ok=True)
+    torch.save(checkpoint, directory / f"ckpt_{step:08d}.pt")
+
+
+def test_averages_last_n_by_step_golden(tmp_path):
+    ckpts = tmp_path / "checkpoints"
+    save(ckpts, 100, [[100.0, 0.0]])            # oldest: not among the last 3
+    save(ckpts, 1000, [[1.0, 2.0]], dtype=torch.bfloat16)
+    save(ckpts, 300, [[3.0, -4.0]])
+    save(ckpts, 20000, [[0.5, 0.25]], dtype=torch.float16)
+    (ckpts / ".ckpt_00030000.pt.abc.tmp").write_bytes(b"partial")   # a killed save: ignored
+    out = tmp_path / "avg.pt"
+    assert average.main(["--checkpoint-dir", str(ckpts), "--last", "3", "--output", str(out)]) == 0
+    result = torch.load(out, weights_only=False)
+    assert set(result) == {"model", "settings", "vocab", "step", "averaged_steps"}
+    assert result["averaged_steps"] == [300, 1000, 20000]
+    assert result["step"] == 20000 and result["settings"] == {"tag": 20000} and result["vocab"] == VOCAB
+    assert result["model"]["w"].dtype == torch.float32
+    expected = torch.tensor([[(3.0 + 1.0 + 0.5) / 3, (-4.0 + 2.0 + 0.25) / 3]], dtype=torch.float32)
+    assert torch.equal(result["model"]["w"], expected)
+    assert torch.equal(result["model"]["count"], torch.tensor([7, 8]))
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_fewer_than_asked_warns_and_records_steps(tmp_path, caplog):
+    save(tmp_path, 5, [2.0])
+    save(tmp_path, 10, [4.0])
+    with caplog.at_level(logging.WARNING):
+        result = average.average_checkpoints(tmp_path, last=5)
+    assert "only 2 checkpoints" in caplog.text
+    assert result["averaged_steps"] == [5, 10] and result["model"]["w"].tolist() == [3.0]
+
+
+def test_shape_mismatch_names_both_files_and_tensor(tmp_path):
+    save(tmp_path, 1, [1.0, 2.0])
+    save(tmp_path, 2, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"ckpt_00000002\.pt and .*ckpt_00000001\.pt disagree on the shape of 'w'"):
+        average.average_checkpoints(tmp_path, last=2)
+
+
+def test_key_mismatch_refused(tmp_path):
+    save(tmp_path, 1, [1.0])
+    save(tmp_path, 2, [1.0], extra={"b": torch.zeros(1)})
+    with pytest.raises(ValueError, match=r"different parameters: .*extra in ckpt_00000002\.pt: \['b'\]"):
+        average.average_checkpoints(tmp_path, last=2)
+
+
+def test_step_mismatch_and_empty_directory_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no ckpt_"):
+        average.average_checkpoints(tmp_path, last=1)
+    save(tmp_path, 7, [1.0], step_in_dict=8)
+    with pytest.raises(ValueError, match="holds step 8, its name says 7"):
+        average.average_checkpoints(tmp_path, last=1)

@@ -1,0 +1,79 @@
+import logging
+
+import numpy as np
+import pytest
+
+from aiayn.data.shards import ShardWriter, ShardedCorpus
+from aiayn.train.batching import BatchSampler, BatchStream, collate, make_batches
+
+
+def lengths(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 30, n), rng.integers(1, 30, n)
+
+
+def test_budget_and_exact_cover():
+    src, tgt = lengths(500)
+    batches, dropped = make_batches(src, tgt, max_tokens=64)
+    assert dropped == 0
+    seen = np.concatenate(batches)
+    assert sorted(seen.tolist()) == list(range(500))
+    for b in batches:
+        assert len(b) * (src[b].max() + 1) <= 64 and len(b) * (tgt[b].max() + 1) <= 64
+
+
+def test_oversize_and_overlong_pairs_are_dropped_and_counted():
+    src, tgt = np.array([3, 70, 5, 9]), np.array([4, 2, 5, 12])
+    batches, dropped = make_batches(src, tgt, max_tokens=64, max_len=12)
+    assert dropped == 2  # pair 1 over the budget, pair 3 over max_len with its eos/bos
+    assert sorted(np.concatenate(batches).tolist()) == [0, 2]
+    alone, _ = make_batches(src[:2], tgt[:2], max_tokens=64, drop_oversize=False)
+    assert sorted(b.tolist() for b in alone) == [[0], [1]]
+    with pytest.raises(ValueError, match="max_positions=12"):
+        make_batches(src, tgt, max_tokens=64, max_len=12, drop_oversize=False)
+
+
+def test_epochs_cover_every_batch_once_and_are_deterministic():
+    batches, _ = make_batches(*lengths(400), max_tokens=64)
+    a, b = BatchSampler(batches, seed=3), BatchSampler(batches, seed=3)
+    assert a.order(1).tolist() == b.order(1).tolist()
+    assert a.order(1).tolist() != a.order(2).tolist()
+    assert sorted(a.order(2).tolist()) == list(range(len(batches)))
+    assert BatchSampler(batches, seed=4).order(1).tolist() != a.order(1).tolist()
+
+
+def test_ranks_get_equal_disjoint_shares(caplog):
+    batches = [np.array([i]) for i in range(7)]
+    with caplog.at_level(logging.INFO):
+        ranks = [BatchSampler(batches, seed=1, rank=r, world_size=3) for r in range(3)]
+    assert "1 of 7 batches sit out" in caplog.text
+    orders = [r.order(5).tolist() for r in ranks]
+    assert all(len(o) == 2 for o in orders)
+    assert len(set(sum(orders, []))) == 6
+    single = BatchSampler(batches, seed=1).order(5).tolist()
+    assert [x for pair in zip(*orders) for x in pair] == single[:6]
+
+
+def test_stream_resumes_mid_epoch_and_crosses_epochs():
+    batches, _ = make_batches(*lengths(200), max_tokens=64)
+    sampler = BatchSampler(batches, seed=2)
+    stream = BatchStream(sampler)
+    taken = [stream.next().tolist() for _ in range(len(batches) + 3)]
+    assert stream.state_dict() == {"epoch": 2, "position": 3}
+    again = BatchStream(sampler)
+    for _ in range(5):
+        again.next()
+    resumed = BatchStream(sampler)
+    resumed.load_state_dict(again.state_dict())
+    assert [resumed.next().tolist() for _ in range(len(batches) - 2)] == taken[5:]
+
+
+def test_collate_adds_eos_and_bos(tmp_path):
+    with ShardWriter(tmp_path / "t", vocab_size=50) as writer:
+        writer.add([7, 8, 9], [10, 11])
+        writer.add([12], [13, 14, 15])
+    batch = collate(ShardedCorpus(tmp_path / "t"), [0, 1])
+    assert batch.src.tolist() == [[7, 8, 9, 3], [12, 3, 0, 0]]
+    assert batch.tgt_in.tolist() == [[2, 10, 11, 0], [2, 13, 14, 15]]
+    assert batch.tgt_out.tolist() == [[10, 11, 3, 0], [13, 14, 15, 3]]
+    assert (batch.src_tokens, batch.tgt_tokens) == (6, 7)

@@ -1,0 +1,184 @@
+import itertools
+import math
+
+import pytest
+import torch
+
+from aiayn.decode.beam import (SpecialIds, UncachedDecoding, beam_search, length_penalty,
+                               max_output_length, pad_sources, translate_sentences)
+from fake_model import BOS, EOS, FakeModel
+
+A, B, C = 4, 5, 6
+IDS = SpecialIds(pad=0, bos=BOS, eos=EOS)
+
+# Sentence 7: everything starts with c; then [c] (P .4), [c a] (P .36) or [c a b] (P .24).
+LENGTH_TABLE = {
+    (7, ()): {C: 1.0},
+    (7, (C,)): {EOS: 0.4, A: 0.6},
+    (7, (C, A)): {EOS: 0.6, B: 0.4},
+    (7, (C, A, B)): {EOS: 1.0},
+}
+# Sentence 8: [] (P .52) finishes first, but [a a a] (P .48 * .95^2) wins with alpha 1.
+LONG_TABLE = {
+    (8, ()): {EOS: 0.52, A: 0.48},
+    (8, (A,)): {A: 0.95, EOS: 0.05},
+    (8, (A, A)): {A: 0.95, EOS: 0.05},
+    (8, (A, A, A)): {EOS: 1.0},
+}
+# Sentence 9: never ends; stopped at its length limit.
+NO_EOS_TABLE = {(9, p): {A: 0.9, B: 0.1}
+                for n in range(7) for p in itertools.product((A, B), repeat=n)}
+
+
+def search(model, sources, **kwargs):
+    settings = dict(beam_size=2, length_penalty_alpha=1.0, max_len_a=1.0, max_len_b=3.0, early_stop=True)
+    settings.update(kwargs)
+    return beam_search(model, pad_sources(sources, IDS), [len(s) for s in sources], ids=IDS, **settings)
+
+
+def lp(n, alpha):
+    return ((5 + n) / 6) ** alpha
+
+
+def test_length_penalty_and_max_len_golden():
+    assert length_penalty(1, 0.6) == 1.0
+    assert length_penalty(7, 0.6) == pytest.approx(2 ** 0.6)
+    assert max_output_length(20, 1, 50) == 70 and max_output_length(10, 1.5, 2) == 17
+    assert max_output_length(0, 0, 0) == 1
+
+
+@pytest.mark.parametrize("alpha, tokens, log_prob, length", [
+    (0.0, [C], math.log(0.4), 2),           # no penalty: the short, more probable hypothesis
+    (1.0, [C, A], math.log(0.36), 3),       # the penalty makes the longer one win
+])
+def test_length_penalty_changes_the_winner(alpha, tokens, log_prob, length):
+    [hyp] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty_alpha=alpha)
+    assert hyp.tokens == tokens
+    assert hyp.log_prob == pytest.approx(log_prob, rel=1e-6)
+    assert hyp.score == pytest.approx(log_prob / lp(length, alpha), rel=1e-6)   # |Y| counts eos
+
+
+def test_early_stop_when_no_live_hypothesis_can_win():
+    # After step 3 the best live [c a b] has log P ln .24; ln .24 / lp(5) < ln .36 / lp(3): stop.
+    stopped, full = FakeModel(LENGTH_TABLE), FakeModel(LENGTH_TABLE)
+    assert math.log(0.24) / lp(5, 1.0) < math.log(0.36) / lp(3, 1.0)
+    [early] = search(stopped, [[7, 1]])
+    [late] = search(full, [[7, 1]], early_stop=False)
+    assert stopped.calls == 3 and full.calls == 4
+    assert early == late
+
+
+def test_search_goes_on_while_a_live_hypothesis_can_still_win():
+    # Two hypotheses finish by step 2 ([] and [a]), yet ln(.48*.95) / lp(5) beats ln .52: go on.
+    model = FakeModel(LONG_TABLE)
+    [hyp] = search(model, [[8, 1, 1]], max_len_b=2.0)
+    assert hyp.tokens == [A, A, A] and model.calls == 4
+    assert hyp.score == pytest.approx(math.log(0.48 * 0.95 ** 2) / lp(4, 1.0), rel=1e-6)
+
+
+def test_length_limit_finishes_live_hypotheses():
+    [hyp] = search(FakeModel(NO_EOS_TABLE), [[9]], max_len_b=2.0)   # max_len = 1 + 2
+    assert hyp.tokens == [A, A, A]
+    assert hyp.score == pytest.approx(3 * math.log(0.9) / lp(3, 1.0), rel=1e-6)
+
+
+def greedy(model, source, max_len):
+    enc = model.encode(pad_sources([source], IDS))
+    prefix = [BOS]
+    while len(prefix) <= max_len:
+        token = int(model.decode(torch.tensor([prefix]), enc)[0, -1].argmax())
+        if token == EOS:
+            break
+        prefix.append(token)
+    return prefix[1:]
+
+
+def test_beam_one_is_greedy():
+    model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
+    sources = [[7, 1], [8, 1, 1], [9]]
+    hyps = search(model, sources, beam_size=1, length_penalty_alpha=0.6)
+    assert [h.tokens for h in hyps] == [greedy(model, s, 3 + len(s)) for s in sources]
+    assert [h.tokens for h in hyps] == [[C, A], [], [A, A, A, A]]
+
+
+@pytest.mark.parametrize("max_sentences", [1, 2, 3, 5])
+def test_batching_keeps_input_order(max_sentences):
+    model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
+    sources = [[9], [8, 1, 1], [7, 1], [9, 1, 1, 1], [7, 4, 4]]
+    hyps = translate_sentences(model, sources, max_sentences=max_sentences, ids=IDS, beam_size=2,
+                               length_penalty_alpha=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
+    alone = [search(FakeModel(model.table), [s], max_len_b=2.0)[0] for s in sources]
+    assert hyps == alone
+    assert [h.tokens for h in hyps] == [[A, A, A], [A, A, A], [C, A], [A] * 6, [C, A]]
+
+
+def test_cached_and_uncached_decoding_agree_on_fake_model():
+    model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
+    sources = [[9, 1], [8, 1, 1], [7, 1]]
+    assert search(model, sources, beam_size=3) == search(UncachedDecoding(model), sources, beam_size=3)
+
+
+def test_negative_alpha_with_early_stop_refused():
+    with pytest.raises(ValueError, match="length_penalty >= 0"):
+        search(FakeModel({}), [[7]], length_penalty_alpha=-0.5)
+
+
+class EosBias:
+    """A model with ``bias`` added to the eos logit: random models rarely end on their own."""
+
+    def __init__(self, model, bias):
+        self.model, self.bias = model, bias
+
+    def encode(self, src):
+        return self.model.encode(src)
+
+    def new_cache(self, enc):
+        return self.model.new_cache(enc)
+
+    def decode(self, tgt_in, enc, cache=None):
+        logits = self.model.decode(tgt_in, enc, cache)
+        logits[..., EOS] += self.bias
+        return logits
+
+
+def real_model(seed):
+    model_module = pytest.importorskip("aiayn.model", reason="aiayn.model (branch model) is not merged here")
+    cfg = model_module.ModelConfig(n_layers=2, d_model=32, d_ff=64, n_heads=4, d_k=8, d_v=8, dropout=0.0)
+    torch.manual_seed(seed)
+    return EosBias(model_module.Transformer(cfg, vocab_size=24, pad_id=0).eval(), bias=2.0)
+
+
+REAL_SOURCES = [[5, 6, 7, 8, 9], [10, 11], [12, 13, 14, 15, 16, 17, 18, 19], [20]]
+
+
+def test_cached_logits_equal_uncached_on_real_model():
+    model = real_model(seed=0).model
+    src = pad_sources(REAL_SOURCES, IDS)
+    prefix = torch.tensor([[BOS, 7, 9, 11, 4, 5]] * len(REAL_SOURCES))
+    with torch.no_grad():
+        full = model.decode(prefix, model.encode(src))
+        cache = model.new_cache(model.encode(src))
+        steps = torch.cat([model.decode(prefix[:, t:t + 1], cache.enc, cache) for t in range(prefix.size(1))], 1)
+    torch.testing.assert_close(steps, full, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_cached_beam_equals_uncached_on_real_model(beam_size):
+    model = real_model(seed=0)
+    settings = dict(beam_size=beam_size, length_penalty_alpha=0.6, max_len_b=8.0)
+    with torch.no_grad():
+        cached = search(model, REAL_SOURCES, **settings)
+        uncached = search(UncachedDecoding(model), REAL_SOURCES, **settings)
+    assert [h.tokens for h in cached] == [h.tokens for h in uncached]
+    assert [h.score for h in cached] == pytest.approx([h.score for h in uncached], abs=1e-5)
+    if beam_size == 4:   # ends early, ends mid-way, hits the length limit
+        assert [len(h.tokens) for h in cached] == [0, 10, 14, 9]
+
+
+def test_beam_one_is_greedy_on_real_model():
+    model = real_model(seed=1)
+    with torch.no_grad():
+        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty_alpha=0.6, max_len_b=8.0)
+        expected = [greedy(model, s, len(s) + 8) for s in REAL_SOURCES]
+    assert [h.tokens for h in hyps] == expected
+    assert [len(h.tokens) for h in hyps] == [13, 10, 16, 0]

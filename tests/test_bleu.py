@@ -1,0 +1,92 @@
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from aiayn.evaluate import bleu
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+NEWSTEST_DE = SHARED / "data" / "wmt" / "plain" / "newstest2014-full.en-de.de"
+
+
+def toks(line):
+    return line.split()
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("well-known", "well ##AT##-##AT## known"),
+    ("a-b-c", "a ##AT##-##AT## b-c"),                    # Perl: no overlapping second match
+    ("a-b-c-d", "a ##AT##-##AT## b-c ##AT##-##AT## d"),
+    ("a--b", "a ##AT##-##AT## -b"),
+    ("x-y z-w", "x ##AT##-##AT## y z ##AT##-##AT## w"),
+    ("Öko-Strom", "Öko ##AT##-##AT## Strom"),
+    ("a\u00a0-b", "a\u00a0 ##AT##-##AT## b"),              # Perl's \s is ASCII only: NBSP is \S
+    ("-a a- a - b", "-a a- a - b"),
+    ("", ""),
+])
+def test_split_compounds_golden(line, expected):
+    assert bleu.split_compounds(line) == expected
+
+
+def test_paper_tokenize_escapes_and_keeps_hyphens_for_splitting():
+    [tokens] = bleu.paper_tokenize(['Die "Ost-West" Verbindung & mehr.'], "de")
+    assert tokens == ["Die", "&quot;", "Ost", "##AT##-##AT##", "West", "&quot;", "Verbindung",
+                      "&amp;", "mehr", "."]
+
+
+def test_multi_bleu_single_sentence_by_hand():
+    # p1 = 5/6 (the clipped to 1), p2 = 3/5, p3 = 2/4, p4 = 1/3, BP = 1
+    result = bleu.multi_bleu([toks("the cat sat on the mat")], [toks("the cat sat on a mat")])
+    assert result.precisions == pytest.approx((5 / 6, 3 / 5, 2 / 4, 1 / 3))
+    assert result.brevity_penalty == 1.0
+    assert result.bleu == pytest.approx(100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25)
+    assert result.bleu == pytest.approx(53.7284965, abs=1e-6)
+
+
+def test_multi_bleu_is_corpus_level_with_brevity_penalty():
+    hyps = [toks("the cat sat on the mat"), toks("the cat sat on the")]
+    refs = [toks("the cat sat on a mat"), toks("the cat sat on the mat")]
+    result = bleu.multi_bleu(hyps, refs)
+    precisions = (10 / 11, 7 / 9, 5 / 7, 3 / 5)
+    assert result.precisions == pytest.approx(precisions)
+    assert (result.hyp_len, result.ref_len) == (11, 12)
+    expected = 100 * math.exp(1 - 12 / 11) * math.prod(precisions) ** 0.25
+    assert result.bleu == pytest.approx(expected)
+
+
+def test_multi_bleu_no_smoothing_and_case_sensitive():
+    assert bleu.multi_bleu([toks("a b c")], [toks("a b c")]).bleu == 0.0       # no 4-grams at all
+    assert bleu.multi_bleu([toks("The cat sat on")], [toks("the cat sat on")]).bleu == 0.0
+    assert bleu.multi_bleu([[]], [toks("a b c d")]).bleu == 0.0
+    assert bleu.multi_bleu([toks("a b c d")], [toks("a b c d")]).bleu == pytest.approx(100.0)
+
+
+def test_cli_writes_json_and_refuses_line_mismatch(tmp_path, capsys):
+    hyp, ref, out = tmp_path / "hyp.txt", tmp_path / "ref.txt", tmp_path / "out" / "s.bleu.json"
+    hyp.write_text("the cat sat on the mat\nthe cat sat on the\n", encoding="utf-8")
+    ref.write_text("the cat sat on a mat\nthe cat sat on the mat\n", encoding="utf-8")
+    assert bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "en", "--output", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text(encoding="utf-8"))
+    assert printed["lines"] == 2 and printed["hyp"] == str(hyp) and printed["ref"] == str(ref)
+    assert (printed["sys_len"], printed["ref_len_13a"], printed["ref_len_paper"]) == (11, 12, 12)
+    assert printed["paper_bleu"] == pytest.approx(
+        100 * math.exp(1 - 12 / 11) * (10 / 11 * 7 / 9 * 5 / 7 * 3 / 5) ** 0.25)
+    assert "tok:13a" in printed["sacrebleu_signature"]
+    ref.write_text("one line\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"hyp\.txt has 2 lines.*ref\.txt has 1"):
+        bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "en"])
+
+
+def test_newstest2014_reference_lengths():
+    if not NEWSTEST_DE.exists():
+        pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")
+    lines = bleu.read_lines(str(NEWSTEST_DE))
+    assert len(lines) == 3003
+    result = bleu.score(lines, lines, "de")
+    assert result["ref_len_13a"] == 62688
+    assert result["ref_len_paper"] == 64496
+    assert sum(len(bleu.perl_split(t)) for t in bleu.moses_tokenize(lines, "de")) == 63078
+    assert result["sacrebleu"] == pytest.approx(100.0)
+    assert result["paper_bleu"] == pytest.approx(100.0)

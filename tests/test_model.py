@@ -1,0 +1,155 @@
+import math
+
+import pytest
+import torch
+
+from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token, load_model
+from aiayn.model.layers import sinusoid_table
+
+V = 23
+
+
+def tiny(**overrides) -> ModelConfig:
+    values = dict(n_layers=2, d_model=16, d_ff=32, n_heads=2, d_k=8, d_v=6, dropout=0.0)
+    values.update(overrides)
+    return ModelConfig(**values)
+
+
+def model_of(cfg: ModelConfig, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(cfg, V).eval()
+
+
+def tokens(b: int, t: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(4, V, (b, t), generator=g)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("positional", ["sinusoid", "learned"])
+def test_causal_mask(norm, positional):
+    model = model_of(tiny(norm=norm, positional=positional))
+    src, tgt = tokens(2, 5, 1), tokens(2, 6, 2)
+    changed = tgt.clone()
+    changed[:, 4] = (changed[:, 4] + 1 - 4) % (V - 4) + 4
+    with torch.no_grad():
+        a, b = model(src, tgt), model(src, changed)
+    assert torch.equal(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+def test_source_padding_invariance():
+    model = model_of(tiny())
+    src, tgt = tokens(2, 5, 3), tokens(2, 4, 4)
+    padded = torch.cat([src, torch.zeros(2, 3, dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        a, b = model(src, tgt), model(padded, tgt)
+    torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        # a row padded inside a batch gives what it gives alone
+        short = torch.cat([src[1:, :3], torch.zeros(1, 2, dtype=torch.long)], dim=1)
+        batch = torch.cat([src[:1], short])
+        alone = model(src[1:, :3], tgt[1:])
+        together = model(batch, tgt)
+    torch.testing.assert_close(together[1:], alone, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_incremental_decoding_matches_full(norm):
+    model = model_of(tiny(norm=norm, share_embeddings=norm == "post"))
+    src, tgt = tokens(3, 7, 5), tokens(3, 6, 6)
+    with torch.no_grad():
+        enc = model.encode(src)
+        full = model.decode(tgt, enc)
+        cache = model.new_cache(enc)
+        steps = [model.decode(tgt[:, t:t + 1], enc, cache) for t in range(tgt.shape[1])]
+    assert cache.length == 6 and cache.self_kv[0][0].shape == (3, 2, 6, 8)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
+
+
+def test_cache_reorder_selects_rows_and_encoder_output():
+    model = model_of(tiny())
+    src, tgt = tokens(3, 5, 7), tokens(3, 4, 8)
+    src[2, 3:] = 0
+    index = torch.tensor([2, 2, 0])
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.new_cache(enc)
+        for t in range(2):
+            model.decode(tgt[:, t:t + 1], enc, cache)
+        cache.reorder(index)
+        assert torch.equal(cache.enc.src_pad, enc.src_pad[index])
+        got = [model.decode(tgt[index, t:t + 1], enc, cache) for t in range(2, 4)]
+        want = model(src[index], tgt[index])[:, 2:]
+    torch.testing.assert_close(torch.cat(got, dim=1), want, rtol=1e-5, atol=1e-5)
+
+
+def test_shared_embedding_is_projection_and_scaled_on_input():
+    model = model_of(tiny(n_layers=1))
+    assert not hasattr(model, "out_proj")
+    x = torch.randn(1, 2, 16)
+    torch.testing.assert_close(model.project(x), x @ model.embed.weight.T)
+    emb = model._embed(torch.tensor([[5, 6]]), model.embed, model.src_pos)
+    want = model.embed.weight[[5, 6]] * 4.0 + sinusoid_table(2, 16)
+    torch.testing.assert_close(emb[0], want)
+    assert torch.count_nonzero(model.embed.weight[0]) == 0
+
+
+def test_sinusoid_golden_values():
+    table = sinusoid_table(3, 4)
+    want = torch.tensor([[0.0, 1.0, 0.0, 1.0],
+                         [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)],
+                         [math.sin(2), math.cos(2), math.sin(0.02), math.cos(0.02)]])
+    torch.testing.assert_close(table, want)
+
+
+def test_parameter_count_of_tiny_model_by_hand():
+    cfg = tiny(n_layers=1)
+    d, f, h, dk, dv = 16, 32, 2, 8, 6
+    attn_self = d * h * (2 * dk + dv) + h * (2 * dk + dv) + h * dv * d + d
+    attn_cross = d * h * dk + h * dk + d * h * (dk + dv) + h * (dk + dv) + h * dv * d + d
+    ffn = d * f + f + f * d + d
+    norm = 2 * d
+    want = V * d + (attn_self + ffn + 2 * norm) + (attn_self + attn_cross + ffn + 3 * norm)
+    assert count_parameters(model_of(cfg)) == want
+    assert count_parameters(model_of(tiny(n_layers=1, share_embeddings=False))) == want + 2 * V * d
+    assert count_parameters(model_of(tiny(n_layers=1, norm="pre"))) == want + 2 * norm
+
+
+def test_flops_per_token_golden():
+    cfg = tiny(n_layers=1)
+    s, t = 3, 2
+    proj = 16 * 2 * 22 + 2 * 6 * 16 + 2 * 16 * 32  # 704 + 192 + 1024 = 1920
+    enc = s * (proj + s * 2 * 14)
+    dec = t * (proj + t * 2 * 14 + 16 * 2 * 8 + 2 * 6 * 16 + s * 2 * 14)
+    memory = s * 16 * 2 * 14
+    out = t * 16 * V
+    assert flops_per_token(cfg, s, t, V) == pytest.approx(6 * (enc + dec + memory + out) / t)
+    assert flops_per_token(cfg, s, t, V) == pytest.approx(6 * (6012 + 5016 + 1344 + 736) / 2)
+
+
+def test_learned_positions_limit():
+    model = model_of(tiny(positional="learned", max_positions=4))
+    with pytest.raises(ValueError, match="max_positions=4"):
+        model(tokens(1, 5, 0), tokens(1, 2, 0))
+
+
+def test_config_rejects_unknown_and_bad_keys():
+    with pytest.raises(ValueError, match="unknown model setting"):
+        ModelConfig.from_dict({"d_modle": 4})
+    with pytest.raises(ValueError, match="model.norm"):
+        ModelConfig.from_dict({"norm": "sandwich"})
+    assert ModelConfig.from_dict({"n_layers": 2}).n_layers == 2
+
+
+def test_load_model_round_trip(tmp_path):
+    cfg = tiny(positional="learned", max_positions=16)
+    model = model_of(cfg)
+    path = tmp_path / "c.pt"
+    torch.save({"model": model.state_dict(), "settings": {"model": cfg.to_dict()},
+                "vocab": {"size": V, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}, "step": 3}, path)
+    loaded, checkpoint = load_model(path)
+    assert checkpoint["step"] == 3 and not loaded.training
+    src, tgt = tokens(2, 4, 9), tokens(2, 3, 9)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(src, tgt), model(src, tgt))
