@@ -1,0 +1,162 @@
+"""Figures a researcher looks at before reading the tables: learning curves, Table 3, averaging sweeps.
+
+``python -m aiayn.report.plots --config CONFIG_YAML --results-dir R --out-dir R/plots [--log F]`` writes,
+each atomically, PNGs rendered with matplotlib's Agg canvas (no display, no pyplot state):
+
+- ``curves_<task>_<exp>.png`` for every run: training loss and dev perplexity against the step, from
+  ``R/<task>/<exp>/train/log.csv`` (columns ``step, loss, lr, dev_ppl``; ``dev_ppl`` is empty except on
+  dev evaluations);
+- ``table3.png``: dev BLEU (paper method) and dev perplexity of every Table 3 row, ours beside the paper's;
+- ``avg_sweep_<task>_<exp>.png``: test BLEU against the number of averaged checkpoints, where
+  ``R/<task>/<exp>/avg_sweep.json`` (``[{"last": n, "bleu": x}, ...]``) exists; skipped with a log line
+  otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from aiayn import config as cfg
+from aiayn.io import atomic_path, setup_logging
+from aiayn.report import paper, table3
+from aiayn.report.metrics import MetricFileError, require, run_dir
+
+log = logging.getLogger(__name__)
+
+LOG_COLUMNS = ("step", "loss", "dev_ppl")
+
+
+def save(figure: Figure, path: Path) -> Path:
+    """Write ``figure`` as a PNG at ``path``, atomically."""
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    return path
+
+
+def read_train_log(path: Path) -> pd.DataFrame:
+    """The trainer's ``log.csv``; raises :class:`MetricFileError` naming the file if a column or row is missing."""
+    frame = pd.read_csv(path)
+    absent = [c for c in LOG_COLUMNS if c not in frame.columns]
+    if absent:
+        raise MetricFileError(f"{path}: missing column(s) {absent} (has {list(frame.columns)})")
+    if frame.empty:
+        raise MetricFileError(f"{path}: no rows")
+    return frame
+
+
+def learning_curves(frame: pd.DataFrame, title: str) -> Figure:
+    """Two panels against the step: training loss (label-smoothed cross entropy) and dev perplexity."""
+    figure = Figure(figsize=(10, 3.6))
+    loss_ax, ppl_ax = figure.subplots(1, 2)
+    loss_ax.plot(frame["step"], frame["loss"], lw=1)
+    loss_ax.set(xlabel="step", ylabel="training loss", title="training loss")
+    dev = frame.dropna(subset=["dev_ppl"])
+    ppl_ax.plot(dev["step"], dev["dev_ppl"], marker="o", ms=3)
+    ppl_ax.set(xlabel="step", ylabel="dev perplexity", title="dev perplexity (per word-piece)")
+    if len(dev) and dev["dev_ppl"].max() > 10 * dev["dev_ppl"].min():
+        ppl_ax.set_yscale("log")
+    for ax in (loss_ax, ppl_ax):
+        ax.grid(alpha=0.3)
+    figure.suptitle(title)
+    return figure
+
+
+def table3_chart(rows: list[dict]) -> Figure:
+    """Grouped bars per Table 3 row: dev BLEU (paper method) and dev PPL, ours beside the paper's."""
+    names = [row["row"] for row in rows]
+    x = np.arange(len(names))
+    figure = Figure(figsize=(max(6.0, 0.6 * len(names) + 2), 6))
+    bleu_ax, ppl_ax = figure.subplots(2, 1, sharex=True)
+    for ax, metric, label in ((bleu_ax, "bleu", "dev BLEU"), (ppl_ax, "ppl", "dev PPL")):
+        ours = [row[f"{metric}_ours"] for row in rows]
+        theirs = [paper.as_float(row[f"{metric}_paper"]) for row in rows]
+        ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, label="paper", color="0.6")
+        ax.bar(x + 0.2, ours, 0.4, label="ours", color="tab:blue")
+        ax.set_ylabel(label)
+        ax.grid(axis="y", alpha=0.3)
+    bleu_ax.legend()
+    bleu_ax.set_title("Table 3: EN-DE dev (newstest2013), last checkpoint")
+    ppl_ax.set_xticks(x, names)
+    return figure
+
+
+def read_avg_sweep(path: Path) -> list[tuple[int, float]]:
+    """``[(last, bleu), ...]`` sorted by ``last``; raises :class:`MetricFileError` on a malformed entry."""
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        points = sorted((int(e["last"]), float(e["bleu"])) for e in entries)
+    except (KeyError, TypeError, ValueError) as err:
+        raise MetricFileError(f"{path}: expected a list of {{\"last\": n, \"bleu\": x}} ({err!r})") from None
+    if not points:
+        raise MetricFileError(f"{path}: empty sweep")
+    return points
+
+
+def avg_sweep_chart(points: list[tuple[int, float]], chosen: int, title: str) -> Figure:
+    """Test BLEU against the number of averaged last checkpoints; the configured ``average.last`` marked."""
+    figure = Figure(figsize=(5, 3.6))
+    ax = figure.subplots()
+    ax.plot([p[0] for p in points], [p[1] for p in points], marker="o")
+    ax.axvline(chosen, color="0.5", ls="--", label=f"average.last = {chosen}")
+    ax.set(xlabel="checkpoints averaged (last n)", ylabel="BLEU", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return figure
+
+
+def make_plots(config: dict, results_dir: Path, out_dir: Path) -> list[Path]:
+    """Every figure of the module docstring; returns the paths written."""
+    runs = cfg.runs(config)
+    logs = {(t, e): run_dir(results_dir, t, e) / "train" / "log.csv" for t, e in runs}
+    require([*logs.values(), *table3.inputs(config, results_dir)])
+    written = []
+    for (task, exp), path in logs.items():
+        figure = learning_curves(read_train_log(path), f"{exp} ({task})")
+        written.append(save(figure, out_dir / f"curves_{task}_{exp}.png"))
+    if table3.rows_in_order(config):
+        written.append(save(table3_chart(table3.build(config, results_dir).rows), out_dir / "table3.png"))
+    else:
+        log.info("no experiment reported in table3: no table3.png")
+    for task, exp in runs:
+        sweep = run_dir(results_dir, task, exp) / "avg_sweep.json"
+        if not sweep.is_file():
+            log.info("%s not found: no checkpoint-averaging plot for %s/%s", sweep, task, exp)
+            continue
+        chosen = cfg.resolve(config, exp, task)["average"]["last"]
+        figure = avg_sweep_chart(read_avg_sweep(sweep), chosen, f"{exp} ({task}): BLEU by checkpoints averaged")
+        written.append(save(figure, out_dir / f"avg_sweep_{task}_{exp}.png"))
+    return written
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m aiayn.report.plots", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, type=Path, help="the workflow's config YAML")
+    parser.add_argument("--results-dir", required=True, type=Path, help="R: the results directory")
+    parser.add_argument("--out-dir", required=True, type=Path, help="where the PNGs go")
+    parser.add_argument("--log", help="also log to this file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(args.log)
+    config = cfg.load(args.config)
+    try:
+        written = make_plots(config, args.results_dir, args.out_dir)
+    except MetricFileError as err:
+        log.error("%s", err)
+        return 1
+    for path in written:
+        log.info("wrote %s", path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""Table 3: variations on the base model, dev perplexity and dev BLEU on newstest2013 (paper section 6.2).
+
+One row per experiment reported in ``table3``, in the paper's order (base, A1..A4, B1, B2, C1..C7,
+D1..D4, E, big), then any other experiment in the config's order. Each row is scored on the first task
+of its experiment (``en-de`` in the paper), from the last checkpoint, without averaging, as the paper.
+The architecture columns are the paper's (N, d_model, d_ff, h, d_k, d_v, P_drop, eps_ls, train steps,
+positional encoding) and are read from the settings each run trained with (its ``summary.json``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiayn.report import paper
+from aiayn.report.layout import Column, Table
+from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, PPL_KEYS, SACREBLEU_LABEL, SUMMARY_KEYS,
+                                  MetricFileError, number, read_metrics, run_dir, signature_notes,
+                                  summary_path)
+
+COLUMNS = [
+    Column("row", "Row"),
+    Column("n_layers", "N", "int", "$N$"),
+    Column("d_model", "d_model", "int", "$d_{\\text{model}}$"),
+    Column("d_ff", "d_ff", "int", "$d_{\\text{ff}}$"),
+    Column("n_heads", "h", "int", "$h$"),
+    Column("d_k", "d_k", "int", "$d_k$"),
+    Column("d_v", "d_v", "int", "$d_v$"),
+    Column("dropout", "P_drop", "dropout", "$P_{drop}$"),
+    Column("label_smoothing", "ε_ls", "dropout", "$\\epsilon_{ls}$"),
+    Column("train_steps", "train steps", "int"),
+    Column("positional", "positional encoding"),
+    Column("ppl_paper", "Paper PPL (dev)", "paper"),
+    Column("ppl_ours", "Ours: PPL (dev)", "score"),
+    Column("ppl_delta", "Δ PPL", "delta"),
+    Column("bleu_paper", "Paper BLEU (dev)", "paper"),
+    Column("bleu_ours", f"Ours: {PAPER_BLEU_LABEL}", "score"),
+    Column("bleu_delta", "Δ BLEU", "delta"),
+    Column("sacrebleu_ours", f"Ours: {SACREBLEU_LABEL}", "score"),
+    Column("params_paper", "Paper params ×10^6", "paper", "Paper params $\\times 10^6$"),
+    Column("params_ours", "Ours: params ×10^6", "millions", "Ours: params $\\times 10^6$"),
+]
+MODEL_KEYS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "positional")
+
+
+def rows_in_order(config: dict) -> list[tuple[str, str]]:
+    """``[(task, experiment)]`` of Table 3: the paper's order first, then the config's; first task of each."""
+    names = [exp for exp, spec in config["experiments"].items() if "table3" in spec["tables"]]
+    known = [row for row in paper.TABLE3_ORDER if row in names]
+    ordered = known + [exp for exp in names if exp not in paper.TABLE3_ORDER]
+    return [(config["experiments"][exp]["tasks"][0], exp) for exp in ordered]
+
+
+def inputs(config: dict, results_dir: Path) -> list[Path]:
+    """Every metric file Table 3 reads."""
+    paths = []
+    for task, exp in rows_in_order(config):
+        directory = run_dir(results_dir, task, exp)
+        paths += [directory / "dev-last.bleu.json", directory / "dev-last.ppl.json",
+                  summary_path(results_dir, task, exp)]
+    return paths
+
+
+def build(config: dict, results_dir: Path) -> Table:
+    """Table 3 from the metric files under ``results_dir`` (see :func:`inputs`)."""
+    by_name = {row["row"]: row for row in paper.load("table3")}
+    signatures: dict[str, list[str]] = {}
+    rows = [_row(results_dir, task, exp, by_name, signatures) for task, exp in rows_in_order(config)]
+    notes = [
+        "Dev set (newstest2013), last checkpoint, no averaging, as in the paper; PPL per word-piece. "
+        "Δ = ours - paper.",
+        "Architecture columns: the settings each run trained with. Paper params left blank by the paper "
+        "are the base model's (its caption: unlisted values are identical to those of the base model).",
+        *signature_notes(signatures),
+    ]
+    return Table("table3", "Table 3: variations on the Transformer (EN-DE dev)", COLUMNS, rows, notes)
+
+
+def _row(results_dir: Path, task: str, exp: str, by_name: dict[str, dict[str, str]],
+         signatures: dict[str, list[str]]) -> dict[str, Any]:
+    directory = run_dir(results_dir, task, exp)
+    bleu = read_metrics(directory / "dev-last.bleu.json", BLEU_KEYS)
+    ppl = read_metrics(directory / "dev-last.ppl.json", PPL_KEYS)
+    summary = read_metrics(summary_path(results_dir, task, exp), SUMMARY_KEYS)
+    signature = bleu["sacrebleu_signature"]
+    signatures.setdefault(signature if isinstance(signature, str) else "n/a", []).append(f"{task}/{exp}")
+    row: dict[str, Any] = {"row": exp, **settings_columns(summary["settings"], summary_path(results_dir, task, exp))}
+    prow = by_name.get(exp, {})
+    row.update({
+        "ppl_paper": paper.or_none(prow.get("ppl_dev")),
+        "ppl_ours": number(ppl, "ppl"),
+        "bleu_paper": paper.or_none(prow.get("bleu_dev")),
+        "bleu_ours": number(bleu, "paper_bleu"),
+        "sacrebleu_ours": number(bleu, "sacrebleu"),
+        "params_paper": paper.or_none(prow.get("params_millions") or (by_name["base"]["params_millions"]
+                                                                     if prow else None)),
+        "params_ours": number(summary, "params") / 1e6,
+    })
+    row["ppl_delta"] = paper.delta(row["ppl_ours"], row["ppl_paper"])
+    row["bleu_delta"] = paper.delta(row["bleu_ours"], row["bleu_paper"])
+    return row
+
+
+def settings_columns(settings: Any, source: Path) -> dict[str, Any]:
+    """The paper's architecture columns from a run's settings (``model`` and ``train`` sections)."""
+    try:
+        model, train = settings["model"], settings["train"]
+        values = {key: model[key] for key in MODEL_KEYS}
+        values.update(label_smoothing=train["label_smoothing"], train_steps=train["train_steps"])
+    except (KeyError, TypeError) as err:
+        raise MetricFileError(f"{source}: settings lack the model/train key {err}") from None
+    return values

@@ -1,0 +1,171 @@
+import json
+import logging
+import math
+
+import pandas as pd
+import pytest
+
+from aiayn.report import layout, paper, table2
+from aiayn.report.metrics import MetricFileError
+from aiayn.report.tables import build_tables, main, provenance
+from report_fixtures import small_config, write_config, write_results
+
+TABLE3_MD = """\
+## Table 3: variations on the Transformer (EN-DE dev)
+
+| Row | N | d_model | d_ff | h | d_k | d_v | P_drop | ε_ls | train steps | positional encoding | Paper PPL (dev) \
+| Ours: PPL (dev) | Δ PPL | Paper BLEU (dev) | Ours: BLEU (paper method: tokenized, ##AT## compound split) \
+| Δ BLEU | Ours: sacreBLEU (detokenized) | Paper params ×10^6 | Ours: params ×10^6 |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: \
+| ---: | ---: | ---: | ---: |
+| base | 6 | 512 | 2048 | 8 | 64 | 64 | 0.1 | 0.1 | 100000 | sinusoid | 4.92 | 5.00 | +0.08 | 25.8 | 25.50 \
+| -0.30 | 24.75 | 65 | 63.1 |
+| C1 | 2 | 512 | 2048 | 8 | 64 | 64 | 0.1 | 0.1 | 100000 | sinusoid | 6.11 | 6.25 | +0.14 | 23.7 | 23.20 \
+| -0.50 | 22.50 | 36 | 36.2 |
+
+- Dev set (newstest2013), last checkpoint, no averaging, as in the paper; PPL per word-piece. Δ = ours - paper.
+- Architecture columns: the settings each run trained with. Paper params left blank by the paper are the \
+base model's (its caption: unlisted values are identical to those of the base model).
+- sacreBLEU signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.3
+
+_FOOTER_
+"""
+
+TABLE3_CSV = """\
+row,n_layers,d_model,d_ff,n_heads,d_k,d_v,dropout,label_smoothing,train_steps,positional,ppl_paper,ppl_ours,\
+ppl_delta,bleu_paper,bleu_ours,bleu_delta,sacrebleu_ours,params_paper,params_ours
+base,6,512,2048,8,64,64,0.1,0.1,100000,sinusoid,4.92,5.0,0.08,25.8,25.5,-0.3,24.75,65,63.08
+C1,2,512,2048,8,64,64,0.1,0.1,100000,sinusoid,6.11,6.25,0.14,23.7,23.2,-0.5,22.5,36,36.25
+"""
+
+TABLE2_CSV = """\
+model,task,bleu_paper,bleu_ours,bleu_delta,sacrebleu_ours,cost_paper,cost_ours_paper_method,cost_ours_measured,\
+params_m
+ByteNet,EN-DE,23.75,,,,,,,
+GNMT + RL,EN-DE,24.6,,,,2.3e19,,,
+ConvS2S,EN-DE,25.16,,,,9.6e18,,,
+MoE,EN-DE,26.03,,,,2.0e19,,,
+GNMT + RL Ensemble,EN-DE,26.30,,,,1.8e20,,,
+ConvS2S Ensemble,EN-DE,26.36,,,,7.7e19,,,
+Transformer (base model),EN-DE,27.3,26.85,-0.45,25.9,3.3e18,3.2832e+18,3e+17,63.08
+Transformer (big),EN-DE,28.4,,,,2.3e19,,,
+Copy the source (baseline),EN-DE,,2.5,,2.25,,,,
+"""
+
+
+@pytest.fixture
+def results(tmp_path):
+    results = tmp_path / "results"
+    config = small_config(results)
+    write_results(results, config)
+    return config, results
+
+
+def _by_name(config, results):
+    return {t.name: t for t in build_tables(config, results, "FOOTER")}
+
+
+def test_table3_golden_markdown_and_csv(results):
+    tables = _by_name(*results)
+    assert layout.render_markdown(tables["table3"]) == TABLE3_MD
+    assert layout.render_csv(tables["table3"]) == TABLE3_CSV
+
+
+def test_table2_golden_csv_and_paper_method_cost(results):
+    """Base: 12 h x 8 P100 x 9.5 TFLOPS = 3.2832e18 FLOPs, the paper's 3.3e18."""
+    tables = _by_name(*results)
+    assert layout.render_csv(tables["table2"]) == TABLE2_CSV
+    md = layout.render_markdown(tables["table2"])
+    assert "| Transformer (base model) | EN-DE | 27.3 | 26.85 | -0.45 | 25.90 | 3.3e18 | 3.3e18 | 3.0e17 | 63.1 |" in md
+    assert "BLEU (paper method: tokenized, ##AT## compound split)" in md and "sacreBLEU (detokenized)" in md
+
+
+def test_table4_rows_and_baseline(results):
+    rows = _by_name(*results)["table4"].rows
+    assert [r["parser"] for r in rows] == [r["parser"] for r in paper.load("table4")] + ["Flat tree (baseline)"]
+    ours = [r for r in rows if r.get("f1_ours") is not None]
+    assert [(r["parser"], r["training"], r["f1_ours"], r.get("f1_delta")) for r in ours] == [
+        ("Transformer (4 layers)", "WSJ only, discriminative", 90.8, -0.5),
+        ("Flat tree (baseline)", "-", 20.5, None)]
+
+
+def test_semi_supervised_parser_fills_the_semi_supervised_row(results):
+    config, results_dir = results
+    config["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
+    rows = _by_name(config, results_dir)["table4"].rows
+    filled = [(r["training"]) for r in rows if r["parser"] == "Transformer (4 layers)" and "f1_ours" in r]
+    assert filled == ["semi-supervised"]
+
+
+def test_nan_shows_as_na_with_a_warning(results, caplog):
+    config, results_dir = results
+    path = results_dir / "en-de/C1/dev-last.ppl.json"
+    path.write_text(json.dumps({"ppl": math.nan, "nll_per_token": 1.8, "tokens": 9, "sentences": 3}))
+    with caplog.at_level(logging.WARNING):
+        table = _by_name(config, results_dir)["table3"]
+    assert f"{path}: ppl is NaN" in caplog.text
+    md = layout.render_markdown(table)
+    assert "| sinusoid | 6.11 | n/a | n/a | 23.7 |" in md
+    assert "C1,2,512,2048,8,64,64,0.1,0.1,100000,sinusoid,6.11,n/a,n/a," in layout.render_csv(table)
+
+
+def test_unknown_gpu_model_gives_na_cost(results, caplog):
+    config, results_dir = results
+    summary = {"gpu_model": "TPU", "wall_seconds": 10.0, "world_size": 1}
+    with caplog.at_level(logging.WARNING):
+        assert math.isnan(table2.paper_method_cost(summary, config["tables"]["gpu_tflops"], "s.json"))
+    assert "s.json: gpu_model 'TPU' has no entry in config tables.gpu_tflops" in caplog.text
+
+
+def test_missing_file_is_named_before_anything_is_written(results, tmp_path):
+    config, results_dir = results
+    missing = results_dir / "wsj/baseline/test-flat.evalb.json"
+    missing.unlink()
+    with pytest.raises(MetricFileError, match=str(missing)):
+        build_tables(config, results_dir, "FOOTER")
+    config_path = write_config(tmp_path / "config.yaml", config)
+    out = tmp_path / "tables"
+    log = tmp_path / "tables.log"
+    assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
+                 "--log", str(log)]) == 1
+    assert str(missing) in log.read_text() and not out.exists()
+
+
+def test_missing_key_names_file_and_key(results):
+    config, results_dir = results
+    path = results_dir / "en-de/base/test-avg.bleu.json"
+    path.write_text(json.dumps({"sacrebleu": 1.0, "paper_bleu": 1.0}))
+    with pytest.raises(MetricFileError, match=r"test-avg\.bleu\.json: missing key\(s\) \['sacrebleu_signature'\]"):
+        build_tables(config, results_dir, "FOOTER")
+
+
+def test_cli_writes_nine_files_with_provenance(results, tmp_path):
+    config, results_dir = results
+    config_path = write_config(tmp_path / "config.yaml", config)
+    out = results_dir / "tables"
+    assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"table{n}.{s}" for n in (2, 3, 4) for s in ("md", "csv", "tex"))
+    for path in out.glob("*.md"):
+        assert f"from config {config_path}, git commit " in path.read_text()
+    frame = pd.read_csv(out / "table3.csv")
+    assert frame["ppl_ours"].tolist() == [5.0, 6.25]
+    tex = (out / "table2.tex").read_text()
+    assert r"\#\#AT\#\#" in tex and r"$3.3 \cdot 10^{18}$" in tex and tex.count(r"\\") >= 10
+
+
+def test_provenance_footer():
+    import datetime
+
+    when = datetime.datetime(2026, 1, 2, 3, 4, tzinfo=datetime.timezone.utc)
+    assert provenance("c.yaml", None, when) == (
+        "Produced by aiayn.report.tables from config c.yaml, git commit unknown (not a git checkout), "
+        "2026-01-02 03:04 UTC.")
+
+
+def test_flops_and_cells():
+    assert layout.format_flops(3.2832e18) == "3.3e18"
+    assert layout.format_flops(9.6e18, tex=True) == r"$9.6 \cdot 10^{18}$"
+    assert layout.format_cell(None, "score") == "" and layout.format_cell(math.nan, "score") == "n/a"
+    assert layout.format_cell(-0.3, "delta") == "-0.30" and layout.format_cell("5.00", "paper") == "5.00"
+    assert layout.tex_escape("a_b & 50% #1") == r"a\_b \& 50\% \#1"
