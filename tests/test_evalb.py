@@ -164,3 +164,12 @@ def test_malformed_lines_fail_as_evalb_fails():
     two_extra = evaluate_lines(gold, lines("(TOP (S (A a)))))"), collins())
     assert two_extra.messages == ["1 : Bracketing unbalance (too many close bracket)",
                                   "1 : Bracketing is unbalanced (too many open bracket)"]
+
+
+def test_unreadable_inputs_are_reported_like_evalb(capfd, tmp_path):
+    (tmp_path / "g").write_text("(TOP (S (A a)))\n")
+    code, out, err = run_cli(capfd, tmp_path / "g", tmp_path / "missing")
+    assert code == 1 and out == "" and err.startswith(f"Can't open test file ({tmp_path / 'missing'})")
+    (tmp_path / "q.prm").write_text("QUOTE_LABEL POS\n")
+    code, out, err = run_cli(capfd, "-p", tmp_path / "q.prm", tmp_path / "g", tmp_path / "g")
+    assert code == 1 and "QUOTE_LABEL ('QUOTE_LABEL POS') is not supported" in err

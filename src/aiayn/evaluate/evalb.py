@@ -151,18 +151,18 @@ def metrics(outcome: Outcome, params: EvalbParams) -> dict:
             "f1_len40": defined(short.f1)}
 
 
-def read_lines(path: str | Path) -> list[str]:
+def read_lines(path: str | Path, role: str = "input") -> list[str]:
     """A file's lines with their newlines, bytes kept as they are (latin-1 maps each byte to a character)."""
     try:
         text = Path(path).read_bytes().decode("latin-1")
     except OSError as error:
-        raise FileNotFoundError(f"cannot open {path}: {error.strerror}") from None
+        raise FileNotFoundError(f"Can't open {role} file ({path}): {error.strerror}") from None
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 def evalb(gold: str | Path, test: str | Path, params: EvalbParams) -> tuple[Outcome, str]:
     """Score ``test`` against ``gold``; return the outcome and EVALB's stdout text."""
-    outcome = evaluate_lines(read_lines(gold), read_lines(test), params)
+    outcome = evaluate_lines(read_lines(gold, "gold"), read_lines(test, "test"), params)
     return outcome, format_report(outcome, params)
 
 
@@ -188,7 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.log)
-    params = read_params(args.param or default_param_file())
+    try:
+        params = read_params(args.param or default_param_file())
+        gold, test = read_lines(args.gold, "gold"), read_lines(args.test, "test")
+    except (OSError, ValueError) as error:
+        _write(sys.stderr, f"{error}\n")
+        return 1
     for name in ("max_error", "cutoff_len"):
         if getattr(args, name) is not None:
             setattr(params, name, getattr(args, name))
@@ -198,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.param}: DEBUG {params.debug}: only EVALB's DEBUG 0 and 1 are reproduced")
     for message in params.messages:
         _write(sys.stderr, message + "\n")
-    outcome, report = evalb(args.gold, args.test, params)
+    outcome = evaluate_lines(gold, test, params)
+    report = format_report(outcome, params)
     if args.out:
         with atomic_output(args.out, encoding="latin-1") as handle:
             handle.write(report)
