@@ -90,6 +90,7 @@ def _f(value: float) -> str:
 
 
 def format_row(row: Row) -> str:
+    """One sentence's line of the table, in EVALB's column widths."""
     recall = 100.0 * row.match / row.gold if row.gold else 0.0
     precision = 100.0 * row.match / row.test if row.test else 0.0
     accuracy = 100.0 * row.correct_tags / row.words if row.words else 0.0
@@ -99,6 +100,7 @@ def format_row(row: Row) -> str:
 
 
 def format_block(title: str, t: Totals) -> str:
+    """One summary block (``-- All --`` or ``-- len<=40 --``)."""
     accuracy = 100.0 * t.correct_tags / t.words if t.words > 0 else 0.0
     return (f"\n-- {title} --\n"
             f"Number of sentence        = {t.sentences:6d}\nNumber of Error sentence  = {t.errors:6d}\n"
@@ -167,7 +169,11 @@ def evalb(gold: str | Path, test: str | Path, params: EvalbParams) -> tuple[Outc
 
 
 def _write(stream, text: str) -> None:
-    stream.buffer.write(text.encode("latin-1")) if hasattr(stream, "buffer") else stream.write(text)
+    """Write ``text`` byte for byte as read (latin-1 round trip), like the C program's stdio."""
+    if hasattr(stream, "buffer"):
+        stream.buffer.write(text.encode("latin-1"))
+    else:
+        stream.write(text)
     stream.flush()
 
 
@@ -200,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.debug:
         params.debug = 1
     if params.debug > 1:
-        raise SystemExit(f"{args.param}: DEBUG {params.debug}: only EVALB's DEBUG 0 and 1 are reproduced")
+        _write(sys.stderr, f"{args.param}: DEBUG {params.debug}: only EVALB's DEBUG 0 and 1 are reproduced\n")
+        return 1
     for message in params.messages:
         _write(sys.stderr, message + "\n")
     outcome = evaluate_lines(gold, test, params)
