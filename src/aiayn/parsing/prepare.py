@@ -14,7 +14,11 @@ Every tree is cleaned (:mod:`aiayn.parsing.clean`) and written as
 
 ``--silver FILE`` (one tree per line, e.g. parses of unlabeled text by another parser) adds
 ``round(R x gold train sentences)`` silver trees, drawn without replacement with ``--seed``, after
-the gold training trees (the trainer shuffles batches). Trees that are nothing but empty elements
+the gold training trees (the trainer shuffles batches).
+Deviation from paper: the semi-supervised setting used about 17M silver sentences (BerkeleyParser
+and the high-confidence corpus of Vinyals et al.) that were never released, so the silver trees are
+yours to bring; ``tasks.wsj.silver`` (``{path, ratio}``) with such a corpus restores the setting.
+Trees that are nothing but empty elements
 are dropped and counted; an empty split or an unreadable tree is an error naming file and line.
 """
 
