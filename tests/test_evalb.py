@@ -164,3 +164,26 @@ def test_malformed_lines_fail_as_evalb_fails():
     two_extra = evaluate_lines(gold, lines("(TOP (S (A a)))))"), collins())
     assert two_extra.messages == ["1 : Bracketing unbalance (too many close bracket)",
                                   "1 : Bracketing is unbalanced (too many open bracket)"]
+
+
+def test_unreadable_inputs_are_reported_like_evalb(capfd, tmp_path):
+    (tmp_path / "g").write_text("(TOP (S (A a)))\n")
+    code, out, err = run_cli(capfd, tmp_path / "g", tmp_path / "missing")
+    assert code == 1 and out == "" and err.startswith(f"Can't open test file ({tmp_path / 'missing'})")
+    (tmp_path / "d.prm").write_text("DEBUG 2\n")
+    code, out, err = run_cli(capfd, "-p", tmp_path / "d.prm", tmp_path / "g", tmp_path / "g")
+    assert code == 1 and "DEBUG 2: only EVALB's DEBUG 0 and 1 are reproduced" in err
+
+
+def test_quote_label_puts_a_deleted_quote_back():
+    """``(POS ')`` against ``('' ')``: without QUOTE_LABEL a length error, with it a tagging error only."""
+    gold = lines("(TOP (S (NP (NP (NNS teachers) (POS ')) (NN union)) (VP (VBD won))))")
+    test = lines("(TOP (S (NP (NP (NNS teachers) ('' ')) (NN union)) (VP (VBD won))))")
+    params = EvalbParams(delete_labels=["TOP", "''"])
+    assert evaluate_lines(gold, test, params).messages == ["1 : Length unmatch (4|3)"]
+    params.quote_labels = ["''", "POS"]
+    for a, b in ((gold, test), (test, gold)):
+        outcome = evaluate_lines(a, b, params)
+        row = outcome.rows[0]
+        assert outcome.messages == [] and (row.length, row.status, row.match, row.gold, row.test) == (4, 0, 4, 4, 4)
+        assert (row.words, row.correct_tags) == (4, 3)

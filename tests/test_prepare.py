@@ -125,3 +125,11 @@ def test_ldc_layout_with_missing_sections(tmp_path, capfd):
     assert len(read(tmp_path / "out" / "train.words")) == expected
     assert run(root, tmp_path / "out2", train=("2", "21"), dev=("1", "1"), test=("1", "1")) == 1
     assert "split 'train' is empty: no .mrg file in WSJ sections 02-21" in capfd.readouterr().err
+
+
+def test_broken_silver_tree_names_its_line(tmp_path, capfd):
+    silver = tmp_path / "silver.trees"
+    silver.write_text("(TOP (S (NN a)))\n\n(TOP (S (NN b))\n")
+    assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", "--silver", str(silver), "--silver-ratio", "5") == 1
+    err = capfd.readouterr().err
+    assert "asked for, the file has 2: using them all" in err and f"{silver}:3: tree starting here is not closed" in err

@@ -90,6 +90,7 @@ def _f(value: float) -> str:
 
 
 def format_row(row: Row) -> str:
+    """One sentence's line of the table, in EVALB's column widths."""
     recall = 100.0 * row.match / row.gold if row.gold else 0.0
     precision = 100.0 * row.match / row.test if row.test else 0.0
     accuracy = 100.0 * row.correct_tags / row.words if row.words else 0.0
@@ -99,6 +100,7 @@ def format_row(row: Row) -> str:
 
 
 def format_block(title: str, t: Totals) -> str:
+    """One summary block (``-- All --`` or ``-- len<=40 --``)."""
     accuracy = 100.0 * t.correct_tags / t.words if t.words > 0 else 0.0
     return (f"\n-- {title} --\n"
             f"Number of sentence        = {t.sentences:6d}\nNumber of Error sentence  = {t.errors:6d}\n"
@@ -151,23 +153,27 @@ def metrics(outcome: Outcome, params: EvalbParams) -> dict:
             "f1_len40": defined(short.f1)}
 
 
-def read_lines(path: str | Path) -> list[str]:
+def read_lines(path: str | Path, role: str = "input") -> list[str]:
     """A file's lines with their newlines, bytes kept as they are (latin-1 maps each byte to a character)."""
     try:
         text = Path(path).read_bytes().decode("latin-1")
     except OSError as error:
-        raise FileNotFoundError(f"cannot open {path}: {error.strerror}") from None
+        raise FileNotFoundError(f"Can't open {role} file ({path}): {error.strerror}") from None
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 def evalb(gold: str | Path, test: str | Path, params: EvalbParams) -> tuple[Outcome, str]:
     """Score ``test`` against ``gold``; return the outcome and EVALB's stdout text."""
-    outcome = evaluate_lines(read_lines(gold), read_lines(test), params)
+    outcome = evaluate_lines(read_lines(gold, "gold"), read_lines(test, "test"), params)
     return outcome, format_report(outcome, params)
 
 
 def _write(stream, text: str) -> None:
-    stream.buffer.write(text.encode("latin-1")) if hasattr(stream, "buffer") else stream.write(text)
+    """Write ``text`` byte for byte as read (latin-1 round trip), like the C program's stdio."""
+    if hasattr(stream, "buffer"):
+        stream.buffer.write(text.encode("latin-1"))
+    else:
+        stream.write(text)
     stream.flush()
 
 
@@ -188,17 +194,24 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging(args.log)
-    params = read_params(args.param or default_param_file())
+    try:
+        params = read_params(args.param or default_param_file())
+        gold, test = read_lines(args.gold, "gold"), read_lines(args.test, "test")
+    except (OSError, ValueError) as error:
+        _write(sys.stderr, f"{error}\n")
+        return 1
     for name in ("max_error", "cutoff_len"):
         if getattr(args, name) is not None:
             setattr(params, name, getattr(args, name))
     if args.debug:
         params.debug = 1
     if params.debug > 1:
-        raise SystemExit(f"{args.param}: DEBUG {params.debug}: only EVALB's DEBUG 0 and 1 are reproduced")
+        _write(sys.stderr, f"{args.param}: DEBUG {params.debug}: only EVALB's DEBUG 0 and 1 are reproduced\n")
+        return 1
     for message in params.messages:
         _write(sys.stderr, message + "\n")
-    outcome, report = evalb(args.gold, args.test, params)
+    outcome = evaluate_lines(gold, test, params)
+    report = format_report(outcome, params)
     if args.out:
         with atomic_output(args.out, encoding="latin-1") as handle:
             handle.write(report)

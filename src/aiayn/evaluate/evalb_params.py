@@ -3,7 +3,7 @@
 One setting per line: a keyword, white space, a value. Lines starting with ``#`` and lines shorter
 than three characters are ignored; trailing white space is dropped. Keywords: ``DEBUG``,
 ``MAX_ERROR``, ``CUTOFF_LEN``, ``LABELED`` (integers, read like C's ``atoi``), ``DELETE_LABEL``,
-``DELETE_LABEL_FOR_LENGTH`` (the rest of the line is one label; repeatable), ``EQ_LABEL`` and
+``DELETE_LABEL_FOR_LENGTH``, ``QUOTE_LABEL`` (the rest of the line is one label; repeatable), ``EQ_LABEL`` and
 ``EQ_WORD`` (two values: an equivalence pair; repeatable). EVALB's complaints (unknown keyword,
 empty value, an equivalence without two values) go to ``messages``, which the CLI prints to stderr
 as EVALB does.
@@ -38,6 +38,7 @@ class EvalbParams:
     delete_labels_for_length: list[str] = field(default_factory=list)
     eq_labels: list[tuple[str, str]] = field(default_factory=list)
     eq_words: list[tuple[str, str]] = field(default_factory=list)
+    quote_labels: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
 
 
@@ -80,7 +81,6 @@ def _set_param(params: EvalbParams, line: str, keyword: str, value: str) -> None
             return
         (params.eq_labels if keyword == "EQ_LABEL" else params.eq_words).append((pair[0], pair[1]))
     elif keyword == "QUOTE_LABEL":
-        raise ValueError(f"QUOTE_LABEL ({line!r}) is not supported: its re-insertion of quote terminals is "
-                         "not reproduced; remove the line (COLLINS.prm has none)")
+        params.quote_labels.append(value)
     else:
         params.messages.append(f"Unknown keyword ({line}) in parameter file")

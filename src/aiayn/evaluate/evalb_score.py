@@ -38,6 +38,22 @@ class Parsed:
     terminals: list[list] = field(default_factory=list)  # [word, tag, result: 0 wrong tag, 1 right, 9 unscored]
     brackets: list[list] = field(default_factory=list)  # [start, end, label, result]
     length: int = 0
+    quotes: list["Quote"] = field(default_factory=list)
+
+
+@dataclass
+class Quote:
+    """A ``QUOTE_LABEL`` terminal (word ``'``, ``"`` or ``/``): where to put it back if the other side kept it.
+
+    ``index``: terminals before it; ``bracket``: brackets opened before it; ``ends``: brackets open
+    around it (their ends move right when it is re-inserted).
+    """
+
+    word: str
+    label: str
+    index: int
+    bracket: int
+    ends: list[int]
 
 
 def _read_token(line: str, pos: int) -> tuple[str, int]:
@@ -52,7 +68,7 @@ def _char(line: str, pos: int) -> str:
 
 
 def _terminal(line: str, pos: int, label: str, out: Parsed, params: EvalbParams,
-              error: Callable[[str], None]) -> int | None:
+              error: Callable[[str], None], open_brackets: Callable[[], list[int]]) -> int | None:
     """After ``(label`` at ``pos``: read ``word)`` as a terminal and return the position after it, or None.
 
     A deleted tag drops its word; any tag but ``DELETE_LABEL_FOR_LENGTH`` counts toward the length.
@@ -67,6 +83,8 @@ def _terminal(line: str, pos: int, label: str, out: Parsed, params: EvalbParams,
     if _char(line, q) == ")":
         if label not in params.delete_labels_for_length:
             out.length += 1
+        if label in params.quote_labels and word in ("'", '"', "/"):
+            out.quotes.append(Quote(word, label, len(out.terminals), len(out.brackets), open_brackets()))
         if label not in params.delete_labels:
             out.terminals.append([word, label, 9])
         return q + 1
@@ -88,7 +106,8 @@ def scan(line: str, params: EvalbParams, error: Callable[[str], None]) -> Parsed
             pos += 1
         elif char == "(":
             label, pos = _read_token(line, pos + 1)
-            after = _terminal(line, pos, label, out, params, error)
+            after = _terminal(line, pos, label, out, params, error,
+                              lambda: [stack[k] for k in range(top) if k in stack])
             if after is not None:
                 pos = after
                 continue
@@ -109,6 +128,39 @@ def scan(line: str, params: EvalbParams, error: Callable[[str], None]) -> Parsed
     if top != 0:
         error("Bracketing is unbalanced (too many open bracket)")
     return out
+
+
+def _reinsert(quote: Quote, parsed: Parsed) -> None:
+    """Put a deleted quote terminal back: later brackets shift right, enclosing ones grow by one."""
+    parsed.terminals.insert(quote.index, [quote.word, quote.label, 9])
+    for bracket in parsed.brackets[quote.bracket:]:
+        bracket[0] += 1
+        bracket[1] += 1
+    for k in quote.ends:
+        parsed.brackets[k][1] += 1
+
+
+def fix_quotes(gold: Parsed, test: Parsed, params: EvalbParams) -> None:
+    """EVALB's ``QUOTE_LABEL`` rule, tried when the lengths differ.
+
+    A quote word at the same position on both sides with different tags, deleted on one side only
+    (``(POS ')`` against ``('' ')``), is put back on the side that deleted it.
+    """
+    for i, test_quote in enumerate(test.quotes):
+        index = test_quote.index
+        for j, gold_quote in enumerate(gold.quotes):
+            if gold_quote.index != index or gold_quote.label == test_quote.label:
+                continue
+            gold_deleted = gold_quote.label in params.delete_labels
+            test_deleted = test_quote.label in params.delete_labels
+            if gold_deleted and not test_deleted:
+                _reinsert(gold_quote, gold)
+                for later in gold.quotes[j:]:
+                    later.index += 1
+            elif test_deleted and not gold_deleted:
+                _reinsert(test_quote, test)
+                for later in test.quotes[i:]:
+                    later.index += 1
 
 
 def label_equal(a: str, b: str, params: EvalbParams) -> bool:
@@ -240,6 +292,8 @@ def _score(gold: Parsed, test: Parsed, params: EvalbParams, errors: _Errors) -> 
     if not test.terminals:
         errors.status = 2
         return Row(errors.line, gold.length, 2)
+    if len(gold.terminals) != len(test.terminals):
+        fix_quotes(gold, test, params)
     if len(gold.terminals) != len(test.terminals):
         errors(f"Length unmatch ({len(gold.terminals)}|{len(test.terminals)})")
         return Row(errors.line, gold.length, errors.status)

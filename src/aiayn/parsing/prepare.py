@@ -14,7 +14,11 @@ Every tree is cleaned (:mod:`aiayn.parsing.clean`) and written as
 
 ``--silver FILE`` (one tree per line, e.g. parses of unlabeled text by another parser) adds
 ``round(R x gold train sentences)`` silver trees, drawn without replacement with ``--seed``, after
-the gold training trees (the trainer shuffles batches). Trees that are nothing but empty elements
+the gold training trees (the trainer shuffles batches).
+Deviation from paper: the semi-supervised setting used about 17M silver sentences (BerkeleyParser
+and the high-confidence corpus of Vinyals et al.) that were never released, so the silver trees are
+yours to bring; ``tasks.wsj.silver`` (``{path, ratio}``) with such a corpus restores the setting.
+Trees that are nothing but empty elements
 are dropped and counted; an empty split or an unreadable tree is an error naming file and line.
 """
 
@@ -30,11 +34,11 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from aiayn.io import atomic_output, setup_logging
+from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.linearize import MODES, linearize
-from aiayn.parsing.treebank import SPLITS, find_wsj, is_line_layout, read_line_file, read_split, section_files
-from aiayn.parsing.trees import Tree
+from aiayn.parsing.treebank import SPLITS, find_wsj, is_line_layout, read_split, section_files
+from aiayn.parsing.trees import Tree, parse_tree
 
 log = logging.getLogger(__name__)
 
@@ -77,15 +81,28 @@ def write_split(trees: Iterable[Tree], out_dir: Path, split: str, mode: str, gol
             raise ValueError(f"split {split!r} is empty: no tree in {source} ({stats.dropped} dropped as empty)")
 
 
+def _tree_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of the non-blank lines of a one-tree-per-line file."""
+    with open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, line
+
+
 def silver_trees(path: Path, wanted: int, seed: int, stats: SplitStats) -> Iterator[Tree]:
-    """``wanted`` trees of a one-tree-per-line file, drawn without replacement (all if fewer)."""
-    total = sum(1 for _ in read_line_file(path))
+    """``wanted`` trees of a one-tree-per-line file, drawn without replacement (all if fewer).
+
+    Only the drawn lines are parsed, so a silver corpus of millions of trees costs one quick pass
+    to count and one to read.
+    """
+    total = sum(1 for _ in _tree_lines(path))
     if wanted > total:
         log.warning("%s: %d silver trees asked for, the file has %d: using them all", path, wanted, total)
         wanted = total
     keep = np.zeros(total, dtype=bool)
     keep[np.random.default_rng(seed).choice(total, size=wanted, replace=False)] = True
-    chosen = ((tree, f"{path}:{line}") for i, (tree, line) in enumerate(read_line_file(path)) if keep[i])
+    chosen = ((parse_tree(line, str(path), number), f"{path}:{number}")
+              for i, (number, line) in enumerate(_tree_lines(path)) if keep[i])
     for tree in cleaned(chosen, stats):
         stats.trees += 1
         stats.words += len(tree.preterminals())

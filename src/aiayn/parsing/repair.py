@@ -4,17 +4,17 @@ A sequence-to-sequence parser can emit too few or too many leaves, unbalanced or
 brackets, empty constituents or nothing at all. :func:`repair` reads the tokens left to right with
 a stack and fixes each problem the same way every time, counting it by kind:
 
-==================  ==========================================================================
-``garbage``         a token that is neither a bracket nor a leaf (``(`` alone): dropped
-``extra_close``     a close bracket with nothing open: dropped
-``mismatched_close`` a close bracket whose label differs from the innermost open one: closes it
-``extra_leaf``      a leaf beyond the sentence's words: dropped
-``missing_leaf``    a word without a leaf: one ``XX`` leaf added to the innermost open constituent
-                    at the end (or under ``TOP``)
-``unclosed``        a bracket still open at the end: closed
-``empty_constituent`` a constituent without any leaf: removed
-``empty_output``    no token at all: every word becomes an ``XX`` leaf directly under ``TOP``
-==================  ==========================================================================
+* ``garbage``: a token that is neither a bracket nor a leaf (``(`` alone, brackets inside a
+  label or tag): dropped;
+* ``extra_close``: a close bracket with nothing open: dropped;
+* ``mismatched_close``: a close bracket whose label differs from the innermost open one: it closes
+  the innermost one anyway;
+* ``extra_leaf``: a leaf beyond the sentence's words: dropped;
+* ``missing_leaf``: a word without a leaf: an ``XX`` leaf is added to the innermost constituent
+  still open at the end (or under ``TOP``);
+* ``unclosed``: a bracket still open at the end: closed;
+* ``empty_constituent``: a constituent without any leaf: removed;
+* ``empty_output``: no token at all: every word becomes an ``XX`` leaf directly under ``TOP``.
 
 :func:`allowed_next` is the matching constraint for decoding: which tokens keep a prefix on the way
 to a valid tree, so that beam search never needs a repair.
