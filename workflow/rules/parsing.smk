@@ -66,5 +66,5 @@ rule evalb:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.evaluate.evalb {input.gold} {input.test} --json-out {output.json}"
-        " > {output.txt}.tmp 2> {log} && mv {output.txt}.tmp {output.txt}"
+        "python -m aiayn.evaluate.evalb {input.gold} {input.test} --out {output.txt}"
+        " --json-out {output.json} --log {log}"
