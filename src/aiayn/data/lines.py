@@ -40,9 +40,12 @@ def first_bad_utf8_line(raw: Iterable[bytes]) -> tuple[int, UnicodeDecodeError] 
     return None
 
 
+def _open_binary(path: str | os.PathLike) -> IO[bytes]:
+    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
+
+
 def _utf8_error(path: str | os.PathLike) -> DataError:
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as handle:
+    with _open_binary(path) as handle:
         found = first_bad_utf8_line(handle)
     where = f"line {found[0]}: {found[1].reason} at byte {found[1].start}" if found else "undecodable"
     return DataError(f"{path}: {where}: invalid UTF-8")
@@ -69,8 +72,7 @@ def iter_lines(path: str | os.PathLike, max_chars: int | None = None) -> Iterato
 def count_lines(path: str | os.PathLike) -> int:
     """Number of lines as ``wc -l`` counts them, plus one for a last line without ``\\n``."""
     count, last = 0, b"\n"
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as handle:
+    with _open_binary(path) as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
             count += block.count(b"\n")
             last = block[-1:]
