@@ -69,7 +69,8 @@ def pipeline(work: Path, processes: int, chunk_lines: int) -> dict[str, tuple[fl
                                             work / f"clean.{lang}", "--output", work / f"bpe.{lang}",
                                             "--threads", processes, "--chunk-lines", chunk_lines))
     results["binarize"] = run_stage("binarize", "--model", work / "spm.model", "--src", work / "bpe.en",
-                                    "--tgt", work / "bpe.fr", "--out-dir", work / "bin")
+                                    "--tgt", work / "bpe.fr", "--out-dir", work / "bin",
+                                    "--threads", processes, "--chunk-lines", chunk_lines)
     return results
 
 

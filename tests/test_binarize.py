@@ -42,6 +42,15 @@ def test_shards_hold_every_sentence_exactly_once(pieces):
     assert corpus.src_lengths[1] == 0 and corpus.tgt_lengths[2] == 0
 
 
+def test_worker_processes_give_identical_shards(pieces, tmp_path):
+    tmp, model = pieces
+    for threads in (1, 2):
+        binarize.binarize(model, str(tmp / "p.en"), str(tmp / "p.de"), str(tmp_path / f"t{threads}"),
+                          threads=threads, chunk_lines=3)
+    one, two = ShardedCorpus(tmp_path / "t1"), ShardedCorpus(tmp_path / "t2")
+    assert one.manifest["shards"] == two.manifest["shards"]  # sha256 of every file
+
+
 def test_unknown_piece_becomes_unk_and_is_counted(pieces, tmp_path):
     tmp, model = pieces
     piece = spm.SentencePieceProcessor(model_file=model).id_to_piece(10)

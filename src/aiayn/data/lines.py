@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import sys
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from tqdm import tqdm
 
@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 # A line this long is a broken file (a missing newline, a binary blob), not a sentence.
 MAX_LINE_CHARS = 1_000_000
+
+
+T = TypeVar("T")
 
 
 class DataError(ValueError):
@@ -40,9 +43,12 @@ def first_bad_utf8_line(raw: Iterable[bytes]) -> tuple[int, UnicodeDecodeError] 
     return None
 
 
+def _open_binary(path: str | os.PathLike) -> IO[bytes]:
+    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
+
+
 def _utf8_error(path: str | os.PathLike) -> DataError:
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as handle:
+    with _open_binary(path) as handle:
         found = first_bad_utf8_line(handle)
     where = f"line {found[0]}: {found[1].reason} at byte {found[1].start}" if found else "undecodable"
     return DataError(f"{path}: {where}: invalid UTF-8")
@@ -69,8 +75,7 @@ def iter_lines(path: str | os.PathLike, max_chars: int | None = None) -> Iterato
 def count_lines(path: str | os.PathLike) -> int:
     """Number of lines as ``wc -l`` counts them, plus one for a last line without ``\\n``."""
     count, last = 0, b"\n"
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rb") as handle:
+    with _open_binary(path) as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
             count += block.count(b"\n")
             last = block[-1:]
@@ -86,11 +91,11 @@ def check_aligned(paths: Sequence[str | os.PathLike]) -> int:
     return counts[0] if counts else 0
 
 
-def chunked(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    """Consecutive lists of at most ``size`` lines."""
+def chunked(lines: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of at most ``size`` lines (or pairs of lines)."""
     if size < 1:
         raise ValueError(f"chunk size must be positive, got {size}")
-    chunk: list[str] = []
+    chunk: list[T] = []
     for line in lines:
         chunk.append(line)
         if len(chunk) == size:
@@ -100,20 +105,19 @@ def chunked(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         yield chunk
 
 
-_worker_job: Callable[[list[str]], list[str]] | None = None
+_worker_job: Callable[[list], Any] | None = None
 
 
-def _init_worker(job: Callable[[list[str]], list[str]]) -> None:
+def _init_worker(job: Callable[[list], Any]) -> None:
     global _worker_job  # per worker process: the job (e.g. a tokenizer) is built once, not per chunk
     _worker_job = job
 
 
-def _run_job(chunk: list[str]) -> list[str]:
+def _run_job(chunk: list) -> Any:
     return _worker_job(chunk)
 
 
-def ordered_map(job: Callable[[list[str]], list[str]], chunks: Iterable[list[str]],
-                processes: int = 1) -> Iterator[list[str]]:
+def ordered_map(job: Callable[[list[T]], Any], chunks: Iterable[list[T]], processes: int = 1) -> Iterator[Any]:
     """Apply ``job`` to every chunk in ``processes`` worker processes; yield results in input order.
 
     At most ``2 * processes`` chunks are in flight, so memory does not grow with the input.

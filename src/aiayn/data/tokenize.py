@@ -84,7 +84,7 @@ class MosesPipeline:
         normalizer, tokenizer = self._get_tools()
         if self.normalize_punctuation:
             text = normalizer.normalize(text)
-        if self.remove_non_printing:
+        if self.remove_non_printing and not text.isprintable():  # isprintable: a C-speed pre-check
             text = _NON_PRINTING.sub(" ", text)
         return tokenizer.tokenize(text, aggressive_dash_splits=self.aggressive_dash_splits,
                                   escape=self.escape, return_str=True).strip()

@@ -1,0 +1,42 @@
+import gzip
+
+import pytest
+
+from aiayn.data.lines import DataError, check_aligned, chunked, count_lines, iter_lines, ordered_map
+
+
+def _reverse_each(lines):
+    return [line[::-1] for line in lines]
+
+
+def test_count_and_iterate_plain_and_gzip(tmp_path):
+    plain, packed = tmp_path / "a.txt", tmp_path / "a.txt.gz"
+    plain.write_bytes("one\n\nthree\u2028still three\nno newline".encode())
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    for path in (plain, packed):
+        assert count_lines(path) == 4
+        assert list(iter_lines(path)) == ["one", "", "three\u2028still three", "no newline"]
+
+
+def test_gzip_invalid_utf8_names_the_line(tmp_path):
+    path = tmp_path / "b.gz"
+    path.write_bytes(gzip.compress(b"ok\n\xe2\x82 cut\n"))
+    with pytest.raises(DataError, match=r"b\.gz: line 2: .*invalid UTF-8"):
+        list(iter_lines(path))
+
+
+def test_ordered_map_keeps_order_across_processes():
+    chunks = list(chunked((f"line {i}" for i in range(103)), 10))
+    assert [len(c) for c in chunks] == [10] * 10 + [3]
+    expected = [_reverse_each(c) for c in chunks]
+    assert list(ordered_map(_reverse_each, chunks, processes=1)) == expected
+    assert list(ordered_map(_reverse_each, chunks, processes=2)) == expected
+
+
+def test_check_aligned(tmp_path):
+    (tmp_path / "x").write_text("a\nb\n")
+    (tmp_path / "y").write_text("a\nb")
+    assert check_aligned([tmp_path / "x", tmp_path / "y"]) == 2
+    (tmp_path / "z").write_text("a\n")
+    with pytest.raises(DataError, match=r"x: 2 lines, .*z: 1 lines"):
+        check_aligned([tmp_path / "x", tmp_path / "z"])
