@@ -31,7 +31,7 @@ def test_shards_hold_every_sentence_exactly_once(pieces):
     tmp, model = pieces
     out = tmp / "train"
     assert binarize.main(["--model", model, "--src", str(tmp / "p.en"), "--tgt", str(tmp / "p.de"),
-                          "--out-dir", str(out), "--max-shard-mb", "0.0002"]) == 0
+                          "--out-dir", str(out), "--max-shard-mb", "0.0002", "--chunk-lines", "5"]) == 0
     corpus = ShardedCorpus(out, verify=True)
     sp = spm.SentencePieceProcessor(model_file=model)
     assert len(corpus) == len(EN) and len(corpus.manifest["shards"]) > 1

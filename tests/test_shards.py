@@ -54,3 +54,27 @@ def test_bad_magic_and_checksum(tmp_path):
         ShardedCorpus(tmp_path / "t")
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
     assert manifest["sentences"] == 1 and manifest["src_tokens"] == 3
+
+
+def test_add_chunk_equals_one_by_one(tmp_path):
+    rng = np.random.default_rng(1)
+    pairs = [(rng.integers(0, 90, rng.integers(0, 9)), rng.integers(0, 90, rng.integers(1, 9))) for _ in range(60)]
+    with ShardWriter(tmp_path / "one", vocab_size=90) as writer:
+        for src, tgt in pairs:
+            writer.add(src, tgt)
+    with ShardWriter(tmp_path / "chunk", vocab_size=90) as writer:
+        for start in range(0, 60, 25):
+            part = pairs[start:start + 25]
+            writer.add_chunk(np.concatenate([s for s, _ in part]), [len(s) for s, _ in part],
+                             np.concatenate([t for _, t in part]), [len(t) for _, t in part])
+    for name in ("src.000.bin", "src.000.idx", "tgt.000.bin", "tgt.000.idx"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "chunk" / name).read_bytes()
+
+
+def test_add_chunk_refuses_inconsistent_lengths(tmp_path):
+    with pytest.raises(ValueError, match="lengths add up to 3, not 2"):
+        with ShardWriter(tmp_path / "x", vocab_size=9) as writer:
+            writer.add_chunk([1, 2], [3], [1], [1])
+    with pytest.raises(ValueError, match="1 source but 2 target"):
+        with ShardWriter(tmp_path / "y", vocab_size=9) as writer:
+            writer.add_chunk([1, 2], [2], [1, 1], [1, 1])

@@ -156,10 +156,11 @@ rule binarize:
     params:
         out_dir=lambda w, output: os.path.dirname(output[0]),
         max_shard_mb=config["data"]["shards"]["max_shard_mb"],
+    threads: config["threads"]["data"]
     log:
         f"{D}/logs/binarize/{{task}}.{{split}}.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.data.binarize --model {input.model} --src {input.src} --tgt {input.tgt}"
-        " --out-dir {params.out_dir} --max-shard-mb {params.max_shard_mb} --log {log}"
+        " --out-dir {params.out_dir} --max-shard-mb {params.max_shard_mb} --threads {threads} --log {log}"

@@ -92,8 +92,7 @@ def binarize(model: str, src: str, tgt: str, out_dir: str, max_shard_mb: float =
     try:
         with progress(count, Path(src).name, "pairs") as bar:
             for (src_ids, tgt_ids), chunk_unknown in ordered_map(PairIds(str(model)), chunks, threads):
-                for pair in zip(split_flat(*src_ids), split_flat(*tgt_ids)):
-                    writer.add(*pair)
+                writer.add_chunk(*src_ids, *tgt_ids)
                 unknown += chunk_unknown
                 bar.update(len(src_ids[1]))
     except BaseException:

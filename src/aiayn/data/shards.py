@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 import os
 import shutil
 import struct
@@ -94,15 +95,34 @@ class ShardWriter:
     def _open_shard(self) -> None:
         k = len(self.shards)
         self._files = {side: open(self.tmp_dir / f"{side}.{k:03d}.bin", "wb") for side in SIDES}
-        self._offsets = {side: [0] for side in SIDES}
+        # Offsets in compact int64 arrays: 8 bytes a sentence, so memory stays flat at WMT scale.
+        self._offsets = {side: array("q", [0]) for side in SIDES}
 
     def add(self, src: Iterable[int], tgt: Iterable[int]) -> None:
-        for side, ids in zip(SIDES, (src, tgt)):
-            array = np.asarray(ids, dtype=np.int64)
-            if array.size and (array.min() < 0 or array.max() >= self.vocab_size):
+        """Append one (src, tgt) pair."""
+        src, tgt = np.asarray(list(src), dtype=np.int64), np.asarray(list(tgt), dtype=np.int64)
+        self.add_chunk(src, [src.size], tgt, [tgt.size])
+
+    def add_chunk(self, src_flat, src_lengths, tgt_flat, tgt_lengths) -> None:
+        """Append many pairs at once: each side's ids back to back plus per-sentence lengths.
+
+        One range check and one write per side. A shard closes after the chunk that fills it, so a
+        shard can exceed ``max_shard_mb`` by at most one chunk.
+        """
+        sides = {}
+        for side, flat, lengths in (("src", src_flat, src_lengths), ("tgt", tgt_flat, tgt_lengths)):
+            flat, lengths = np.asarray(flat, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+            if int(lengths.sum()) != flat.size:
+                raise ValueError(f"{side}: lengths add up to {int(lengths.sum())}, not {flat.size} ids")
+            if flat.size and (flat.min() < 0 or flat.max() >= self.vocab_size):
                 raise ValueError(f"token id out of range [0, {self.vocab_size}) in {side}")
-            self._files[side].write(array.astype(self.dtype).tobytes())
-            self._offsets[side].append(self._offsets[side][-1] + array.size)
+            sides[side] = (flat, lengths)
+        if len(sides["src"][1]) != len(sides["tgt"][1]):
+            raise ValueError(f"{len(sides['src'][1])} source but {len(sides['tgt'][1])} target sentences")
+        for side, (flat, lengths) in sides.items():
+            self._files[side].write(flat.astype(self.dtype).tobytes())
+            offsets = self._offsets[side]
+            offsets.extend((offsets[-1] + np.cumsum(lengths)).tolist())
         if max(offsets[-1] for offsets in self._offsets.values()) >= self.max_tokens:
             self._close_shard()
             self._open_shard()
@@ -112,7 +132,7 @@ class ShardWriter:
         shard = {"sentences": len(self._offsets["src"]) - 1}
         for side in SIDES:
             self._files[side].close()
-            write_index(self.tmp_dir / f"{side}.{k:03d}.idx", np.array(self._offsets[side]), self.dtype)
+            write_index(self.tmp_dir / f"{side}.{k:03d}.idx", np.frombuffer(self._offsets[side], np.int64), self.dtype)
             shard[f"{side}_tokens"] = self._offsets[side][-1]
         shard["files"] = {
             name: _sha256(self.tmp_dir / name)
