@@ -12,6 +12,11 @@ Each translation task gets ``--train-pairs`` pairs spread evenly over its traini
 and test set gets ``--eval-pairs`` pairs whose English sentences occur in no training corpus and in no
 other held-out set. A held-out English file shared by two tasks (``dev/newstest2013.en``) holds the
 same sentences for both, as in WMT.
+
+Deviation from paper: generated sentences (a few hundred words, 5-20 words per sentence, a dozen
+constructions) stand in for WMT14 and the Penn Treebank so that the whole pipeline runs offline on a
+laptop in minutes. The paper's data come back with ``data.mirror: null`` (download WMT14) and
+``tasks.wsj.treebank: <your LDC99T42 path>``.
 """
 
 from __future__ import annotations
