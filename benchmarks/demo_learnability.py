@@ -13,6 +13,15 @@ Word-level vocabulary (the lexicon is small, so this is what a few-thousand-piec
 
     PYTHONPATH=src python benchmarks/demo_learnability.py --pair en-de --seconds 45
     PYTHONPATH=src python benchmarks/demo_learnability.py --pair wsj --seconds 60
+
+Measured 2026-11-22 on the shared development machine (2 cores, load average 5-7 from other jobs,
+Python 3.11, torch 2.13 CPU, 1 thread), defaults d_model 64, 2+2 layers, 4 heads, d_ff 256, 600
+target tokens per step, peak lr 3e-3 after 100 warmup steps, seed 1:
+
+    --pair en-de --train-pairs 8000              388 steps, BLEU 60.2, copy-source 0.3
+    --pair en-fr --train-pairs 8000              415 steps, BLEU 75.5, copy-source 0.8
+    --pair en-de --train-pairs 20000             301 steps, BLEU 43.9, copy-source 0.3
+    --pair wsj --train-pairs 2100 --seconds 60   444 steps, F1 46.8, flat trees 21.4
 """
 
 from __future__ import annotations

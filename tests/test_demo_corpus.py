@@ -10,6 +10,7 @@ import pytest
 
 from aiayn.config import load
 from aiayn.data import demo_corpus
+from aiayn.data.demo.corpus import rng_for, sample, translate
 from aiayn.data.demo.english import english_text, sentence_tree
 from aiayn.data.demo.french import french_sentence
 from aiayn.data.demo.german import german_sentence
@@ -196,6 +197,28 @@ def test_generated_german_shows_the_phenomena(built, config):
     assert re.search(r", (dass|weil) [^,.]* (hat|ist|wird|kann|sind|haben|war)\.", german)
     assert re.search(r"\b\w+-\w+", german)
     assert re.search(r"\b(der|die|das|den|dem) [A-ZÄÖÜ]", german)
+
+
+def _clauses(clause):
+    yield clause
+    for np_ in (clause.subj, clause.obj, clause.pp[1] if clause.pp else None):
+        if np_ is not None and np_.rel is not None and np_.rel is not clause:
+            yield from _clauses(np_.rel)
+    for sub in (clause.comp, clause.because):
+        if sub is not None:
+            yield from _clauses(sub)
+
+
+def test_no_tense_that_the_english_cannot_show():
+    """'they read' and 'bags cost' are present and past at once: the sampler keeps them present."""
+    checked = 0
+    for sentence in sample(rng_for(3, "tenses"), 3000):
+        for clause in _clauses(sentence.clause):
+            forms = clause.verb.en if clause.verb else ("cost", "costs", "cost") if clause.kind == "cost" else None
+            if forms and forms[0] == forms[2] and not clause.modal and clause.subj.person != "3s":
+                assert clause.tense == "pres", sentence.en
+                checked += 1
+    assert checked > 20
 
 
 # --- Treebank ----------------------------------------------------------------------------------
