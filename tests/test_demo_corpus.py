@@ -54,7 +54,9 @@ def _text(members: dict[str, bytes], name: str) -> list[str]:
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(built, config, tmp_path):
-    demo_corpus.build(config, tmp_path / "a", seed=7, train_pairs=TRAIN, eval_pairs=EVAL, trees=TREES)
+    assert demo_corpus.main(["--out-dir", str(tmp_path / "a"), "--seed", "7", "--train-pairs", str(TRAIN),
+                             "--eval-pairs", str(EVAL), "--trees", str(TREES),
+                             "--config", str(ROOT / "config.yaml")]) == 0
     assert _files(tmp_path / "a") == _files(built)
     demo_corpus.build(config, tmp_path / "b", seed=8, train_pairs=TRAIN, eval_pairs=EVAL, trees=TREES)
     assert json.loads((tmp_path / "b" / "sources.lock").read_text()) != json.loads((built / "sources.lock").read_text())
@@ -73,6 +75,15 @@ def test_every_configured_member_is_present_and_aligned(built, config):
     giga = _members(built / "training-giga-fren.tar")
     assert set(giga) == {"giga-fren.release2.fixed.en.gz", "giga-fren.release2.fixed.fr.gz"}
     assert gzip.decompress(giga["giga-fren.release2.fixed.en.gz"])[:1].isupper()
+
+
+def test_bad_sizes_and_sources_fail_before_any_work(config, tmp_path):
+    with pytest.raises(ValueError, match="--eval-pairs"):
+        demo_corpus.build(config, tmp_path, seed=1, train_pairs=10, eval_pairs=0, trees=TREES)
+    bad = {**config, "sources": {**config["sources"], "un": {**config["sources"]["un"], "url": "http://x/un.zip"}}}
+    with pytest.raises(ValueError, match="sources.un.url"):
+        demo_corpus.build(bad, tmp_path, seed=1, train_pairs=10, eval_pairs=5, trees=TREES)
+    assert not any(tmp_path.iterdir())
 
 
 def test_lock_matches_files(built, config):

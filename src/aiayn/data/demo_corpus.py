@@ -34,6 +34,7 @@ from aiayn.data.demo.treebank import format_mrg, mrg_path, section_sizes
 from aiayn.io import atomic_output, setup_logging
 
 log = logging.getLogger(__name__)
+ARCHIVE_TYPES = (".tgz", ".tar.gz", ".tar")
 
 
 def archive_name(url: str) -> str:
@@ -132,6 +133,9 @@ def build(config: dict, out_dir: Path, seed: int, train_pairs: int, eval_pairs: 
         if value < least:
             raise ValueError(f"{flag} must be at least {least}, got {value}")
     translation_tasks(config)
+    for corpus, source in config["sources"].items():
+        if not archive_name(source["url"]).endswith(ARCHIVE_TYPES):
+            raise ValueError(f"sources.{corpus}.url: {source['url']!r} is not a {' / '.join(ARCHIVE_TYPES)} archive")
     sentences = training_sentences(config, seed, train_pairs)
     train_english = {s.en for group in sentences.values() for s in group}
     sentences.update(held_out_sentences(config, seed, eval_pairs, train_english))
