@@ -1,6 +1,5 @@
 import gzip
 import hashlib
-import io
 import json
 import re
 import tarfile
@@ -10,7 +9,7 @@ import pytest
 
 from aiayn.config import load
 from aiayn.data import demo_corpus
-from aiayn.data.demo.corpus import rng_for, sample, translate
+from aiayn.data.demo.corpus import rng_for, sample
 from aiayn.data.demo.english import english_text, sentence_tree
 from aiayn.data.demo.french import french_sentence
 from aiayn.data.demo.german import german_sentence
