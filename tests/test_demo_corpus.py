@@ -190,9 +190,12 @@ def test_numbers_use_the_decimal_comma_and_local_thousands():
 
 def test_quote_question_and_relative_clause():
     inner = Clause("copula", _noun("dog"), tense="pres", adj=LEX.adjective("small"))
-    quote = Clause("say", _name("Paul"), verb=_verb("say"), tense="past", comp=inner, quote=True)
+    quote = Clause("say", _name("Paul"), verb=_verb("say"), tense="past", comp=inner, quote="front")
     assert _all(quote) == ('"The dog is small," Paul said.', '"Der Hund ist klein", sagte Paul.',
                            '"Le chien est petit", a dit Paul.')
+    colon = Clause("say", NP("pron", pron="they"), verb=_verb("say"), tense="past", comp=inner, quote="colon")
+    assert _all(colon) == ('They said: "The dog is small."', 'Sie sagten: "Der Hund ist klein."',
+                           'Ils ont dit: "Le chien est petit."')
     man = _noun("man")
     man.rel = Clause("intrans", man, verb=_verb("sleep"), tense="pres")
     question = Clause("motion", man, verb=_verb("go"), modal="can", question=True, pp=("to", _noun("market")))
@@ -279,7 +282,7 @@ def test_treebank_files_hold_balanced_annotated_trees(built):
     assert all(t.startswith("( (") and t.endswith(")") for t in trees)
     assert "\n\n( (" in files[0].read_text(encoding="utf-8") or len(_read_trees(files[0].read_text())) == 1
     assert re.search(r"\(-NONE- \*T\*-\d\)", text) and re.search(r"\(-NONE- \*-\d\)", text)
-    assert re.search(r"NP-SBJ-\d", text) and "NP-SBJ" in text and "-TMP" in text
+    assert re.search(r"NP-SBJ-\d", text) and "NP-SBJ" in text and "-TMP" in text and "(: :)" in text
     preterminals = re.findall(r"\(([^\s()]+) [^\s()]+\)", text)
     assert set(preterminals) <= POS_TAGS
     words = [len([w for tag, w in re.findall(r"\(([^\s()]+) ([^\s()]+)\)", t) if tag != "-NONE-"]) for t in trees]

@@ -72,7 +72,7 @@ class Clause:
     comp: Clause | None = None     # complement of "say": "... said that <comp>"
     that: bool = True              # overt complementizer
     because: Clause | None = None
-    quote: bool = False            # '"<comp>," <subj> said.'
+    quote: str = ""                # "front": '"<comp>," <subj> said.'; "colon": '<subj> said: "<comp>."'
     question: bool = False         # "Can <subj> <vp>?"
     price: tuple[float, bool, bool] = field(default=(0, False, False))  # (value, millions, "more than")
 
@@ -206,14 +206,15 @@ def sample_sentence(rng: random.Random, lex: Lexicon) -> Clause:
         return main
     if kind == "question":
         return _sample_question(rng, lex)
-    speaker = sample_np(rng, lex, "h", pron=kind == "say", names=True)
+    quote = rng.choice(["front", "colon"]) if kind == "quote" else ""
+    speaker = sample_np(rng, lex, "h", pron=quote != "front", names=True)
     comp = sample_simple(rng, lex, rel=False)
     comp.fronted = False
     clause = Clause("say", speaker, verb=rng.choice(lex.verbs_of("s")), comp=comp,
                     tense="past" if kind == "quote" else rng.choice(["pres", "past"]))
     clause.that = rng.random() < 0.6
-    if kind == "quote":
-        clause.quote = True
+    if quote:
+        clause.quote = quote
         clause.verb = next(v for v in lex.verbs_of("s") if v.en[0] == "say")
     return clause
 
