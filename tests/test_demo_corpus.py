@@ -1,6 +1,5 @@
 import gzip
 import hashlib
-import io
 import json
 import re
 import tarfile
@@ -10,6 +9,7 @@ import pytest
 
 from aiayn.config import load
 from aiayn.data import demo_corpus
+from aiayn.data.demo.corpus import rng_for, sample
 from aiayn.data.demo.english import english_text, sentence_tree
 from aiayn.data.demo.french import french_sentence
 from aiayn.data.demo.german import german_sentence
@@ -53,7 +53,9 @@ def _text(members: dict[str, bytes], name: str) -> list[str]:
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(built, config, tmp_path):
-    demo_corpus.build(config, tmp_path / "a", seed=7, train_pairs=TRAIN, eval_pairs=EVAL, trees=TREES)
+    assert demo_corpus.main(["--out-dir", str(tmp_path / "a"), "--seed", "7", "--train-pairs", str(TRAIN),
+                             "--eval-pairs", str(EVAL), "--trees", str(TREES),
+                             "--config", str(ROOT / "config.yaml")]) == 0
     assert _files(tmp_path / "a") == _files(built)
     demo_corpus.build(config, tmp_path / "b", seed=8, train_pairs=TRAIN, eval_pairs=EVAL, trees=TREES)
     assert json.loads((tmp_path / "b" / "sources.lock").read_text()) != json.loads((built / "sources.lock").read_text())
@@ -72,6 +74,15 @@ def test_every_configured_member_is_present_and_aligned(built, config):
     giga = _members(built / "training-giga-fren.tar")
     assert set(giga) == {"giga-fren.release2.fixed.en.gz", "giga-fren.release2.fixed.fr.gz"}
     assert gzip.decompress(giga["giga-fren.release2.fixed.en.gz"])[:1].isupper()
+
+
+def test_bad_sizes_and_sources_fail_before_any_work(config, tmp_path):
+    with pytest.raises(ValueError, match="--eval-pairs"):
+        demo_corpus.build(config, tmp_path, seed=1, train_pairs=10, eval_pairs=0, trees=TREES)
+    bad = {**config, "sources": {**config["sources"], "un": {**config["sources"]["un"], "url": "http://x/un.zip"}}}
+    with pytest.raises(ValueError, match="sources.un.url"):
+        demo_corpus.build(bad, tmp_path, seed=1, train_pairs=10, eval_pairs=5, trees=TREES)
+    assert not any(tmp_path.iterdir())
 
 
 def test_lock_matches_files(built, config):
@@ -179,9 +190,12 @@ def test_numbers_use_the_decimal_comma_and_local_thousands():
 
 def test_quote_question_and_relative_clause():
     inner = Clause("copula", _noun("dog"), tense="pres", adj=LEX.adjective("small"))
-    quote = Clause("say", _name("Paul"), verb=_verb("say"), tense="past", comp=inner, quote=True)
+    quote = Clause("say", _name("Paul"), verb=_verb("say"), tense="past", comp=inner, quote="front")
     assert _all(quote) == ('"The dog is small," Paul said.', '"Der Hund ist klein", sagte Paul.',
                            '"Le chien est petit", a dit Paul.')
+    colon = Clause("say", NP("pron", pron="they"), verb=_verb("say"), tense="past", comp=inner, quote="colon")
+    assert _all(colon) == ('They said: "The dog is small."', 'Sie sagten: "Der Hund ist klein."',
+                           'Ils ont dit: "Le chien est petit."')
     man = _noun("man")
     man.rel = Clause("intrans", man, verb=_verb("sleep"), tense="pres")
     question = Clause("motion", man, verb=_verb("go"), modal="can", question=True, pp=("to", _noun("market")))
@@ -196,6 +210,28 @@ def test_generated_german_shows_the_phenomena(built, config):
     assert re.search(r", (dass|weil) [^,.]* (hat|ist|wird|kann|sind|haben|war)\.", german)
     assert re.search(r"\b\w+-\w+", german)
     assert re.search(r"\b(der|die|das|den|dem) [A-ZÄÖÜ]", german)
+
+
+def _clauses(clause):
+    yield clause
+    for np_ in (clause.subj, clause.obj, clause.pp[1] if clause.pp else None):
+        if np_ is not None and np_.rel is not None and np_.rel is not clause:
+            yield from _clauses(np_.rel)
+    for sub in (clause.comp, clause.because):
+        if sub is not None:
+            yield from _clauses(sub)
+
+
+def test_no_tense_that_the_english_cannot_show():
+    """'they read' and 'bags cost' are present and past at once: the sampler keeps them present."""
+    checked = 0
+    for sentence in sample(rng_for(3, "tenses"), 3000):
+        for clause in _clauses(sentence.clause):
+            forms = clause.verb.en if clause.verb else ("cost", "costs", "cost") if clause.kind == "cost" else None
+            if forms and forms[0] == forms[2] and not clause.modal and clause.subj.person != "3s":
+                assert clause.tense == "pres", sentence.en
+                checked += 1
+    assert checked > 20
 
 
 # --- Treebank ----------------------------------------------------------------------------------
@@ -246,7 +282,7 @@ def test_treebank_files_hold_balanced_annotated_trees(built):
     assert all(t.startswith("( (") and t.endswith(")") for t in trees)
     assert "\n\n( (" in files[0].read_text(encoding="utf-8") or len(_read_trees(files[0].read_text())) == 1
     assert re.search(r"\(-NONE- \*T\*-\d\)", text) and re.search(r"\(-NONE- \*-\d\)", text)
-    assert re.search(r"NP-SBJ-\d", text) and "NP-SBJ" in text and "-TMP" in text
+    assert re.search(r"NP-SBJ-\d", text) and "NP-SBJ" in text and "-TMP" in text and "(: :)" in text
     preterminals = re.findall(r"\(([^\s()]+) [^\s()]+\)", text)
     assert set(preterminals) <= POS_TAGS
     words = [len([w for tag, w in re.findall(r"\(([^\s()]+) ([^\s()]+)\)", t) if tag != "-NONE-"]) for t in trees]

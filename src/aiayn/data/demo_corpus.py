@@ -12,6 +12,11 @@ Each translation task gets ``--train-pairs`` pairs spread evenly over its traini
 and test set gets ``--eval-pairs`` pairs whose English sentences occur in no training corpus and in no
 other held-out set. A held-out English file shared by two tasks (``dev/newstest2013.en``) holds the
 same sentences for both, as in WMT.
+
+Deviation from paper: generated sentences (a few hundred words, 5-20 words per sentence, a dozen
+constructions) stand in for WMT14 and the Penn Treebank so that the whole pipeline runs offline on a
+laptop in minutes. The paper's data come back with ``data.mirror: null`` (download WMT14) and
+``tasks.wsj.treebank: <your LDC99T42 path>``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from aiayn.data.demo.treebank import format_mrg, mrg_path, section_sizes
 from aiayn.io import atomic_output, setup_logging
 
 log = logging.getLogger(__name__)
+ARCHIVE_TYPES = (".tgz", ".tar.gz", ".tar")
 
 
 def archive_name(url: str) -> str:
@@ -127,6 +133,9 @@ def build(config: dict, out_dir: Path, seed: int, train_pairs: int, eval_pairs: 
         if value < least:
             raise ValueError(f"{flag} must be at least {least}, got {value}")
     translation_tasks(config)
+    for corpus, source in config["sources"].items():
+        if not archive_name(source["url"]).endswith(ARCHIVE_TYPES):
+            raise ValueError(f"sources.{corpus}.url: {source['url']!r} is not a {' / '.join(ARCHIVE_TYPES)} archive")
     sentences = training_sentences(config, seed, train_pairs)
     train_english = {s.en for group in sentences.values() for s in group}
     sentences.update(held_out_sentences(config, seed, eval_pairs, train_english))

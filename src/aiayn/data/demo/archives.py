@@ -16,6 +16,7 @@ from aiayn.io import atomic_output, write_json
 
 MTIME = 1388534400           # 2014-01-01T00:00:00Z, the WMT14 release year
 SEGMENTS_PER_DOC = 20
+OUTLETS = {"en": "herald", "de": "kurier", "fr": "matin"}     # invented news outlets for document ids
 
 
 def gzip_bytes(data: bytes) -> bytes:
@@ -71,7 +72,7 @@ def sgm_bytes(lines: list[str], *, setid: str, src_lang: str, trg_lang: str, is_
     for start in range(0, len(lines), SEGMENTS_PER_DOC):
         number = start // SEGMENTS_PER_DOC
         origlang = origlangs[number % 2]
-        docid = f"{1001 + number}-demo-{'herald' if origlang == 'en' else 'kurier'}.{origlang}"
+        docid = f"{1001 + number}-demo-{OUTLETS.get(origlang, 'news')}.{origlang}"
         sysid = 'sysid="ref" ' if is_ref else ""
         out.append(f'<doc {sysid}docid="{docid}" genre="news" origlang="{origlang}">')
         for seg, line in enumerate(lines[start:start + SEGMENTS_PER_DOC], 1):

@@ -3,7 +3,8 @@
 The trees follow the WSJ annotation: ``NP-SBJ``, ``NP-TMP``/``PP-TMP``, ``PP-LOC``, ``PP-DIR``,
 ``ADJP-PRD``, ``SBAR-PRP``; a control verb's empty subject ``(NP-SBJ (-NONE- *-1))`` co-indexed with
 ``NP-SBJ-1``; a relative clause ``(SBAR (WHNP-2 (WP who)) (S (NP-SBJ (-NONE- *T*-2)) ...))``; a
-topicalized quotation ``(S-TPC-3 ...)`` with its trace ``*T*-3``; a null complementizer ``(-NONE- 0)``.
+topicalized quotation ``(S-TPC-3 ...)`` with its trace ``*T*-3``; a null complementizer ``(-NONE- 0)``;
+a quotation after a colon ``(VP (VBD said) (: :) (`` ``) (S ...))`` closed by ``(. .) ('' '')``.
 """
 
 from __future__ import annotations
@@ -168,7 +169,10 @@ def clause_tree(clause: Clause, ids: itertools.count, label: str = "S") -> Tree:
 def sentence_tree(clause: Clause) -> Tree:
     """The whole sentence's tree (final punctuation included, first word capitalized)."""
     ids = itertools.count(1)
-    if clause.quote:
+    if clause.quote == "colon":
+        said = node("VP", leaf("VBD", "said"), leaf(":", ":"), leaf("``", "``"), clause_tree(clause.comp, ids))
+        tree = node("S", np_tree(clause.subj, "NP-SBJ", ids), said, leaf(".", "."), leaf("''", "''"))
+    elif clause.quote:
         index = next(ids)
         quoted = clause_tree(clause.comp, ids, label=f"S-TPC-{index}")
         trace = node("SBAR", leaf("-NONE-", "0"), node("S", leaf("-NONE-", f"*T*-{index}")))
@@ -187,7 +191,7 @@ def _capitalize(tree: Tree) -> None:
     for pre in tree.preterminals():
         if pre.label == "``":
             start = True
-        elif start and pre.label not in ("-NONE-", ",", "."):
+        elif start and pre.label not in ("-NONE-", ",", ".", ":"):
             pre.word = pre.word[:1].upper() + pre.word[1:]
             start = False
 
@@ -197,7 +201,7 @@ def english_text(tree: Tree) -> str:
     text = ""
     glue = True
     for word in tree.words():
-        if not glue and word not in (",", ".", "?", "''"):
+        if not glue and word not in (",", ".", "?", ":", "''"):
             text += " "
         text += '"' if word in ("``", "''") else word
         glue = word == "``"

@@ -195,8 +195,11 @@ def elide(tokens: list[str]) -> list[str]:
 
 def french_sentence(clause: Clause) -> str:
     """The French translation of a sampled sentence, as raw text."""
-    if clause.quote:
-        tokens = [OPEN_QUOTE, *clause_tokens(clause.comp), CLOSE_QUOTE, ",", "a", "dit", *np_tokens(clause.subj), "."]
+    said = [FORMS["avoir"][_person(clause.subj)], "dit"]
+    if clause.quote == "colon":
+        tokens = [*np_tokens(clause.subj), *said, ":", OPEN_QUOTE, *clause_tokens(clause.comp), ".", CLOSE_QUOTE]
+    elif clause.quote:
+        tokens = [OPEN_QUOTE, *clause_tokens(clause.comp), CLOSE_QUOTE, ",", *said, *np_tokens(clause.subj), "."]
     elif clause.question:
         tokens = ["est-ce", "que", *clause_tokens(clause), "?"]
     else:

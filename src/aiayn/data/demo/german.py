@@ -175,8 +175,12 @@ def clause_tokens(clause: Clause, order: str, subject: list[str] | None = None) 
 
 def german_sentence(clause: Clause) -> str:
     """The German translation of a sampled sentence, as raw text."""
-    if clause.quote:
-        tokens = [OPEN_QUOTE, *clause_tokens(clause.comp, "main"), CLOSE_QUOTE, ",", "sagte",
+    said = "sagte" if _person(clause.subj) < 2 else "sagten"
+    if clause.quote == "colon":
+        tokens = [*np_tokens(clause.subj, "nom"), said, ":", OPEN_QUOTE, *clause_tokens(clause.comp, "main"), ".",
+                  CLOSE_QUOTE]
+    elif clause.quote:
+        tokens = [OPEN_QUOTE, *clause_tokens(clause.comp, "main"), CLOSE_QUOTE, ",", said,
                   *np_tokens(clause.subj, "nom"), "."]
     elif clause.question:
         tokens = [t for t in clause_tokens(clause, "question") if t] + ["?"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from .lexicon import ANIMATE_ADJECTIVES, Adjective, City, Lexicon, Name, Noun, Verb
+from .lexicon import Adjective, City, Lexicon, Name, Noun, Verb
 
 PRONOUNS = {"I": "1s", "you": "2f", "he": "3s", "she": "3s", "we": "1p", "they": "3p"}
 # Time adverbials: key -> tenses it fits ("p" present, "d" past, "f" future).
@@ -44,6 +44,11 @@ class NP:
         return "3p" if self.plural else "3s"
 
     @property
+    def cls(self) -> str:
+        """The lexicon class of the head: people for pronouns and names."""
+        return self.noun.cls if self.noun is not None else "h"
+
+    @property
     def animate(self) -> bool:
         return self.kind in ("pron", "name") or (self.noun is not None and self.noun.cls in "ha")
 
@@ -67,7 +72,7 @@ class Clause:
     comp: Clause | None = None     # complement of "say": "... said that <comp>"
     that: bool = True              # overt complementizer
     because: Clause | None = None
-    quote: bool = False            # '"<comp>," <subj> said.'
+    quote: str = ""                # "front": '"<comp>," <subj> said.'; "colon": '<subj> said: "<comp>."'
     question: bool = False         # "Can <subj> <vp>?"
     price: tuple[float, bool, bool] = field(default=(0, False, False))  # (value, millions, "more than")
 
@@ -92,8 +97,7 @@ def sample_np(rng: random.Random, lex: Lexicon, classes: str, *, pron: bool = Fa
     np_ = NP("noun", noun=noun, plural=plural, det=det, count=count)
     draw = rng.random()
     if draw < 0.3:
-        pool = [a for a in lex.adjectives if noun.cls in "ha" or a.en not in ("happy", "tired")]
-        np_.adj = rng.choice(pool)
+        np_.adj = rng.choice(lex.adjectives_for(noun.cls))
     elif draw < 0.36 and noun.cls == "h" and not plural and det in ("the", "a"):
         np_.age = rng.randint(18, 70)
     if rel and rng.random() < 0.12:
@@ -108,10 +112,18 @@ def sample_relative(rng: random.Random, lex: Lexicon, head: NP) -> Clause:
         return Clause("intrans", head, verb=rng.choice(lex.verbs_of("i")), tense=tense)
     verbs = [v for v in lex.verbs_of("t") if head.animate or v.en[0] in ("see", "like")]
     if not head.animate:
-        return Clause("copula", head, adj=rng.choice([a for a in lex.adjectives if a.en not in ANIMATE_ADJECTIVES]),
-                      tense=tense)
+        return Clause("copula", head, adj=rng.choice(lex.adjectives_for(head.cls)), tense=tense)
     verb = rng.choice(verbs)
-    return Clause("trans", head, verb=verb, tense=tense, obj=sample_np(rng, lex, verb.frame))
+    return Clause("trans", head, verb=verb, tense=_unambiguous(tense, verb.en, head),
+                  obj=sample_np(rng, lex, verb.frame))
+
+
+def _unambiguous(tense: str, forms: tuple[str, ...], subj: NP) -> str:
+    """Present tense where the English past would look the same ("they read", "bags cost").
+
+    The targets must be a function of the English sentence; "they read" cannot say which tense.
+    """
+    return "pres" if forms[0] == forms[2] and subj.person != "3s" else tense
 
 
 def _tense_and_modal(rng: random.Random) -> tuple[str, str]:
@@ -139,8 +151,7 @@ def sample_simple(rng: random.Random, lex: Lexicon, *, subj_pron: bool = True, r
     subj = sample_np(rng, lex, "ha" if kind in ("trans", "copula") else "h", pron=subj_pron, names=True, rel=rel)
     clause = Clause(kind, subj, tense=tense, modal=modal if kind != "copula" or modal == "will" else "")
     if kind == "copula":
-        pool = ANIMATE_ADJECTIVES
-        clause.adj = lex.adjective(rng.choice(pool))
+        clause.adj = rng.choice(lex.adjectives_for(subj.cls))
         clause.very = rng.random() < 0.25
     elif kind == "motion":
         clause.verb = rng.choice(lex.verbs_of("m"))
@@ -152,6 +163,7 @@ def sample_simple(rng: random.Random, lex: Lexicon, *, subj_pron: bool = True, r
         if not subj.animate or (subj.noun is not None and subj.noun.cls == "a"):
             verbs = [v for v in verbs if v.en[0] in ("see", "like", "find", "sleep", "wait")] or verbs
         clause.verb = rng.choice(verbs)
+        clause.tense = _unambiguous(clause.tense, clause.verb.en, subj)
         if kind == "trans":
             clause.obj = sample_np(rng, lex, clause.verb.frame, names="h" in clause.verb.frame, rel=rel)
         _sample_pp(rng, lex, clause)
@@ -178,7 +190,7 @@ def _sample_cost(rng: random.Random, lex: Lexicon) -> Clause:
     subj = sample_np(rng, lex, "tep")
     millions = subj.noun is not None and subj.noun.cls == "p" and rng.random() < 0.7
     value = rng.choice(MILLIONS) if millions else rng.choice(PRICES)
-    tense = rng.choice(["pres", "past"])
+    tense = _unambiguous(rng.choice(["pres", "past"]), ("cost", "costs", "cost"), subj)
     return Clause("cost", subj, tense=tense, price=(value, millions, rng.random() < 0.2))
 
 
@@ -194,14 +206,15 @@ def sample_sentence(rng: random.Random, lex: Lexicon) -> Clause:
         return main
     if kind == "question":
         return _sample_question(rng, lex)
-    speaker = sample_np(rng, lex, "h", pron=kind == "say", names=True)
+    quote = rng.choice(["front", "colon"]) if kind == "quote" else ""
+    speaker = sample_np(rng, lex, "h", pron=quote != "front", names=True)
     comp = sample_simple(rng, lex, rel=False)
     comp.fronted = False
     clause = Clause("say", speaker, verb=rng.choice(lex.verbs_of("s")), comp=comp,
                     tense="past" if kind == "quote" else rng.choice(["pres", "past"]))
     clause.that = rng.random() < 0.6
-    if kind == "quote":
-        clause.quote = True
+    if quote:
+        clause.quote = quote
         clause.verb = next(v for v in lex.verbs_of("s") if v.en[0] == "say")
     return clause
 

@@ -104,31 +104,29 @@ believe believes believed believed | glauben glaube glaubt glauben geglaubt h - 
 PARTICLES = {"pick": "up", "turn": "on", "switch": "off"}
 
 # en | de_attributive_stem de_predicative | fr_ms fr_fs fr_ms_before_vowel | position (b before, a after)
+# | noun classes it describes
 ADJECTIVES = """
-big | groß groß | grand grande grand | b
-small | klein klein | petit petite petit | b
-new | neu neu | nouveau nouvelle nouvel | b
-old | alt alt | vieux vieille vieil | b
-young | jung jung | jeune jeune jeune | b
-good | gut gut | bon bonne bon | b
-beautiful | schön schön | beau belle bel | b
-red | rot rot | rouge rouge rouge | a
-green | grün grün | vert verte vert | a
-black | schwarz schwarz | noir noire noir | a
-white | weiß weiß | blanc blanche blanc | a
-expensive | teur teuer | cher chère cher | a
-happy | glücklich glücklich | heureux heureuse heureux | a
-tired | müd müde | fatigué fatiguée fatigué | a
-well-known | bekannt bekannt | célèbre célèbre célèbre | a
-important | wichtig wichtig | important importante important | a
-long-term | langfristig langfristig | à_long_terme à_long_terme à_long_terme | a
-modern | modern modern | moderne moderne moderne | a
-quiet | ruhig ruhig | calme calme calme | a
-interesting | interessant interessant | intéressant intéressante intéressant | a
+big | groß groß | grand grande grand | b | hatrep
+small | klein klein | petit petite petit | b | hatrep
+new | neu neu | nouveau nouvelle nouvel | b | htrep
+old | alt alt | vieux vieille vieil | b | hatrep
+young | jung jung | jeune jeune jeune | b | ha
+good | gut gut | bon bonne bon | b | hatrep
+beautiful | schön schön | beau belle bel | b | atrep
+red | rot rot | rouge rouge rouge | a | tre
+green | grün grün | vert verte vert | a | tre
+black | schwarz schwarz | noir noire noir | a | atre
+white | weiß weiß | blanc blanche blanc | a | atre
+expensive | teur teuer | cher chère cher | a | trep
+happy | glücklich glücklich | heureux heureuse heureux | a | ha
+tired | müd müde | fatigué fatiguée fatigué | a | ha
+well-known | bekannt bekannt | célèbre célèbre célèbre | a | htrp
+important | wichtig wichtig | important importante important | a | htrp
+long-term | langfristig langfristig | à_long_terme à_long_terme à_long_terme | a | r
+modern | modern modern | moderne moderne moderne | a | trep
+quiet | ruhig ruhig | calme calme calme | a | hap
+interesting | interessant interessant | intéressant intéressante intéressant | a | htrp
 """
-
-# Adjectives that describe people and animals (predicates of copular clauses about them).
-ANIMATE_ADJECTIVES = ("happy", "tired", "young", "old", "well-known", "quiet", "good", "big", "small")
 
 # name | gender (m/f) ; cities: en | de | fr
 NAMES = """
@@ -200,6 +198,7 @@ class Adjective:
     de_pred: str
     fr: tuple[str, str, str]               # masculine, feminine, masculine before a vowel
     fr_before: bool
+    classes: str                           # noun classes it can describe
 
 
 @dataclass(frozen=True)
@@ -232,6 +231,10 @@ class Lexicon:
             return [v for v in self.verbs if v.frame not in ("i", "m", "s")]
         return [v for v in self.verbs if v.frame == frame]
 
+    def adjectives_for(self, cls: str) -> list[Adjective]:
+        """Adjectives that can describe a noun of class ``cls``."""
+        return [a for a in self.adjectives if cls in a.classes]
+
     def adjective(self, en: str) -> Adjective:
         return next(a for a in self.adjectives if a.en == en)
 
@@ -259,8 +262,8 @@ def _verb(cells: list[list[str]]) -> Verb:
 
 
 def _adjective(cells: list[list[str]]) -> Adjective:
-    (en,), (stem, pred), fr, (pos,) = cells
-    return Adjective(en, stem, pred, tuple(f.replace("_", " ") for f in fr), pos == "b")
+    (en,), (stem, pred), fr, (pos,), (classes,) = cells
+    return Adjective(en, stem, pred, tuple(f.replace("_", " ") for f in fr), pos == "b", classes)
 
 
 @functools.lru_cache(maxsize=1)
@@ -271,7 +274,7 @@ def lexicon() -> Lexicon:
     return Lexicon(
         nouns=tuple(_noun(r) for r in _rows(NOUNS, 4)),
         verbs=tuple(_verb(r) for r in _rows(VERBS, 4)),
-        adjectives=tuple(_adjective(r) for r in _rows(ADJECTIVES, 4)),
+        adjectives=tuple(_adjective(r) for r in _rows(ADJECTIVES, 5)),
         names=names,
         cities=cities,
     )
