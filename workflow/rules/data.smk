@@ -2,6 +2,8 @@
 
 
 rule demo_corpus:
+    input:
+        config=f"{R}/config.yaml",
     output:
         archives=[f"{DEMO_MIRROR}/{name}" for name in ARCHIVE_URLS],
         lock=f"{DEMO_MIRROR}/sources.lock",
@@ -20,7 +22,8 @@ rule demo_corpus:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.demo_corpus --out-dir {params.out_dir} --seed {params.seed} {params.sizes} --log {log}"
+        "python -m aiayn.data.demo_corpus --config {input.config} --out-dir {params.out_dir} --seed {params.seed}"
+        " {params.sizes} --log {log}"
 
 
 rule download:
