@@ -1,0 +1,1 @@
+"""Evaluation: perplexity, BLEU, parsing F1."""
