@@ -13,7 +13,7 @@ def save(directory, step, weight, dtype=torch.float32, extra=None, step_in_dict=
     state.update(extra or {})
     checkpoint = {"model": state, "settings": {"tag": step}, "vocab": VOCAB,
                   "step": step if step_in_dict is None else step_in_dict,
-                  "optimizer": {"state": {}}, "rng": None}
+                  "optimizer": {"state": {}}, "rng": {"torch": torch.get_rng_state()}}
     directory.mkdir(parents=True, exist_ok=True)
     torch.save(checkpoint, directory / f"ckpt_{step:08d}.pt")
 
@@ -27,7 +27,7 @@ def test_averages_last_n_by_step_golden(tmp_path):
     (ckpts / ".ckpt_00030000.pt.abc.tmp").write_bytes(b"partial")   # a killed save: ignored
     out = tmp_path / "avg.pt"
     assert average.main(["--checkpoint-dir", str(ckpts), "--last", "3", "--output", str(out)]) == 0
-    result = torch.load(out, weights_only=False)
+    result = torch.load(out, weights_only=True)
     assert set(result) == {"model", "settings", "vocab", "step", "averaged_steps"}
     assert result["averaged_steps"] == [300, 1000, 20000]
     assert result["step"] == 20000 and result["settings"] == {"tag": 20000} and result["vocab"] == VOCAB
@@ -67,3 +67,21 @@ def test_step_mismatch_and_empty_directory_refused(tmp_path):
     save(tmp_path, 7, [1.0], step_in_dict=8)
     with pytest.raises(ValueError, match="holds step 8, its name says 7"):
         average.average_checkpoints(tmp_path, last=1)
+
+
+def test_averaged_real_model_loads_with_load_model(tmp_path):
+    model_module = pytest.importorskip("aiayn.model", reason="aiayn.model (branch model) is not merged here")
+    settings = {"model": {"n_layers": 1, "d_model": 8, "d_ff": 16, "n_heads": 2, "d_k": 4, "d_v": 4}}
+    states = []
+    for step, seed in ((10, 0), (20, 1)):
+        torch.manual_seed(seed)
+        model = model_module.Transformer(model_module.ModelConfig.from_dict(settings["model"]), VOCAB["size"])
+        states.append(model.state_dict())
+        torch.save({"model": model.state_dict(), "settings": settings, "vocab": VOCAB, "step": step},
+                   tmp_path / f"ckpt_{step:08d}.pt")
+    out = tmp_path / "avg.pt"
+    assert average.main(["--checkpoint-dir", str(tmp_path), "--last", "2", "--output", str(out)]) == 0
+    loaded, checkpoint = model_module.load_model(out, "cpu")
+    assert checkpoint["averaged_steps"] == [10, 20]
+    for key, value in loaded.state_dict().items():
+        torch.testing.assert_close(value, (states[0][key] + states[1][key]) / 2)

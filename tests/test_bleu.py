@@ -3,6 +3,7 @@ import math
 from pathlib import Path
 
 import pytest
+import sacrebleu
 
 from aiayn.evaluate import bleu
 
@@ -90,3 +91,16 @@ def test_newstest2014_reference_lengths():
     assert sum(len(bleu.perl_split(t)) for t in bleu.moses_tokenize(lines, "de")) == 63078
     assert result["sacrebleu"] == pytest.approx(100.0)
     assert result["paper_bleu"] == pytest.approx(100.0)
+
+
+def test_multi_bleu_agrees_with_sacrebleu_without_tokenization_or_smoothing():
+    if not NEWSTEST_DE.exists():
+        pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")
+    refs = bleu.paper_tokenize(bleu.read_lines(str(NEWSTEST_DE))[:500], "de")
+    hyps = [[t for i, t in enumerate(ref) if i % 5 != 2] for ref in refs]   # a damaged copy
+    ours = bleu.multi_bleu(hyps, refs)
+    theirs = sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]],
+                                   tokenize="none", smooth_method="none", force=True)
+    assert 30 < ours.bleu < 90
+    assert ours.bleu == pytest.approx(theirs.score, abs=1e-9)
+    assert (ours.hyp_len, ours.ref_len) == (theirs.sys_len, theirs.ref_len)

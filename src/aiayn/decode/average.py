@@ -39,10 +39,10 @@ def list_checkpoints(directory: str | Path) -> list[tuple[int, Path]]:
 def load_checkpoint(path: Path) -> dict:
     """Load a checkpoint on the CPU, memory-mapped so that N large checkpoints need not fit at once.
 
-    ``weights_only=False``: our checkpoints carry settings, RNG and data state beside the tensors;
-    only load files this workflow wrote.
+    Checkpoints hold tensors and plain Python values only (the trainer stores RNG states as such), so
+    they load with ``weights_only=True``.
     """
-    return torch.load(path, map_location="cpu", mmap=True, weights_only=False)
+    return torch.load(path, map_location="cpu", mmap=True, weights_only=True)
 
 
 def _check_same_layout(reference: dict, ref_path: Path, state: dict, path: Path) -> None:

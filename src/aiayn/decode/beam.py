@@ -17,9 +17,11 @@ Beam size 1 keeps one candidate per step, which is greedy decoding (tensor2tenso
 decoding for beam size 1): a sentence ends when its most probable next token is eos.
 
 Maximum output length: ``max_len = int(a * |x| + b)`` generated tokens including eos, |x| the number
-of source subwords (without the source eos), per sentence. When a sentence reaches it with nothing
-finished, its live hypotheses are finished as they are, scored with lp(max_len) (tensor2tensor returns
-the live hypotheses then; the ranking is the same).
+of source subwords (without the source eos), per sentence, as the paper states it (tensor2tensor
+takes the padded length of the whole batch, source eos included, so its limit depends on the batch;
+ours does not, and a translation never depends on how sentences were batched). When a sentence reaches
+its limit with nothing finished, its live hypotheses are finished as they are, scored with lp(max_len)
+(tensor2tensor returns the live hypotheses then; the ranking is the same).
 
 Early stop (tensor2tensor ``stop_early``): a sentence is done when its best finished score beats the
 best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis grows and

@@ -1,0 +1,135 @@
+"""Beam-search speed on CPU: incremental (cached) decoding against recomputing the prefix each step.
+
+Model: d_model 256, 3 + 3 layers, 4 heads (d_k = d_v = 64), d_ff 1024, shared embeddings, word-level
+synthetic vocabulary; sources of 10-40 random words. The same 500 sentences are decoded with beam 4,
+alpha 0.6, early stop, batches of 64, once with the cache and once without, side by side in one run.
+Both must produce the same hypotheses.
+
+Output length: a randomly initialised model (``--train-steps 0``, the default) almost never ends a
+sentence, so the limit is |x| + 0: every hypothesis has the source's length, as a trained model's
+would. With ``--train-steps N`` the model is first trained on a copy task (target = source) so that it
+ends sentences itself, and the limit is the paper's |x| + 50 (about 400 steps; minutes on an idle
+machine).
+
+    PYTHONPATH=src python benchmarks/decode_speed.py --threads 2 [--train-steps 400 --trained F.pt]
+
+Prints one JSON object; numbers depend on the machine and on other jobs running beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from aiayn.decode.beam import SpecialIds, UncachedDecoding, translate_sentences
+from aiayn.io import setup_logging
+from aiayn.model import ModelConfig, Transformer
+
+log = logging.getLogger("decode_speed")
+IDS = SpecialIds(pad=0, bos=2, eos=3)
+FIRST_WORD = 4
+SHAPE = {"n_layers": 3, "d_model": 256, "d_ff": 1024, "n_heads": 4, "d_k": 64, "d_v": 64, "dropout": 0.0}
+
+
+def random_sentences(n: int, vocab: int, generator: torch.Generator, lengths=(10, 40)) -> list[list[int]]:
+    """``n`` sentences of uniformly random words, lengths uniform in ``lengths`` (inclusive)."""
+    sizes = torch.randint(lengths[0], lengths[1] + 1, (n,), generator=generator).tolist()
+    return [torch.randint(FIRST_WORD, vocab, (size,), generator=generator).tolist() for size in sizes]
+
+
+def copy_batch(sentences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(src, tgt_in, tgt_out), each (B, T): src = x + eos, tgt_in = bos + x, tgt_out = x + eos."""
+    width = max(map(len, sentences)) + 1
+    src = torch.full((len(sentences), width), IDS.pad)
+    tgt_in, tgt_out = src.clone(), src.clone()
+    for row, words in enumerate(sentences):
+        words = torch.tensor(words)
+        src[row, : len(words) + 1] = torch.cat([words, torch.tensor([IDS.eos])])
+        tgt_out[row, : len(words) + 1] = src[row, : len(words) + 1]
+        tgt_in[row, : len(words) + 1] = torch.cat([torch.tensor([IDS.bos]), words])
+    return src, tgt_in, tgt_out
+
+
+def train_copy_model(vocab: int, steps: int, batch: int, seed: int) -> Transformer:
+    """A model trained with Adam (lr 1e-3 after 50 warm-up steps) on the copy task, cross-entropy."""
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    model = Transformer(ModelConfig.from_dict(SHAPE), vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 50))
+    model.train()
+    for step in range(1, steps + 1):
+        src, tgt_in, tgt_out = copy_batch(random_sentences(batch, vocab, generator))
+        logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1), ignore_index=IDS.pad)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        if step % 50 == 0:
+            log.info("copy training step %d: loss %.3f", step, loss.item())
+    return model.eval()
+
+
+def timed_decode(model, sources: list[list[int]], batch: int, max_len_b: float) -> tuple[list, float]:
+    start = time.perf_counter()
+    hyps = translate_sentences(model, sources, max_sentences=batch, ids=IDS, beam_size=4,
+                               length_penalty_alpha=0.6, max_len_a=1.0, max_len_b=max_len_b, early_stop=True)
+    return hyps, time.perf_counter() - start
+
+
+def summary(hyps: list, seconds: float, sources: list[list[int]]) -> dict:
+    tokens = sum(len(h.tokens) for h in hyps)
+    exact = sum(h.tokens == s for h, s in zip(hyps, sources))
+    return {"seconds": round(seconds, 2), "sentences_per_s": round(len(hyps) / seconds, 2),
+            "tokens_per_s": round(tokens / seconds, 1), "mean_hyp_len": round(tokens / len(hyps), 2),
+            "exact_copies": exact}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vocab", type=int, default=1000, help="words + 4 specials")
+    parser.add_argument("--train-steps", type=int, default=0, help="copy-task training first (0: random init)")
+    parser.add_argument("--sentences", type=int, default=500)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--trained", help="reuse (or save) the trained copy model here")
+    parser.add_argument("--log")
+    args = parser.parse_args(argv)
+    setup_logging(args.log)
+    torch.set_num_threads(args.threads)
+    trained = args.train_steps > 0 or bool(args.trained and Path(args.trained).exists())
+    max_len_b = 50.0 if trained else 0.0
+    if args.trained and Path(args.trained).exists():
+        model = Transformer(ModelConfig.from_dict(SHAPE), args.vocab)
+        model.load_state_dict(torch.load(args.trained, weights_only=True))
+        model.eval()
+    elif not trained:
+        torch.manual_seed(1)
+        model = Transformer(ModelConfig.from_dict(SHAPE), args.vocab).eval()
+    else:
+        model = train_copy_model(args.vocab, args.train_steps, batch=64, seed=1)
+        if args.trained:
+            torch.save(model.state_dict(), args.trained)
+    sources = random_sentences(args.sentences, args.vocab, torch.Generator().manual_seed(1234))
+    cached, cached_s = timed_decode(model, sources, args.batch, max_len_b)
+    uncached, uncached_s = timed_decode(UncachedDecoding(model), sources, args.batch, max_len_b)
+    result = {"machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
+              "torch": torch.__version__, "shape": SHAPE, "vocab": args.vocab, "sentences": args.sentences,
+              "batch": args.batch, "trained_steps": args.train_steps, "max_len": f"|x| + {max_len_b:g}", "cached": summary(cached, cached_s, sources),
+              "uncached": summary(uncached, uncached_s, sources),
+              "same_hypotheses": sum(a.tokens == b.tokens for a, b in zip(cached, uncached)),
+              "speedup": round(uncached_s / cached_s, 2)}
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
