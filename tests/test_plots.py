@@ -63,3 +63,10 @@ def test_bad_log_and_sweep_are_named(tmp_path):
         read_avg_sweep(sweep)
     sweep.write_text(json.dumps([{"last": 5, "bleu": 2.0}, {"last": 1, "bleu": 1.0}]))
     assert read_avg_sweep(sweep) == [(1, 1.0), (5, 2.0)]
+
+
+def test_plots_only_for_the_tables_asked_for(results, tmp_path):
+    config, results_dir = results
+    (results_dir / "wsj/parser/train/log.csv").unlink()
+    written = make_plots(config, results_dir, tmp_path / "plots", ("table2",))
+    assert [p.name for p in written] == ["curves_en-de_base.png"]

@@ -169,3 +169,16 @@ def test_flops_and_cells():
     assert layout.format_cell(None, "score") == "" and layout.format_cell(math.nan, "score") == "n/a"
     assert layout.format_cell(-0.3, "delta") == "-0.30" and layout.format_cell("5.00", "paper") == "5.00"
     assert layout.tex_escape("a_b & 50% #1") == r"a\_b \& 50\% \#1"
+
+
+def test_only_the_tables_asked_for_and_only_their_inputs(results, tmp_path):
+    """Without a treebank the workflow asks for Tables 2 and 3 only: no parsing file may be needed."""
+    config, results_dir = results
+    for path in (results_dir / "wsj").rglob("*.json"):
+        path.unlink()
+    config_path = write_config(tmp_path / "config.yaml", config)
+    out = tmp_path / "tables"
+    assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
+                 "--tables", "table2", "table3"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"table{n}.{s}" for n in (2, 3) for s in ("md", "csv", "tex"))
