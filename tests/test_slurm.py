@@ -95,14 +95,19 @@ def _wait_for(predicate, seconds: float) -> bool:
     return False
 
 
+def _train_job(workdir: Path) -> str:
+    """The SLURM id of this workflow's training job (its log is named after it), never another user's job."""
+    (log,) = (workdir / ".snakemake" / "slurm_logs" / "rule_train" / "1").glob("*.log")
+    return log.stem
+
+
 def test_requeued_training_resumes_from_its_checkpoints(toy):
     """A running training job is requeued (as a preemption does); it runs again and resumes, not restarts."""
     checkpoints = toy / "train/1/checkpoints"
     process = start_snakemake(toy, "--profile", "profile", "--config", "steps=8")
     try:
         assert _wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.iterdir())) >= 3, 120)
-        job = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%i"], capture_output=True, text=True,
-                             check=True).stdout.split()[0]
+        job = _train_job(toy)
         subprocess.run(["scontrol", "requeue", job], check=True)
         # SLURM holds a requeued job back for a while (BeginTime); let it start again now.
         assert _wait_for(lambda: job_field(job, "JobState") == "PENDING", 30)
