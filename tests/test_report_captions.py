@@ -1,4 +1,4 @@
-"""The captions of workflow/report/ render in a real ``snakemake --report`` (a toy workflow with our outputs' shapes)."""
+"""The captions of workflow/report/ render in a real ``snakemake --report`` (a toy workflow shaped like ours)."""
 
 import subprocess
 import sys

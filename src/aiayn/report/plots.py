@@ -7,7 +7,8 @@ canvas (no display, no pyplot state), for the runs reported in the tables asked 
 - ``curves_<task>_<exp>.png`` for every run: training loss and dev perplexity against the step, from
   ``R/<task>/<exp>/train/log.csv`` (columns ``step, loss, lr, dev_ppl``; ``dev_ppl`` is empty except on
   dev evaluations);
-- ``table3.png`` (when Table 3 is asked for and has rows): dev BLEU (paper method) and dev perplexity of every Table 3 row, ours beside the paper's;
+- ``table3.png`` (when Table 3 is asked for and has rows): dev BLEU (paper method) and dev perplexity
+  of every Table 3 row, ours beside the paper's;
 - ``avg_sweep_<task>_<exp>.png``: test BLEU against the number of averaged checkpoints, where
   ``R/<task>/<exp>/avg_sweep.json`` (``[{"last": n, "bleu": x}, ...]``) exists; skipped with a log line
   otherwise.

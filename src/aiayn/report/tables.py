@@ -2,9 +2,9 @@
 
 ``python -m aiayn.report.tables --config CONFIG_YAML --results-dir R --out-dir R/tables
 [--tables table2 table3 table4] [--log F]`` reads the metric files of docs/ARCHITECTURE.md under ``R`` and
-writes ``<table>.{md,csv,tex}`` for each table asked for (default: all three) to the out dir, atomically. Every file a table needs is checked before anything is written: a missing
-one is an error naming it. Each table ends with a footer saying what produced it (config file, git
-commit, date).
+writes ``<table>.{md,csv,tex}`` for each table asked for (default: all three) to the out dir, atomically.
+Every file a table needs is checked before anything is written: a missing one is an error naming it.
+Each table ends with a footer saying what produced it (config file, git commit, date).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ BUILDERS = {"table2": table2, "table3": table3, "table4": table4}
 
 
 def git_commit(directory: Path) -> str | None:
-    """The commit checked out in ``directory`` (here: the package's source) (with ``+dirty`` for local changes), or ``None`` outside git."""
+    """The commit checked out in ``directory`` (here: the package's source), ``+dirty`` with local changes;
+    ``None`` outside git."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, check=True,
                               timeout=30).stdout.strip()
