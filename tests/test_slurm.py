@@ -123,16 +123,28 @@ def test_requeued_training_resumes_from_its_checkpoints(toy):
 
 
 PROJECT_CONFIGS = [ROOT / "config.yaml", ROOT / "configs" / "demo.yaml", ROOT / "configs" / "test.yaml"]
-# Fewer runs than configs/test.yaml (a row of each table) so that the SLURM run stays within minutes.
+# Fewer runs than configs/test.yaml (a row of each table, EN-DE only) so that the SLURM run takes minutes.
 KEEP = {"base", "C1", "parser"}
+# The data stages of one task go to SLURM as one job (a Snakemake group) rather than a job per file.
+DATA_RULES = ("extract", "tokenize", "clean_en_de", "treebank", "bpe_learn", "bpe_encode", "binarize")
 
 
 def _shrink_overlay(path: Path) -> Path:
     experiments = {}
     for config in PROJECT_CONFIGS:
         experiments.update(yaml.safe_load(config.read_text(encoding="utf-8")).get("experiments", {}))
-    path.write_text(yaml.safe_dump({"experiments": {e: {"tables": []} for e in experiments if e not in KEEP}}))
+    overlay = {e: {"tables": []} for e in experiments if e not in KEEP}
+    overlay["base"] = {"tasks": ["en-de"]}
+    path.write_text(yaml.safe_dump({"experiments": overlay}))
     return path
+
+
+def _group_data_stages(profile: Path) -> Path:
+    config = yaml.safe_load((profile / "config.yaml").read_text(encoding="utf-8"))
+    config["groups"] = [f"{rule}=data" for rule in DATA_RULES]
+    config["group-components"] = ["data=100"]
+    (profile / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return profile
 
 
 @pytest.mark.slow
@@ -146,7 +158,8 @@ def test_project_workflow_through_slurm_matches_local(tmp_path):
     """
     configs = [*map(str, PROJECT_CONFIGS), str(_shrink_overlay(tmp_path / "shrink.yaml"))]
     common = ("-s", str(ROOT / "Snakefile"), "--configfile", *configs, "--max-threads", "1")
-    modes = {"local": ("--cores", "2"), "slurm": ("--profile", str(ci_profile(tmp_path / "profile", mem_mb=1000)))}
+    profile = _group_data_stages(ci_profile(tmp_path / "profile", mem_mb=1000))
+    modes = {"local": ("--cores", "2"), "slurm": ("--profile", str(profile))}
     runs = {}
     for name, extra in modes.items():
         workdir = tmp_path / name
