@@ -55,8 +55,11 @@ def test_missing_log_is_named(results, tmp_path):
 def test_bad_log_and_sweep_are_named(tmp_path):
     bad = tmp_path / "log.csv"
     bad.write_text("step,lr\n1,0.1\n")
-    with pytest.raises(MetricFileError, match=r"log\.csv: missing column\(s\) \['loss', 'dev_ppl'\]"):
+    with pytest.raises(MetricFileError, match=r"log\.csv: missing column\(s\) \['loss'\]"):
         read_train_log(bad)
+    no_dev = tmp_path / "no_dev.csv"
+    no_dev.write_text("step,lr,loss\n1,0.1,9.5\n2,0.2,9.0\n")
+    assert read_train_log(no_dev)["dev_ppl"].isna().all()
     sweep = tmp_path / "avg_sweep.json"
     sweep.write_text(json.dumps([{"last": 2}]))
     with pytest.raises(MetricFileError, match="avg_sweep.json"):

@@ -32,7 +32,7 @@ from aiayn.report.metrics import MetricFileError, require, run_dir
 
 log = logging.getLogger(__name__)
 
-LOG_COLUMNS = ("step", "loss", "dev_ppl")
+LOG_COLUMNS = ("step", "loss")
 
 
 def save(figure: Figure, path: Path) -> Path:
@@ -43,13 +43,18 @@ def save(figure: Figure, path: Path) -> Path:
 
 
 def read_train_log(path: Path) -> pd.DataFrame:
-    """The trainer's ``log.csv``; raises :class:`MetricFileError` naming the file if a column or row is missing."""
+    """The trainer's ``log.csv``; raises :class:`MetricFileError` naming the file if ``step``, ``loss`` or every
+    row is missing. Without a ``dev_ppl`` column (no dev evaluation logged) the dev panel stays empty, with a
+    warning."""
     frame = pd.read_csv(path)
     absent = [c for c in LOG_COLUMNS if c not in frame.columns]
     if absent:
         raise MetricFileError(f"{path}: missing column(s) {absent} (has {list(frame.columns)})")
     if frame.empty:
         raise MetricFileError(f"{path}: no rows")
+    if "dev_ppl" not in frame.columns:
+        log.warning("%s: no dev_ppl column; the dev perplexity panel is empty", path)
+        frame["dev_ppl"] = np.nan
     return frame
 
 
