@@ -71,7 +71,7 @@ def _read(path: Path) -> dict:
 
 
 def test_toy_workflow_goes_through_slurm(toy):
-    code, output = run_snakemake(toy, "--profile", "profile", timeout=240)
+    code, output = run_snakemake(toy, "--profile", "profile", timeout=400)
     assert code == 0, output
     tokenize_job = (toy / "tok/1.txt").read_text().strip()
     train = _read(toy / "train/1/summary.json")
@@ -106,14 +106,14 @@ def test_requeued_training_resumes_from_its_checkpoints(toy):
     checkpoints = toy / "train/1/checkpoints"
     process = start_snakemake(toy, "--profile", "profile", "--config", "steps=8")
     try:
-        assert _wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.iterdir())) >= 3, 120)
+        assert _wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.iterdir())) >= 3, 300)
         job = _train_job(toy)
         subprocess.run(["scontrol", "requeue", job], check=True)
         # SLURM holds a requeued job back for a while (BeginTime); let it start again now.
         assert _wait_for(lambda: job_field(job, "JobState") == "PENDING", 30)
         subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
     finally:
-        output = finish(process, toy, timeout=240)
+        output = finish(process, toy, timeout=400)
     assert process.returncode == 0, output
     train = _read(toy / "train/1/summary.json")
     starts = [int(s) for s in train["starts"].split(",")]
