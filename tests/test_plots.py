@@ -55,11 +55,21 @@ def test_missing_log_is_named(results, tmp_path):
 def test_bad_log_and_sweep_are_named(tmp_path):
     bad = tmp_path / "log.csv"
     bad.write_text("step,lr\n1,0.1\n")
-    with pytest.raises(MetricFileError, match=r"log\.csv: missing column\(s\) \['loss', 'dev_ppl'\]"):
+    with pytest.raises(MetricFileError, match=r"log\.csv: missing column\(s\) \['loss'\]"):
         read_train_log(bad)
+    no_dev = tmp_path / "no_dev.csv"
+    no_dev.write_text("step,lr,loss\n1,0.1,9.5\n2,0.2,9.0\n")
+    assert read_train_log(no_dev)["dev_ppl"].isna().all()
     sweep = tmp_path / "avg_sweep.json"
     sweep.write_text(json.dumps([{"last": 2}]))
     with pytest.raises(MetricFileError, match="avg_sweep.json"):
         read_avg_sweep(sweep)
     sweep.write_text(json.dumps([{"last": 5, "bleu": 2.0}, {"last": 1, "bleu": 1.0}]))
     assert read_avg_sweep(sweep) == [(1, 1.0), (5, 2.0)]
+
+
+def test_plots_only_for_the_tables_asked_for(results, tmp_path):
+    config, results_dir = results
+    (results_dir / "wsj/parser/train/log.csv").unlink()
+    written = make_plots(config, results_dir, tmp_path / "plots", ("table2",))
+    assert [p.name for p in written] == ["curves_en-de_base.png"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from slurm_helpers import (ROOT, ci_profile, finish, job_field, run_snakemake, sinfo_answers, start_snakemake)
 
@@ -38,6 +39,7 @@ rule train:
     output: "train/{i}/summary.json"
     log: "logs/train_{i}.log"
     params: steps=config.get("steps", 2)
+    resources: gpu=1
     shell:
         """
         d=train/{wildcards.i}; mkdir -p $d/checkpoints
@@ -69,12 +71,12 @@ def _read(path: Path) -> dict:
 
 
 def test_toy_workflow_goes_through_slurm(toy):
-    code, output = run_snakemake(toy, "--profile", "profile", timeout=240)
+    code, output = run_snakemake(toy, "--profile", "profile", timeout=400)
     assert code == 0, output
     tokenize_job = (toy / "tok/1.txt").read_text().strip()
     train = _read(toy / "train/1/summary.json")
     assert tokenize_job.isdigit() and train["job"].isdigit() and tokenize_job != train["job"]
-    assert train["cuda"] == "0", "the profile's gpu: 1 for train must reach SLURM as a GPU request"
+    assert train["cuda"] == "0", "train's gpu=1 must reach SLURM as a GPU request"
     assert _read(toy / "tables/summary.json")["job"] == "none", "tables is a local rule"
     assert job_field(train["job"], "TresPerJob") == "gres:gpu:1"
     assert job_field(train["job"], "Requeue") == "1", "slurm-requeue: true must reach sbatch"
@@ -93,20 +95,25 @@ def _wait_for(predicate, seconds: float) -> bool:
     return False
 
 
+def _train_job(workdir: Path) -> str:
+    """The SLURM id of this workflow's training job (its log is named after it), never another user's job."""
+    (log,) = (workdir / ".snakemake" / "slurm_logs" / "rule_train" / "1").glob("*.log")
+    return log.stem
+
+
 def test_requeued_training_resumes_from_its_checkpoints(toy):
     """A running training job is requeued (as a preemption does); it runs again and resumes, not restarts."""
     checkpoints = toy / "train/1/checkpoints"
     process = start_snakemake(toy, "--profile", "profile", "--config", "steps=8")
     try:
-        assert _wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.iterdir())) >= 3, 120)
-        job = subprocess.run(["squeue", "-h", "-t", "R", "-o", "%i"], capture_output=True, text=True,
-                             check=True).stdout.split()[0]
+        assert _wait_for(lambda: checkpoints.is_dir() and len(list(checkpoints.iterdir())) >= 3, 300)
+        job = _train_job(toy)
         subprocess.run(["scontrol", "requeue", job], check=True)
         # SLURM holds a requeued job back for a while (BeginTime); let it start again now.
         assert _wait_for(lambda: job_field(job, "JobState") == "PENDING", 30)
         subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
     finally:
-        output = finish(process, toy, timeout=240)
+        output = finish(process, toy, timeout=400)
     assert process.returncode == 0, output
     train = _read(toy / "train/1/summary.json")
     starts = [int(s) for s in train["starts"].split(",")]
@@ -115,11 +122,33 @@ def test_requeued_training_resumes_from_its_checkpoints(toy):
     assert int(job_field(job, "Restarts")) == 1
 
 
-PROJECT_CONFIG = ROOT / "configs" / "test.yaml"
+PROJECT_CONFIGS = [ROOT / "config.yaml", ROOT / "configs" / "demo.yaml", ROOT / "configs" / "test.yaml"]
+# Fewer runs than configs/test.yaml (a row of each table, EN-DE only) so that the SLURM run takes minutes.
+KEEP = {"base", "C1", "parser"}
+# The data stages of one task go to SLURM as one job (a Snakemake group) rather than a job per file.
+DATA_RULES = ("extract", "tokenize", "clean_en_de", "treebank", "bpe_learn", "bpe_encode", "binarize")
+
+
+def _shrink_overlay(path: Path) -> Path:
+    experiments = {}
+    for config in PROJECT_CONFIGS:
+        experiments.update(yaml.safe_load(config.read_text(encoding="utf-8")).get("experiments", {}))
+    overlay = {e: {"tables": []} for e in experiments if e not in KEEP}
+    overlay["base"] = {"tasks": ["en-de"]}
+    path.write_text(yaml.safe_dump({"experiments": overlay}))
+    return path
+
+
+def _group_data_stages(profile: Path) -> Path:
+    config = yaml.safe_load((profile / "config.yaml").read_text(encoding="utf-8"))
+    config["groups"] = [f"{rule}=data" for rule in DATA_RULES]
+    config["group-components"] = ["data=100"]
+    (profile / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return profile
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "Snakefile").is_file() or not PROJECT_CONFIG.is_file(),
+@pytest.mark.skipif(not (ROOT / "Snakefile").is_file() or not PROJECT_CONFIGS[-1].is_file(),
                     reason="needs the project's Snakefile and configs/test.yaml")
 def test_project_workflow_through_slurm_matches_local(tmp_path):
     """configs/test.yaml end to end, once locally and once through SLURM: the same tables.
@@ -127,8 +156,10 @@ def test_project_workflow_through_slurm_matches_local(tmp_path):
     Threads are one per job in both runs so that CPU training is bit-for-bit the same; only the training
     cost computed the paper's way (wall-clock time x FLOP/s) may differ.
     """
-    common = ("-s", str(ROOT / "Snakefile"), "--configfile", str(PROJECT_CONFIG), "--max-threads", "1")
-    modes = {"local": ("--cores", "2"), "slurm": ("--profile", str(ci_profile(tmp_path / "profile", mem_mb=1000)))}
+    configs = [*map(str, PROJECT_CONFIGS), str(_shrink_overlay(tmp_path / "shrink.yaml"))]
+    common = ("-s", str(ROOT / "Snakefile"), "--configfile", *configs, "--max-threads", "1")
+    profile = _group_data_stages(ci_profile(tmp_path / "profile", mem_mb=1000))
+    modes = {"local": ("--cores", "2"), "slurm": ("--profile", str(profile))}
     runs = {}
     for name, extra in modes.items():
         workdir = tmp_path / name
@@ -138,6 +169,7 @@ def test_project_workflow_through_slurm_matches_local(tmp_path):
         runs[name] = workdir
     slurm_logs = runs["slurm"] / ".snakemake" / "slurm_logs"
     assert list(slurm_logs.glob("rule_train/**/*.log")), f"no training job went through SLURM ({slurm_logs})"
+    assert not list(slurm_logs.glob("rule_tables/**/*.log")), "tables is a local rule"
     local_tables = sorted(runs["local"].rglob("tables/table*.csv"))
     assert [p.name for p in local_tables] == ["table2.csv", "table3.csv", "table4.csv"]
     for local in local_tables:

@@ -169,3 +169,38 @@ def test_flops_and_cells():
     assert layout.format_cell(None, "score") == "" and layout.format_cell(math.nan, "score") == "n/a"
     assert layout.format_cell(-0.3, "delta") == "-0.30" and layout.format_cell("5.00", "paper") == "5.00"
     assert layout.tex_escape("a_b & 50% #1") == r"a\_b \& 50\% \#1"
+
+
+def test_only_the_tables_asked_for_and_only_their_inputs(results, tmp_path):
+    """Without a treebank the workflow asks for Tables 2 and 3 only: no parsing file may be needed."""
+    config, results_dir = results
+    for path in (results_dir / "wsj").rglob("*.json"):
+        path.unlink()
+    config_path = write_config(tmp_path / "config.yaml", config)
+    out = tmp_path / "tables"
+    assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
+                 "--tables", "table2", "table3"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"table{n}.{s}" for n in (2, 3) for s in ("md", "csv", "tex"))
+
+
+def test_en_fr_block_follows_en_de_with_its_own_paper_rows(results):
+    import yaml
+
+    from report_fixtures import ROOT, bleu, summary
+
+    config, results_dir = results
+    full = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    config["tasks"]["en-fr"] = full["tasks"]["en-fr"]
+    config["experiments"]["base"]["tasks"] = ["en-de", "en-fr"]
+    for name, obj in {"en-fr/base/test-avg.bleu.json": bleu(38.0, 36.5),
+                      "en-fr/base/train/summary.json": summary(config, "en-fr", "base", 60_000_000, 43200.0),
+                      "en-fr/baseline/test-copy.bleu.json": bleu(3.0, 2.5)}.items():
+        (results_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (results_dir / name).write_text(json.dumps(obj))
+    table = _by_name(config, results_dir)["table2"]
+    fr = [(r["model"], r.get("bleu_paper"), r.get("bleu_delta")) for r in table.rows if r["task"] == "EN-FR"]
+    assert fr[0] == ("Deep-Att + PosUnk", "39.2", None)
+    assert ("Transformer (base model)", "38.1", -0.1) in fr and ("Transformer (big)", "41.8", None) in fr
+    assert [r["task"] for r in table.rows].index("EN-FR") == 9 and "ByteNet" not in [m for m, _, _ in fr]
+    assert any("41.0" in note for note in table.notes)

@@ -134,7 +134,8 @@ def tex_escape(text: str) -> str:
 
 
 def render_latex(table: Table) -> str:
-    """A ``table`` float with a booktabs ``tabular`` scaled to the text width; notes and footer go in a small paragraph under it."""
+    """A ``table`` float with a booktabs ``tabular`` scaled to the text width; notes and footer go in a
+    small paragraph under it."""
     spec = "".join("l" if c.kind == "text" else "r" for c in table.columns)
     headers = [c.tex if c.tex is not None else tex_escape(c.header) for c in table.columns]
     lines = ["% needs \\usepackage{booktabs,graphicx}", "\\begin{table}[t]", "\\centering",

@@ -1,12 +1,14 @@
 """Figures a researcher looks at before reading the tables: learning curves, Table 3, averaging sweeps.
 
-``python -m aiayn.report.plots --config CONFIG_YAML --results-dir R --out-dir R/plots [--log F]`` writes,
-each atomically, PNGs rendered with matplotlib's Agg canvas (no display, no pyplot state):
+``python -m aiayn.report.plots --config CONFIG_YAML --results-dir R --out-dir R/plots
+[--tables table2 table3 table4] [--log F]`` writes, each atomically, PNGs rendered with matplotlib's Agg
+canvas (no display, no pyplot state), for the runs reported in the tables asked for (default: all three):
 
 - ``curves_<task>_<exp>.png`` for every run: training loss and dev perplexity against the step, from
   ``R/<task>/<exp>/train/log.csv`` (columns ``step, loss, lr, dev_ppl``; ``dev_ppl`` is empty except on
   dev evaluations);
-- ``table3.png``: dev BLEU (paper method) and dev perplexity of every Table 3 row, ours beside the paper's;
+- ``table3.png`` (when Table 3 is asked for and has rows): dev BLEU (paper method) and dev perplexity
+  of every Table 3 row, ours beside the paper's;
 - ``avg_sweep_<task>_<exp>.png``: test BLEU against the number of averaged checkpoints, where
   ``R/<task>/<exp>/avg_sweep.json`` (``[{"last": n, "bleu": x}, ...]``) exists; skipped with a log line
   otherwise.
@@ -30,7 +32,7 @@ from aiayn.report.metrics import MetricFileError, require, run_dir
 
 log = logging.getLogger(__name__)
 
-LOG_COLUMNS = ("step", "loss", "dev_ppl")
+LOG_COLUMNS = ("step", "loss")
 
 
 def save(figure: Figure, path: Path) -> Path:
@@ -41,13 +43,18 @@ def save(figure: Figure, path: Path) -> Path:
 
 
 def read_train_log(path: Path) -> pd.DataFrame:
-    """The trainer's ``log.csv``; raises :class:`MetricFileError` naming the file if a column or row is missing."""
+    """The trainer's ``log.csv``; raises :class:`MetricFileError` naming the file if ``step``, ``loss`` or every
+    row is missing. Without a ``dev_ppl`` column (no dev evaluation logged) the dev panel stays empty, with a
+    warning."""
     frame = pd.read_csv(path)
     absent = [c for c in LOG_COLUMNS if c not in frame.columns]
     if absent:
         raise MetricFileError(f"{path}: missing column(s) {absent} (has {list(frame.columns)})")
     if frame.empty:
         raise MetricFileError(f"{path}: no rows")
+    if "dev_ppl" not in frame.columns:
+        log.warning("%s: no dev_ppl column; the dev perplexity panel is empty", path)
+        frame["dev_ppl"] = np.nan
     return frame
 
 
@@ -111,19 +118,23 @@ def avg_sweep_chart(points: list[tuple[int, float]], chosen: int, title: str) ->
     return figure
 
 
-def make_plots(config: dict, results_dir: Path, out_dir: Path) -> list[Path]:
-    """Every figure of the module docstring; returns the paths written."""
-    runs = cfg.runs(config)
+TABLES = ("table2", "table3", "table4")
+
+
+def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str, ...] = TABLES) -> list[Path]:
+    """Every figure of the module docstring for the runs of ``tables``; returns the paths written."""
+    runs = list(dict.fromkeys(run for table in tables for run in cfg.runs(config, table)))
+    with_table3 = "table3" in tables and bool(table3.rows_in_order(config))
     logs = {(t, e): run_dir(results_dir, t, e) / "train" / "log.csv" for t, e in runs}
-    require([*logs.values(), *table3.inputs(config, results_dir)])
+    require([*logs.values(), *(table3.inputs(config, results_dir) if with_table3 else [])])
     written = []
     for (task, exp), path in logs.items():
         figure = learning_curves(read_train_log(path), f"{exp} ({task})")
         written.append(save(figure, out_dir / f"curves_{task}_{exp}.png"))
-    if table3.rows_in_order(config):
+    if with_table3:
         written.append(save(table3_chart(table3.build(config, results_dir).rows), out_dir / "table3.png"))
     else:
-        log.info("no experiment reported in table3: no table3.png")
+        log.info("Table 3 not asked for or without rows: no table3.png")
     for task, exp in runs:
         sweep = run_dir(results_dir, task, exp) / "avg_sweep.json"
         if not sweep.is_file():
@@ -140,6 +151,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--config", required=True, type=Path, help="the workflow's config YAML")
     parser.add_argument("--results-dir", required=True, type=Path, help="R: the results directory")
     parser.add_argument("--out-dir", required=True, type=Path, help="where the PNGs go")
+    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES),
+                        help="plot the runs reported in these tables (default: all)")
     parser.add_argument("--log", help="also log to this file")
     return parser.parse_args(argv)
 
@@ -149,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     config = cfg.load(args.config)
     try:
-        written = make_plots(config, args.results_dir, args.out_dir)
+        written = make_plots(config, args.results_dir, args.out_dir, tuple(args.tables))
     except MetricFileError as err:
         log.error("%s", err)
         return 1

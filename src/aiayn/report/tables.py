@@ -1,10 +1,10 @@
 """Render the paper's Tables 2, 3 and 4 with our numbers beside the paper's.
 
-``python -m aiayn.report.tables --config CONFIG_YAML --results-dir R --out-dir R/tables [--log F]``
-reads the metric files of docs/ARCHITECTURE.md under ``R`` and writes ``table{2,3,4}.{md,csv,tex}`` to
-the out dir, each atomically. Every file a table needs is checked before anything is written: a missing
-one is an error naming it. Each table ends with a footer saying what produced it (config file, git
-commit, date).
+``python -m aiayn.report.tables --config CONFIG_YAML --results-dir R --out-dir R/tables
+[--tables table2 table3 table4] [--log F]`` reads the metric files of docs/ARCHITECTURE.md under ``R`` and
+writes ``<table>.{md,csv,tex}`` for each table asked for (default: all three) to the out dir, atomically.
+Every file a table needs is checked before anything is written: a missing one is an error naming it.
+Each table ends with a footer saying what produced it (config file, git commit, date).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ BUILDERS = {"table2": table2, "table3": table3, "table4": table4}
 
 
 def git_commit(directory: Path) -> str | None:
-    """The commit checked out in ``directory`` (here: the package's source) (with ``+dirty`` for local changes), or ``None`` outside git."""
+    """The commit checked out in ``directory`` (here: the package's source), ``+dirty`` with local changes;
+    ``None`` outside git."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, check=True,
                               timeout=30).stdout.strip()
@@ -45,10 +46,12 @@ def provenance(config_path: Path, commit: str | None, when: datetime.datetime) -
             f"git commit {commit or 'unknown (not a git checkout)'}, {when:%Y-%m-%d %H:%M} UTC.")
 
 
-def build_tables(config: dict, results_dir: Path, footer: str) -> list[Table]:
-    """Tables 2, 3 and 4; raises :class:`~aiayn.report.metrics.MetricFileError` first if any input is missing."""
-    require([path for builder in BUILDERS.values() for path in builder.inputs(config, results_dir)])
-    tables = [builder.build(config, results_dir) for builder in BUILDERS.values()]
+def build_tables(config: dict, results_dir: Path, footer: str, names: list[str] | None = None) -> list[Table]:
+    """Tables ``names`` (default: 2, 3 and 4); raises :class:`~aiayn.report.metrics.MetricFileError` before
+    building anything if an input of any of them is missing."""
+    builders = [BUILDERS[name] for name in (names or BUILDERS)]
+    require([path for builder in builders for path in builder.inputs(config, results_dir)])
+    tables = [builder.build(config, results_dir) for builder in builders]
     for table in tables:
         table.footer = footer
     return tables
@@ -70,7 +73,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m aiayn.report.tables", description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, type=Path, help="the workflow's config YAML")
     parser.add_argument("--results-dir", required=True, type=Path, help="R: the results directory")
-    parser.add_argument("--out-dir", required=True, type=Path, help="where table{2,3,4}.{md,csv,tex} go")
+    parser.add_argument("--out-dir", required=True, type=Path, help="where <table>.{md,csv,tex} go")
+    parser.add_argument("--tables", nargs="+", choices=list(BUILDERS), default=list(BUILDERS),
+                        help="which tables to write (default: all)")
     parser.add_argument("--log", help="also log to this file")
     return parser.parse_args(argv)
 
@@ -82,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     now = datetime.datetime.now(datetime.timezone.utc)
     footer = provenance(args.config, git_commit(Path(__file__).resolve().parent), now)
     try:
-        tables = build_tables(config, args.results_dir, footer)
+        tables = build_tables(config, args.results_dir, footer, args.tables)
     except MetricFileError as err:
         log.error("%s", err)
         return 1
