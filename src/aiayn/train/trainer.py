@@ -112,7 +112,7 @@ class Trainer:
         self.model = self._wrap(self.raw_model)
         self.optimizer = torch.optim.Adam(self.raw_model.parameters(), lr=0.0, betas=self.cfg.adam_betas,
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
-                                          fused=env.device.type == "cuda" or None)
+                                          fused=True)
         self.autocast = autocast_for(self.cfg.precision, env.device)
         self.max_len = self.model_cfg.max_positions if self.model_cfg.positional == "learned" else None
         self.stream = BatchStream(BatchSampler(self._batches(), self.cfg.seed, env.rank, env.world_size))
