@@ -106,8 +106,8 @@ def test_sinusoid_golden_values():
 def test_parameter_count_of_tiny_model_by_hand():
     cfg = tiny(n_layers=1)
     d, f, h, dk, dv = 16, 32, 2, 8, 6
-    attn_self = d * h * (2 * dk + dv) + h * (2 * dk + dv) + h * dv * d + d
-    attn_cross = d * h * dk + h * dk + d * h * (dk + dv) + h * (dk + dv) + h * dv * d + d
+    attn_self = d * h * (2 * dk + dv) + h * dv * d  # no biases in attention projections
+    attn_cross = d * h * dk + d * h * (dk + dv) + h * dv * d
     ffn = d * f + f + f * d + d
     norm = 2 * d
     want = V * d + (attn_self + ffn + 2 * norm) + (attn_self + attn_cross + ffn + 3 * norm)
