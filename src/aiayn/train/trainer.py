@@ -248,6 +248,18 @@ class Trainer:
         peak = PEAK_BF16_FLOPS.get(device_name(self.env.device))
         return None if peak is None else self.flops_per_token * tokens_per_s / (peak * self.env.world_size)
 
+    def record(self, result: dict, metrics: MetricsLog | None, bar: tqdm, elapsed: float) -> None:
+        """Add a step to the log window; every ``log_every_steps`` (and at the end) write a row."""
+        window = self.window
+        window.loss, window.nll = window.loss + result["loss"], window.nll + result["nll"]
+        window.tokens, window.steps = window.tokens + result["tokens"], window.steps + 1
+        window.timed_tokens += result["tokens"]
+        step = result["step"]
+        if metrics and (step % self.cfg.log_every_steps == 0 or step == self.cfg.train_steps):
+            self.log_window(window, result, metrics, elapsed)
+            bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result['lr']:.2e}")
+            self.window = Window()
+
     def log_window(self, window: Window, result: dict, metrics: MetricsLog, elapsed: float) -> None:
         seconds = time.perf_counter() - window.start
         tokens_per_s = window.timed_tokens / seconds if seconds > 0 else 0.0
@@ -265,8 +277,7 @@ class Trainer:
         self._log_start()
         bar = tqdm(total=self.cfg.train_steps, initial=self.progress.step, disable=None if self.env.is_main else True,
                    unit="step", dynamic_ncols=True)
-        window = self.window
-        window.start = time.perf_counter()
+        self.window.start = time.perf_counter()
         while self.progress.step < self.cfg.train_steps:
             if self.stop_requested or steps_this_run == self.max_steps_this_run:
                 self.progress.wall_seconds = wall0 + time.perf_counter() - started
@@ -276,16 +287,9 @@ class Trainer:
             result = self.train_step()
             if result is None:
                 continue
-            steps_this_run += 1
+            steps_this_run, step = steps_this_run + 1, result["step"]
             bar.update(1)
-            window.loss, window.nll = window.loss + result["loss"], window.nll + result["nll"]
-            window.tokens, window.steps = window.tokens + result["tokens"], window.steps + 1
-            window.timed_tokens += result["tokens"]
-            step = result["step"]
-            if metrics and (step % self.cfg.log_every_steps == 0 or step == self.cfg.train_steps):
-                self.log_window(window, result, metrics, wall0 + time.perf_counter() - started)
-                bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result['lr']:.2e}")
-                window = self.window = Window()
+            self.record(result, metrics, bar, wall0 + time.perf_counter() - started)
             if self.env.is_main and self.cfg.dev_every_steps and step % self.cfg.dev_every_steps == 0:
                 ppl = self.dev_perplexity()
                 metrics.scalars(step, {"ppl": ppl}, "dev")
@@ -294,8 +298,8 @@ class Trainer:
                 self.save()
                 last_save, saved_step = time.perf_counter(), step
         bar.close()
-        if window.steps and metrics:
-            self.progress.train_loss = window.loss / max(window.tokens, 1.0)
+        if self.window.steps and metrics:
+            self.progress.train_loss = self.window.loss / max(self.window.tokens, 1.0)
         self.progress.wall_seconds = wall0 + time.perf_counter() - started
         self.finish(saved_step, metrics)
         return 0
