@@ -153,3 +153,12 @@ def test_load_model_round_trip(tmp_path):
     src, tgt = tokens(2, 4, 9), tokens(2, 3, 9)
     with torch.no_grad():
         torch.testing.assert_close(loaded(src, tgt), model(src, tgt))
+
+
+def test_sinusoids_extend_past_max_positions():
+    model = model_of(tiny(max_positions=4))
+    src, tgt = tokens(1, 9, 1), tokens(1, 7, 2)
+    with torch.no_grad():
+        logits = model(src, tgt)
+    assert logits.shape == (1, 7, V) and torch.isfinite(logits).all()
+    torch.testing.assert_close(model.tgt_pos.sinusoids[:7], sinusoid_table(7, 16))

@@ -160,3 +160,25 @@ def test_bad_settings_and_missing_data_fail_early(tmp_path):
         parse_settings(json.dumps(bad))
     with pytest.raises(FileNotFoundError, match="train/manifest.json"):
         main(["--data", str(tmp_path), "--settings", json.dumps(settings()), "--out-dir", str(tmp_path / "o")])
+
+
+def test_sigterm_stops_with_a_checkpoint(data, tmp_path):
+    import signal
+
+    trainer = Trainer(settings(dev_every_steps=0, checkpoint_steps=0), data, tmp_path, CPU)
+    previous = signal.getsignal(signal.SIGTERM)
+    trainer.install_signal_handlers()
+    original = trainer.micro_step
+
+    def micro_step(indices):
+        if trainer.progress.step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(indices)
+
+    trainer.micro_step = micro_step
+    try:
+        assert trainer.run() == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]
+    assert not (tmp_path / "summary.json").exists()
