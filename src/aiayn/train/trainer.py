@@ -238,7 +238,7 @@ class Trainer:
 
     def dev_perplexity(self) -> float:
         totals = corpus_nll(self.raw_model, self.dev_data, self.cfg.max_tokens_per_batch, self.env.device,
-                            self.max_len, self.autocast)
+                            self.max_len, self.autocast, drop_overlong=True)
         ppl = perplexity_report(totals)["ppl"]
         self.progress.dev_ppl = ppl
         log.info("step %d: dev perplexity %.4f (%d tokens)", self.progress.step, ppl, totals["tokens"])
