@@ -1,1 +1,1 @@
-"""Evaluation: BLEU, perplexity, parsing F1."""
+"""Evaluation: perplexity, BLEU, parsing F1."""

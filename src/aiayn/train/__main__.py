@@ -1,0 +1,89 @@
+"""Train one model: ``python -m aiayn.train --data D/bin/<task> --settings JSON --out-dir R/<task>/<exp>/train``.
+
+Writes ``checkpoints/ckpt_<step:08d>.pt``, ``checkpoint_last.pt``, ``log.csv`` and, last,
+``summary.json`` under ``--out-dir``; a rerun with the same ``--out-dir`` resumes from the latest
+checkpoint. ``train.gpus > 1`` on a CUDA machine restarts itself under torchrun (DDP, NCCL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import torch
+
+from aiayn.io import setup_logging
+from aiayn.model import ModelConfig
+from aiayn.train.distributed import DEFAULT_LOCK_DIR, claim_gpus_if_shared, init_from_environment, \
+    relaunch_under_torchrun, should_relaunch
+from aiayn.train.settings import TrainConfig
+from aiayn.train.trainer import Trainer
+
+log = logging.getLogger("aiayn.train")
+
+
+def parse_settings(text: str) -> dict:
+    """The run's settings (``aiayn.config.resolve``) from a JSON string; checks its model and train keys."""
+    try:
+        settings = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"--settings is not valid JSON: {error}") from None
+    for section in ("model", "train"):
+        if not isinstance(settings, dict) or not isinstance(settings.get(section), dict):
+            raise ValueError(f"--settings lacks the {section!r} section")
+    ModelConfig.from_dict(settings["model"])
+    TrainConfig.from_dict(settings["train"])
+    return settings
+
+
+def check_data(data: Path) -> None:
+    for split in ("train", "dev"):
+        if not (data / split / "manifest.json").exists():
+            raise FileNotFoundError(f"{data / split / 'manifest.json'}: missing (run the binarize stage)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m aiayn.train", description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
+    parser.add_argument("--settings", required=True, help="the run's settings as a JSON string")
+    parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: train.threads)")
+    parser.add_argument("--max-steps-this-run", type=int, default=None,
+                        help="stop with a checkpoint after this many steps (resume later with the same --out-dir)")
+    parser.add_argument("--gpu-lock-dir", type=Path, default=DEFAULT_LOCK_DIR, help="where GPU claim locks live")
+    parser.add_argument("--log", default=None, help="also log to this file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    setup_logging(args.log)
+    settings = parse_settings(args.settings)
+    train_cfg = TrainConfig.from_dict(settings["train"])
+    check_data(args.data)
+    threads = args.threads or train_cfg.threads
+    if threads:
+        torch.set_num_threads(threads)
+    claim = claim_gpus_if_shared(train_cfg.gpus, args.gpu_lock_dir)
+    try:
+        if should_relaunch(train_cfg.gpus):
+            return relaunch_under_torchrun(argv, train_cfg.gpus)
+        env = init_from_environment(train_cfg.gpus)
+        if not env.is_main:
+            logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
+        trainer = Trainer(settings, args.data, args.out_dir, env, args.max_steps_this_run)
+        trainer.install_signal_handlers()
+        return trainer.run()
+    finally:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+        if claim is not None:
+            claim.release()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""Checkpoint files: atomic writes, rotation, the latest one, RNG state (docs/ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from aiayn.io import atomic_path
+
+CKPT_RE = re.compile(r"^ckpt_(\d{8})\.pt$")
+
+
+def checkpoint_path(out_dir: Path, step: int) -> Path:
+    return Path(out_dir) / "checkpoints" / f"ckpt_{step:08d}.pt"
+
+
+def list_checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
+    """(step, path) of every ``checkpoints/ckpt_<step>.pt`` under ``out_dir``, oldest first."""
+    folder = Path(out_dir) / "checkpoints"
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := CKPT_RE.match(p.name))]
+    return sorted(found)
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then rename: never a half-written checkpoint."""
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def rotate(out_dir: Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` checkpoints; returns the deleted paths."""
+    old = [path for _, path in list_checkpoints(out_dir)[:-keep]]
+    for path in old:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return old
+
+
+def publish_last(out_dir: Path, source: Path) -> Path:
+    """``checkpoint_last.pt``: a hard link to ``source`` (a copy where links are not possible), atomically."""
+    target = Path(out_dir) / "checkpoint_last.pt"
+    with atomic_path(target) as tmp:
+        os.unlink(tmp)
+        try:
+            os.link(source, tmp)
+        except OSError:
+            import shutil
+
+            shutil.copyfile(source, tmp)
+    return target
+
+
+def rng_state() -> dict:
+    """Python, numpy, torch and CUDA generator states, as tensors and plain values (weights_only-safe)."""
+    version, internal, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": [version, list(internal), gauss],
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore what :func:`rng_state` captured."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = state["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

@@ -1,0 +1,61 @@
+"""Training metrics: ``log.csv`` rows and TensorBoard scalars (when TensorBoard is installed)."""
+
+from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
+
+from aiayn.io import atomic_output
+
+COLUMNS = ("step", "lr", "loss", "nll", "grad_norm", "tokens_per_s", "mfu", "elapsed")
+log = logging.getLogger(__name__)
+
+
+class MetricsLog:
+    """Append rows to ``<out_dir>/log.csv``; on resume, rows after the resumed step are dropped first
+    (a killed run may have logged steps that the resumed run repeats)."""
+
+    def __init__(self, out_dir: Path, resume_step: int = 0):
+        self.path = Path(out_dir) / "log.csv"
+        rows = []
+        if self.path.exists() and resume_step > 0:
+            with open(self.path, encoding="utf-8", newline="") as handle:
+                rows = [r for r in csv.DictReader(handle) if r.get("step", "").isdigit() and int(r["step"]) <= resume_step]
+        with atomic_output(self.path) as handle:
+            writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n", extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+        self.tensorboard = _tensorboard_writer(Path(out_dir) / "tensorboard")
+
+    def write(self, row: dict) -> None:
+        """Append one row (keys of :data:`COLUMNS`; None leaves a cell empty) and its TensorBoard scalars."""
+        cells = {key: "" if row.get(key) is None else _format(row[key]) for key in COLUMNS}
+        with open(self.path, "a", encoding="utf-8", newline="") as handle:
+            csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n").writerow(cells)
+        self.scalars(row["step"], {k: v for k, v in row.items() if k != "step" and v is not None}, "train")
+
+    def scalars(self, step: int, values: dict, prefix: str) -> None:
+        if self.tensorboard is None:
+            return
+        for key, value in values.items():
+            self.tensorboard.add_scalar(f"{prefix}/{key}", value, step)
+        self.tensorboard.flush()
+
+    def close(self) -> None:
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+
+
+def _format(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _tensorboard_writer(folder: Path):
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None
+    return SummaryWriter(str(folder))

@@ -1,0 +1,60 @@
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from aiayn.data.shards import ShardedCorpus
+from aiayn.evaluate.perplexity import main, perplexity_report
+from aiayn.model import ModelConfig, Transformer
+from train_helpers import SETTINGS, VOCAB, make_task
+
+
+@pytest.fixture()
+def checkpoint(tmp_path):
+    torch.manual_seed(0)
+    cfg = ModelConfig.from_dict(SETTINGS["model"])
+    model = Transformer(cfg, VOCAB)
+    path = tmp_path / "c.pt"
+    torch.save({"model": model.state_dict(), "settings": SETTINGS, "step": 0,
+                "vocab": {"size": VOCAB, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}}, path)
+    return path, model.eval()
+
+
+def test_perplexity_matches_sentence_by_sentence_cross_entropy(tmp_path, checkpoint):
+    path, model = checkpoint
+    data = make_task(tmp_path / "toy", n_train=1, n_dev=11)
+    dev = ShardedCorpus(data / "dev")
+    nll, tokens = 0.0, 0
+    with torch.no_grad():
+        for i in range(len(dev)):
+            src, tgt = dev.pair(i)
+            src = torch.tensor([[*src, 3]])
+            tgt_in, tgt_out = torch.tensor([[2, *tgt]]), torch.tensor([*tgt, 3])
+            nll += F.cross_entropy(model(src, tgt_in)[0], tgt_out, reduction="sum").item()
+            tokens += len(tgt_out)
+    out = tmp_path / "dev.ppl.json"
+    # a small batch budget puts the sentences into several padded batches
+    assert main(["--checkpoint", str(path), "--data", str(data / "dev"), "--output", str(out), "--max-tokens", "24"]) == 0
+    report = json.loads(out.read_text())
+    assert report["sentences"] == 11 and report["tokens"] == tokens == int(dev.tgt_lengths.sum()) + 11
+    assert report["nll_per_token"] == pytest.approx(nll / tokens, rel=1e-5)
+    assert report["ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-5)
+
+
+def test_report_golden_and_empty_split():
+    assert perplexity_report({"nll": 2 * math.log(4), "tokens": 2, "sentences": 1}) == {
+        "ppl": pytest.approx(4.0), "nll_per_token": pytest.approx(math.log(4)), "tokens": 2, "sentences": 1}
+    with pytest.raises(ValueError, match="no target tokens"):
+        perplexity_report({"nll": 0.0, "tokens": 0, "sentences": 0})
+
+
+def test_vocabulary_mismatch_is_an_error(tmp_path, checkpoint):
+    path, _ = checkpoint
+    from aiayn.data.shards import ShardWriter
+
+    with ShardWriter(tmp_path / "dev", vocab_size=VOCAB + 1) as writer:
+        writer.add([5], [6])
+    with pytest.raises(ValueError, match="vocabulary of 41 ids"):
+        main(["--checkpoint", str(path), "--data", str(tmp_path / "dev"), "--output", str(tmp_path / "o.json")])

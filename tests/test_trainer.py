@@ -1,0 +1,197 @@
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from aiayn.train.__main__ import main, parse_settings
+from aiayn.train.distributed import DistEnv, GpuClaim
+from aiayn.train.settings import TrainConfig
+from aiayn.train.trainer import NonFiniteError, Trainer
+from train_helpers import make_task, settings
+
+CPU = DistEnv(0, 1, torch.device("cpu"))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_task(tmp_path_factory.mktemp("bin") / "toy")
+
+
+def final_state(out: Path) -> dict:
+    return torch.load(out / "checkpoint_last.pt", weights_only=True)
+
+
+def test_cli_end_to_end(data, tmp_path):
+    out = tmp_path / "train"
+    cmd = [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", json.dumps(settings()),
+           "--out-dir", str(out), "--threads", "1", "--log", str(tmp_path / "train.log")]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 6 and summary["world_size"] == 1 and summary["gpu_model"] == "cpu"
+    assert summary["tokens_tgt"] > 0 and summary["train_flops"] == pytest.approx(summary["flops_per_token"] * summary["tokens_tgt"])
+    assert math.isfinite(summary["final_train_loss"]) and 1.0 < summary["final_dev_ppl"] < 60
+    assert summary["settings"]["train"]["train_steps"] == 6 and summary["experiment"] == "tiny"
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000004.pt", "ckpt_00000006.pt"]
+    assert os.path.samefile(out / "checkpoint_last.pt", out / "checkpoints" / "ckpt_00000006.pt")
+    last = final_state(out)
+    assert set(last) >= {"model", "settings", "vocab", "step", "optimizer", "data_state", "rng"}
+    assert last["step"] == 6 and last["vocab"] == {"size": 40, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
+    rows = list(csv.DictReader(open(out / "log.csv")))
+    assert [int(r["step"]) for r in rows] == [2, 4, 6] and all(float(r["tokens_per_s"]) > 0 for r in rows)
+    ppl_json = tmp_path / "dev.ppl.json"
+    subprocess.run([sys.executable, "-m", "aiayn.evaluate.perplexity", "--checkpoint", str(out / "checkpoint_last.pt"),
+                    "--data", str(data / "dev"), "--output", str(ppl_json), "--threads", "1"], check=True, timeout=60)
+    assert json.loads(ppl_json.read_text())["ppl"] == pytest.approx(summary["final_dev_ppl"], rel=1e-6)
+
+
+def test_kill_and_resume_is_bit_identical(data, tmp_path):
+    torch.set_num_threads(1)
+    assert Trainer(settings(), data, tmp_path / "whole", CPU).run() == 0
+    assert Trainer(settings(), data, tmp_path / "split", CPU, max_steps_this_run=3).run() == 0
+    assert not (tmp_path / "split" / "summary.json").exists()
+    assert (tmp_path / "split" / "checkpoints" / "ckpt_00000003.pt").exists()
+    assert Trainer(settings(), data, tmp_path / "split", CPU).run() == 0
+    whole, split = final_state(tmp_path / "whole"), final_state(tmp_path / "split")
+    for key, value in whole["model"].items():
+        assert torch.equal(value, split["model"][key]), key
+    assert whole["data_state"] == split["data_state"]
+    assert whole["optimizer"]["state"][0]["exp_avg_sq"].equal(split["optimizer"]["state"][0]["exp_avg_sq"])
+    logs = [list(csv.DictReader(open(tmp_path / run / "log.csv"))) for run in ("whole", "split")]
+    assert [(r["step"], r["loss"]) for r in logs[0]] == [(r["step"], r["loss"]) for r in logs[1]]
+
+
+def test_resume_refuses_other_model_settings(data, tmp_path):
+    Trainer(settings(), data, tmp_path, CPU, max_steps_this_run=1).run()
+    other = settings()
+    other["model"]["d_ff"] = 48
+    with pytest.raises(ValueError, match="model settings or vocabulary differ"):
+        Trainer(other, data, tmp_path, CPU).run()
+
+
+def _poison_step(trainer: Trainer, bad_step: int, times: int = 1) -> None:
+    original, poisoned = trainer.micro_step, []
+
+    def micro_step(indices):
+        stats = original(indices)
+        if trainer.progress.step + 1 == bad_step and len(poisoned) < times:
+            next(trainer.raw_model.parameters()).grad.fill_(float("nan"))
+            poisoned.append(bad_step)
+        return stats
+
+    trainer.micro_step = micro_step
+
+
+def test_non_finite_step_is_skipped_or_stops(data, tmp_path):
+    trainer = Trainer(settings(train_steps=3, dev_every_steps=0), data, tmp_path / "skip", CPU)
+    _poison_step(trainer, 2)
+    assert trainer.run() == 0
+    assert trainer.progress.skipped_steps == 1 and trainer.progress.step == 3
+    assert all(torch.isfinite(p).all() for p in final_state(tmp_path / "skip")["model"].values())
+    trainer = Trainer(settings(train_steps=3, nan_policy="stop", checkpoint_steps=1), data, tmp_path / "stop", CPU)
+    _poison_step(trainer, 2)
+    with pytest.raises(NonFiniteError, match="nan_policy: stop"):
+        trainer.run()
+    assert [p.name for p in (tmp_path / "stop" / "checkpoints").iterdir()] == ["ckpt_00000001.pt"]
+    trainer = Trainer(settings(train_steps=3, dev_every_steps=0), data, tmp_path / "diverged", CPU)
+    _poison_step(trainer, 2, times=10**6)
+    trainer.max_consecutive_skips = 4
+    with pytest.raises(NonFiniteError, match="5 steps in a row"):
+        trainer.run()
+
+
+def _ddp_worker(rank: int, data: str, out: str, init_file: str) -> None:
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    try:
+        run = settings(train_steps=3, max_tokens=64, dev_every_steps=0)
+        run["model"]["dropout"] = 0.0
+        Trainer(run, Path(data), Path(out), DistEnv(rank, 2, torch.device("cpu"))).run()
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
+    torch.set_num_threads(1)
+    single = settings(train_steps=3, dev_every_steps=0)
+    single["model"]["dropout"] = 0.0
+    trainer = Trainer(single, data, tmp_path / "one", CPU)
+    assert trainer.accumulation == 2
+    trainer.run()
+    mp.spawn(_ddp_worker, args=(str(data), str(tmp_path / "two"), str(tmp_path / "init")), nprocs=2, join=True)
+    one, two = final_state(tmp_path / "one"), final_state(tmp_path / "two")
+    assert two["data_state"] == {"epoch": 1, "position": 3} and one["data_state"] == {"epoch": 1, "position": 6}
+    for key, value in one["model"].items():
+        torch.testing.assert_close(two["model"][key], value, rtol=1e-5, atol=1e-6)
+    summary = json.loads((tmp_path / "two" / "summary.json").read_text())
+    assert summary["world_size"] == 2
+    assert summary["tokens_tgt"] == json.loads((tmp_path / "one" / "summary.json").read_text())["tokens_tgt"]
+
+
+def test_accumulation_formula():
+    cfg = TrainConfig(max_tokens=25000, max_tokens_per_batch=12500)
+    assert [cfg.accumulation(w) for w in (1, 2, 8)] == [2, 1, 1]
+    assert TrainConfig(max_tokens=25000, max_tokens_per_batch=4096).accumulation(1) == 7
+
+
+def test_gpu_claims_are_exclusive(tmp_path):
+    first, second, third = GpuClaim(tmp_path), GpuClaim(tmp_path), GpuClaim(tmp_path)
+    assert first.try_claim(2, 3) == [0, 1]
+    assert second.try_claim(1, 3) == [2]
+    assert third.try_claim(1, 3) is None and third.handles == {}
+    first.release()
+    assert third.try_claim(2, 3) == [0, 1]
+    with pytest.raises(RuntimeError, match="gpus=4"):
+        GpuClaim(tmp_path).claim(4, 3)
+
+
+def test_bad_settings_and_missing_data_fail_early(tmp_path):
+    with pytest.raises(ValueError, match="not valid JSON"):
+        parse_settings("{model")
+    bad = settings()
+    bad["train"]["warmup"] = 4
+    with pytest.raises(ValueError, match=r"unknown train setting\(s\) \['warmup'\]"):
+        parse_settings(json.dumps(bad))
+    with pytest.raises(FileNotFoundError, match="train/manifest.json"):
+        main(["--data", str(tmp_path), "--settings", json.dumps(settings()), "--out-dir", str(tmp_path / "o")])
+
+
+def test_sigterm_stops_with_a_checkpoint(data, tmp_path):
+    import signal
+
+    trainer = Trainer(settings(dev_every_steps=0, checkpoint_steps=0), data, tmp_path, CPU)
+    previous = signal.getsignal(signal.SIGTERM)
+    trainer.install_signal_handlers()
+    original = trainer.micro_step
+
+    def micro_step(indices):
+        if trainer.progress.step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(indices)
+
+    trainer.micro_step = micro_step
+    try:
+        assert trainer.run() == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
+    run = settings(train_steps=2, precision="bf16", dev_every_steps=0)
+    run["model"].update(positional="learned", max_positions=8, norm="pre", share_embeddings=False)
+    trainer = Trainer(run, data, tmp_path, CPU)
+    assert trainer.run() == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["steps"] == 2 and math.isfinite(summary["final_dev_ppl"])
+    # pairs with a side of 8 or more tokens (+ eos/bos > max_positions) are dropped from training
+    kept = sum(len(b) for b in trainer.stream.sampler.batches)
+    longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths))
+    assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)
