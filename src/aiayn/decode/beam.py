@@ -27,6 +27,9 @@ Early stop (tensor2tensor ``stop_early``): a sentence is done when its best fini
 best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis grows and
 lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can still win.
 
+pad and bos are never generated: they mean nothing inside an output (tensor2tensor has no bos symbol
+and leaves pad, which a trained model never predicts, unmasked).
+
 Only the best finished hypothesis is returned. Sentences leave the batch (and the cache) when done.
 """
 
