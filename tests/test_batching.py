@@ -30,7 +30,7 @@ def test_oversize_and_overlong_pairs_are_dropped_and_counted():
     alone, _ = make_batches(src[:2], tgt[:2], max_tokens=64, drop_oversize=False)
     assert sorted(b.tolist() for b in alone) == [[0], [1]]
     with pytest.raises(ValueError, match="max_positions=12"):
-        make_batches(src, tgt, max_tokens=64, max_len=12, drop_oversize=False)
+        make_batches(src, tgt, max_tokens=64, max_len=12, drop_overlong=False)
 
 
 def test_epochs_cover_every_batch_once_and_are_deterministic():

@@ -106,8 +106,8 @@ def test_sinusoid_golden_values():
 def test_parameter_count_of_tiny_model_by_hand():
     cfg = tiny(n_layers=1)
     d, f, h, dk, dv = 16, 32, 2, 8, 6
-    attn_self = d * h * (2 * dk + dv) + h * (2 * dk + dv) + h * dv * d + d
-    attn_cross = d * h * dk + h * dk + d * h * (dk + dv) + h * (dk + dv) + h * dv * d + d
+    attn_self = d * h * (2 * dk + dv) + h * dv * d  # no biases in attention projections
+    attn_cross = d * h * dk + d * h * (dk + dv) + h * dv * d
     ffn = d * f + f + f * d + d
     norm = 2 * d
     want = V * d + (attn_self + ffn + 2 * norm) + (attn_self + attn_cross + ffn + 3 * norm)
@@ -153,3 +153,12 @@ def test_load_model_round_trip(tmp_path):
     src, tgt = tokens(2, 4, 9), tokens(2, 3, 9)
     with torch.no_grad():
         torch.testing.assert_close(loaded(src, tgt), model(src, tgt))
+
+
+def test_sinusoids_extend_past_max_positions():
+    model = model_of(tiny(max_positions=4))
+    src, tgt = tokens(1, 9, 1), tokens(1, 7, 2)
+    with torch.no_grad():
+        logits = model(src, tgt)
+    assert logits.shape == (1, 7, V) and torch.isfinite(logits).all()
+    torch.testing.assert_close(model.tgt_pos.sinusoids[:7], sinusoid_table(7, 16))

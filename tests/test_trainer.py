@@ -160,3 +160,38 @@ def test_bad_settings_and_missing_data_fail_early(tmp_path):
         parse_settings(json.dumps(bad))
     with pytest.raises(FileNotFoundError, match="train/manifest.json"):
         main(["--data", str(tmp_path), "--settings", json.dumps(settings()), "--out-dir", str(tmp_path / "o")])
+
+
+def test_sigterm_stops_with_a_checkpoint(data, tmp_path):
+    import signal
+
+    trainer = Trainer(settings(dev_every_steps=0, checkpoint_steps=0), data, tmp_path, CPU)
+    previous = signal.getsignal(signal.SIGTERM)
+    trainer.install_signal_handlers()
+    original = trainer.micro_step
+
+    def micro_step(indices):
+        if trainer.progress.step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(indices)
+
+    trainer.micro_step = micro_step
+    try:
+        assert trainer.run() == 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
+    run = settings(train_steps=2, precision="bf16", dev_every_steps=0)
+    run["model"].update(positional="learned", max_positions=8, norm="pre", share_embeddings=False)
+    trainer = Trainer(run, data, tmp_path, CPU)
+    assert trainer.run() == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["steps"] == 2 and math.isfinite(summary["final_dev_ppl"])
+    # pairs with a side of 8 or more tokens (+ eos/bos > max_positions) are dropped from training
+    kept = sum(len(b) for b in trainer.stream.sampler.batches)
+    longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths))
+    assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)

@@ -14,23 +14,20 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 from pathlib import Path
 
 import torch
 
 from aiayn.io import atomic_path, setup_logging
+from aiayn.train.checkpoint import CKPT_RE
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_NAME = re.compile(r"^ckpt_(\d{8,})\.pt$")
-
 
 def list_checkpoints(directory: str | Path) -> list[tuple[int, Path]]:
     """``(step, path)`` of every ``ckpt_<step:08d>.pt`` in ``directory``, by increasing step."""
     found = []
     for path in Path(directory).iterdir():
-        match = CHECKPOINT_NAME.match(path.name)
+        match = CKPT_RE.match(path.name)  # the trainer's own naming, ckpt_<step:08d>.pt
         if match:
             found.append((int(match.group(1)), path))
     return sorted(found)

@@ -27,6 +27,9 @@ Early stop (tensor2tensor ``stop_early``): a sentence is done when its best fini
 best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis grows and
 lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can still win.
 
+pad and bos are never generated: they mean nothing inside an output (tensor2tensor has no bos symbol
+and leaves pad, which a trained model never predicts, unmasked).
+
 Only the best finished hypothesis is returned. Sentences leave the batch (and the cache) when done.
 """
 
@@ -103,12 +106,21 @@ class _Finished:
 
 @dataclass
 class _Beams:
-    """Live state: ``active`` (n,) original sentence ids, ``log_probs`` (n, K), ``tokens`` (n*K, t)."""
+    """Live state: ``active`` (n,) original sentence ids, ``log_probs`` (n, K), ``tokens`` (n*K, t).
+
+    Only ``log_probs`` lives on the model's device; the bookkeeping stays on the CPU, so that a step
+    costs one small device-to-host copy instead of one synchronisation per finished hypothesis.
+    """
 
     active: torch.Tensor
     log_probs: torch.Tensor
     tokens: torch.Tensor
     max_len: torch.Tensor  # (n,) per active sentence
+    max_lp: torch.Tensor   # (n,) lp(max_len), the early-stop bound's denominator
+
+    def select(self, keep: torch.Tensor, log_probs: torch.Tensor, tokens: torch.Tensor) -> "_Beams":
+        """The sentences ``keep`` (bool (n,)) with their new log-probabilities and tokens."""
+        return _Beams(self.active[keep], log_probs, tokens, self.max_len[keep], self.max_lp[keep])
 
 
 def _expand(model: IncrementalModel, src: torch.Tensor, beam_size: int) -> DecoderCache:
@@ -128,7 +140,7 @@ def _step_candidates(logits: torch.Tensor, beams: _Beams, beam_size: int, ids: S
     n, vocab = beams.log_probs.size(0), log_p.size(-1)
     total = (beams.log_probs.reshape(-1, 1) + log_p).reshape(n, beam_size * vocab)
     width = 2 * beam_size if beam_size > 1 else 1
-    top_lp, top_idx = total.topk(min(width, total.size(1)), dim=1)
+    top_lp, top_idx = (t.cpu() for t in total.topk(min(width, total.size(1)), dim=1))
     return top_lp, torch.div(top_idx, vocab, rounding_mode="floor"), top_idx % vocab
 
 
@@ -167,19 +179,18 @@ def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live, finished: _Fin
                 finished.add(sentence, Hypothesis(prefix + [live_tok[i, j].item()], log_prob / lp, log_prob))
 
 
-def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int, alpha: float,
+def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int,
           early_stop: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(at_max, done) masks over active sentences after a step that generated ``length`` tokens.
 
     Done: at the length limit, or no live hypothesis left (all log P = -inf), or (early stop) the best
     finished score beats the best live log P / lp(max_len).
     """
-    best_live = live_lp[:, 0].cpu()
+    best_live = live_lp[:, 0]
     at_max = beams.max_len <= length
     done = at_max | ~torch.isfinite(best_live)
     if early_stop:
-        bound = best_live / length_penalty(beams.max_len.to(torch.float64), alpha).float()
-        done |= finished.best[beams.active] > bound
+        done |= finished.best[beams.active] > best_live / beams.max_lp
     return at_max, done
 
 
@@ -201,8 +212,9 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
     cache = _expand(model, src, beam_size)
     log_probs = torch.full((batch, beam_size), -math.inf, device=device)
     log_probs[:, 0] = 0.0  # all beams start equal: only the first expands at step 0
-    beams = _Beams(torch.arange(batch), log_probs, torch.empty(batch * beam_size, 0, dtype=torch.long,
-                   device=device), torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths]))
+    max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
+    beams = _Beams(torch.arange(batch), log_probs, torch.empty(batch * beam_size, 0, dtype=torch.long),
+                   max_len, length_penalty(max_len.double(), length_penalty_alpha).float())
     finished = _Finished(batch, beam_size)
     prev = torch.full((batch * beam_size, 1), ids.bos, dtype=torch.long, device=device)
     length = 0
@@ -211,14 +223,14 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
         cand = _step_candidates(model.decode(prev, cache.enc, cache)[:, -1], beams, beam_size, ids)
         _collect_finished(cand, beams, finished, length, length_penalty_alpha, ids.eos, beam_size)
         live = _next_live(cand, ids.eos, beam_size)
-        at_max, done = _done(beams, live[0], finished, length, length_penalty_alpha, early_stop)
+        at_max, done = _done(beams, live[0], finished, length, early_stop)
         _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha, beam_size)
-        keep = (~done).to(device)
-        rows = (torch.arange(keep.numel(), device=device)[:, None] * beam_size + live[1])[keep].reshape(-1)
-        cache.reorder(rows)
-        prev = live[2][keep].reshape(-1, 1)
-        beams = _Beams(beams.active[keep.cpu()], live[0][keep],
-                       torch.cat([beams.tokens[rows], prev], dim=1), beams.max_len[keep.cpu()])
+        keep = ~done
+        rows = (torch.arange(keep.numel())[:, None] * beam_size + live[1])[keep].reshape(-1)
+        cache.reorder(rows.to(device))
+        new_tokens = live[2][keep].reshape(-1, 1)
+        prev = new_tokens.to(device)
+        beams = beams.select(keep, live[0][keep].to(device), torch.cat([beams.tokens[rows], new_tokens], dim=1))
     return [finished.result(b) for b in range(batch)]
 
 

@@ -27,15 +27,22 @@ log = logging.getLogger(__name__)
 
 @torch.no_grad()
 def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device: torch.device,
-               max_len: int | None = None, autocast: contextlib.AbstractContextManager | None = None) -> dict:
-    """Summed NLL over ``corpus`` in token-budget batches; every pair counts (none is dropped).
+               max_len: int | None = None, autocast: contextlib.AbstractContextManager | None = None,
+               drop_overlong: bool = False) -> dict:
+    """Summed NLL over ``corpus`` in token-budget batches.
 
-    Returns ``{"nll": sum of -log p, "tokens": N, "sentences": n}``. ``model`` maps (src, tgt_in) to
-    logits; its training mode is restored afterwards.
+    Every pair counts; a pair longer than ``max_len`` (learned positions) is an error, or with
+    ``drop_overlong`` is left out and counted in the log. Returns ``{"nll": sum of -log p,
+    "tokens": N, "sentences": n scored}``. ``model`` maps (src, tgt_in) to logits; its training
+    mode is restored afterwards.
     """
     was_training = model.training
     model.eval()
-    batches, _ = make_batches(corpus.src_lengths, corpus.tgt_lengths, max_tokens, max_len, drop_oversize=False)
+    batches, dropped = make_batches(corpus.src_lengths, corpus.tgt_lengths, max_tokens, max_len,
+                                    drop_oversize=False, drop_overlong=drop_overlong)
+    if dropped:
+        log.warning("%s: %d sentence pair(s) longer than max_positions=%s left out of the perplexity",
+                    corpus.dir, dropped, max_len)
     nll, tokens = 0.0, 0
     for indices in batches:
         batch = collate(corpus, indices).to(device)
@@ -45,7 +52,7 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device:
         nll += float(batch_nll)
         tokens += int(n)
     model.train(was_training)
-    return {"nll": nll, "tokens": tokens, "sentences": len(corpus)}
+    return {"nll": nll, "tokens": tokens, "sentences": len(corpus) - dropped}
 
 
 def perplexity_report(totals: dict) -> dict:

@@ -30,8 +30,9 @@ class MultiHeadAttention(nn.Module):
 
     Self-attention uses one fused projection ``qkv: d_model -> h (2 d_k + d_v)``; encoder-decoder
     attention projects queries with ``q`` and the encoder memory with ``kv`` (computed once per
-    sentence when decoding incrementally). Weights are Xavier-uniform per projection, biases zero
-    (fairseq and tensor2tensor both use Xavier-uniform).
+    sentence when decoding incrementally). Weights are Xavier-uniform per projection (fairseq and
+    tensor2tensor both use Xavier-uniform). As in the paper's equations and tensor2tensor, the
+    attention projections have no biases (fairseq adds them).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, attention_dropout: float, self_attention: bool):
@@ -41,19 +42,15 @@ class MultiHeadAttention(nn.Module):
         self.attention_dropout = attention_dropout
         qk, vv = n_heads * d_k, n_heads * d_v
         if self_attention:
-            self.qkv = nn.Linear(d_model, 2 * qk + vv)
+            self.qkv = nn.Linear(d_model, 2 * qk + vv, bias=False)
             _xavier_rows(self.qkv.weight, [qk, qk, vv])
-            nn.init.zeros_(self.qkv.bias)
         else:
-            self.q = nn.Linear(d_model, qk)
-            self.kv = nn.Linear(d_model, qk + vv)
+            self.q = nn.Linear(d_model, qk, bias=False)
+            self.kv = nn.Linear(d_model, qk + vv, bias=False)
             nn.init.xavier_uniform_(self.q.weight)
             _xavier_rows(self.kv.weight, [qk, vv])
-            nn.init.zeros_(self.q.bias)
-            nn.init.zeros_(self.kv.bias)
-        self.out = nn.Linear(vv, d_model)
+        self.out = nn.Linear(vv, d_model, bias=False)
         nn.init.xavier_uniform_(self.out.weight)
-        nn.init.zeros_(self.out.bias)
 
     def _heads(self, x: Tensor, size: int) -> Tensor:
         """(B, T, h * size) -> (B, h, T, size)."""

@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         if should_relaunch(train_cfg.gpus):
             return relaunch_under_torchrun(argv, train_cfg.gpus)
         env = init_from_environment(train_cfg.gpus)
+        if not env.is_main:
+            logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
         trainer = Trainer(settings, args.data, args.out_dir, env, args.max_steps_this_run)
         trainer.install_signal_handlers()
         return trainer.run()

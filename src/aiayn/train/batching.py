@@ -52,19 +52,19 @@ def collate(corpus: ShardedCorpus, indices) -> Batch:
     return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), n_src, n_tgt)
 
 
-def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int,
-                 max_len: int | None = None, drop_oversize: bool = True) -> tuple[list[np.ndarray], int]:
+def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, max_len: int | None = None,
+                 drop_oversize: bool = True, drop_overlong: bool = True) -> tuple[list[np.ndarray], int]:
     """Pack sentence indices into token-budget batches; returns (batches, number of dropped pairs).
 
     Pairs are ordered by source length, then target length, then index (deterministic). A pair whose
-    side (plus eos / bos) exceeds ``max_tokens`` or ``max_len`` is dropped and counted when
-    ``drop_oversize``; otherwise (evaluation) an over-budget pair gets a batch of its own and an
-    over-long one is an error.
+    side (plus eos / bos) exceeds ``max_tokens`` is dropped and counted when ``drop_oversize``, else
+    (evaluation) it gets a batch of its own. One longer than ``max_len`` (the model's positions) is
+    dropped and counted when ``drop_overlong``, else it is an error.
     """
     src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
     longest = np.maximum(src_need, tgt_need)
     too_long = longest > max_len if max_len else np.zeros(len(longest), dtype=bool)
-    if not drop_oversize and too_long.any():
+    if not drop_overlong and too_long.any():
         first = int(np.flatnonzero(too_long)[0])
         raise ValueError(f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's "
                          f"max_positions={max_len}")

@@ -112,7 +112,7 @@ class Trainer:
         self.model = self._wrap(self.raw_model)
         self.optimizer = torch.optim.Adam(self.raw_model.parameters(), lr=0.0, betas=self.cfg.adam_betas,
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
-                                          fused=env.device.type == "cuda" or None)
+                                          fused=True)
         self.autocast = autocast_for(self.cfg.precision, env.device)
         self.max_len = self.model_cfg.max_positions if self.model_cfg.positional == "learned" else None
         self.stream = BatchStream(BatchSampler(self._batches(), self.cfg.seed, env.rank, env.world_size))
@@ -238,7 +238,7 @@ class Trainer:
 
     def dev_perplexity(self) -> float:
         totals = corpus_nll(self.raw_model, self.dev_data, self.cfg.max_tokens_per_batch, self.env.device,
-                            self.max_len, self.autocast)
+                            self.max_len, self.autocast, drop_overlong=True)
         ppl = perplexity_report(totals)["ppl"]
         self.progress.dev_ppl = ppl
         log.info("step %d: dev perplexity %.4f (%d tokens)", self.progress.step, ppl, totals["tokens"])
@@ -247,6 +247,18 @@ class Trainer:
     def mfu(self, tokens_per_s: float) -> float | None:
         peak = PEAK_BF16_FLOPS.get(device_name(self.env.device))
         return None if peak is None else self.flops_per_token * tokens_per_s / (peak * self.env.world_size)
+
+    def record(self, result: dict, metrics: MetricsLog | None, bar: tqdm, elapsed: float) -> None:
+        """Add a step to the log window; every ``log_every_steps`` (and at the end) write a row."""
+        window = self.window
+        window.loss, window.nll = window.loss + result["loss"], window.nll + result["nll"]
+        window.tokens, window.steps = window.tokens + result["tokens"], window.steps + 1
+        window.timed_tokens += result["tokens"]
+        step = result["step"]
+        if metrics and (step % self.cfg.log_every_steps == 0 or step == self.cfg.train_steps):
+            self.log_window(window, result, metrics, elapsed)
+            bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result['lr']:.2e}")
+            self.window = Window()
 
     def log_window(self, window: Window, result: dict, metrics: MetricsLog, elapsed: float) -> None:
         seconds = time.perf_counter() - window.start
@@ -265,8 +277,7 @@ class Trainer:
         self._log_start()
         bar = tqdm(total=self.cfg.train_steps, initial=self.progress.step, disable=None if self.env.is_main else True,
                    unit="step", dynamic_ncols=True)
-        window = self.window
-        window.start = time.perf_counter()
+        self.window.start = time.perf_counter()
         while self.progress.step < self.cfg.train_steps:
             if self.stop_requested or steps_this_run == self.max_steps_this_run:
                 self.progress.wall_seconds = wall0 + time.perf_counter() - started
@@ -276,16 +287,9 @@ class Trainer:
             result = self.train_step()
             if result is None:
                 continue
-            steps_this_run += 1
+            steps_this_run, step = steps_this_run + 1, result["step"]
             bar.update(1)
-            window.loss, window.nll = window.loss + result["loss"], window.nll + result["nll"]
-            window.tokens, window.steps = window.tokens + result["tokens"], window.steps + 1
-            window.timed_tokens += result["tokens"]
-            step = result["step"]
-            if metrics and (step % self.cfg.log_every_steps == 0 or step == self.cfg.train_steps):
-                self.log_window(window, result, metrics, wall0 + time.perf_counter() - started)
-                bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result['lr']:.2e}")
-                window = self.window = Window()
+            self.record(result, metrics, bar, wall0 + time.perf_counter() - started)
             if self.env.is_main and self.cfg.dev_every_steps and step % self.cfg.dev_every_steps == 0:
                 ppl = self.dev_perplexity()
                 metrics.scalars(step, {"ppl": ppl}, "dev")
@@ -294,8 +298,8 @@ class Trainer:
                 self.save()
                 last_save, saved_step = time.perf_counter(), step
         bar.close()
-        if window.steps and metrics:
-            self.progress.train_loss = window.loss / max(window.tokens, 1.0)
+        if self.window.steps and metrics:
+            self.progress.train_loss = self.window.loss / max(self.window.tokens, 1.0)
         self.progress.wall_seconds = wall0 + time.perf_counter() - started
         self.finish(saved_step, metrics)
         return 0

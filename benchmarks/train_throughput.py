@@ -1,0 +1,168 @@
+"""Training throughput of :class:`aiayn.train.trainer.Trainer`: target tokens per second per update.
+
+    PYTHONPATH=src python benchmarks/train_throughput.py --threads 2            # CPU, the peers.md shape
+    PYTHONPATH=src python benchmarks/train_throughput.py --gpu --models base big  # GPU, bf16, paper batch
+
+CPU: d_model 256, 3+3 layers, 4 heads, d_ff 1024, shared embeddings, about 4096 target tokens per
+batch, on 20,000 synthetic pairs of 10-40 word ids (vocabulary 10,000), the shape of
+``../shared/reference/peers.md``; prints the median tokens/s of updates 11-50. With
+``--fairseq-bin DIR`` (a virtual environment's ``bin`` holding ``fairseq-preprocess`` and
+``fairseq-train``), the same data and shape then run through fairseq, side by side.
+GPU: the paper's base and big models at 25,000 target tokens per step (two forward passes of
+12,500), bf16 autocast; prints tokens/s, MFU and a torch.profiler summary of a few steps.
+Run it once on an idle machine: other jobs on the same cores change the figures a lot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from aiayn.data.shards import ShardedCorpus, ShardWriter
+from aiayn.train.distributed import DistEnv
+from aiayn.train.trainer import Trainer
+
+log = logging.getLogger("benchmark")
+
+CPU_MODEL = {"n_layers": 3, "d_model": 256, "d_ff": 1024, "n_heads": 4, "d_k": 64, "d_v": 64, "dropout": 0.1,
+             "attention_dropout": 0.0, "relu_dropout": 0.0, "positional": "sinusoid", "max_positions": 1024,
+             "norm": "post", "layer_norm_eps": 1e-6, "share_embeddings": True}
+PAPER_MODELS = {
+    "base": {**CPU_MODEL, "n_layers": 6, "d_model": 512, "d_ff": 2048, "n_heads": 8},
+    "big": {**CPU_MODEL, "n_layers": 6, "d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3},
+}
+
+
+def synthetic_task(root: Path, pairs: int, vocab: int, lengths: tuple[int, int], seed: int = 0) -> Path:
+    """Random pairs of word ids (target length within 20% of the source's), as ShardWriter shards."""
+    rng = np.random.default_rng(seed)
+    for split, n in (("train", pairs), ("dev", 100)):
+        with ShardWriter(root / split, vocab_size=vocab) as writer:
+            for _ in range(n):
+                s = int(rng.integers(*lengths))
+                t = max(1, int(s * rng.uniform(0.8, 1.2)))
+                writer.add(rng.integers(4, vocab, s), rng.integers(4, vocab, t))
+    return root
+
+
+def settings(model: dict, max_tokens: int, per_batch: int, precision: str) -> dict:
+    train = {"train_steps": 10**6, "max_tokens": max_tokens, "max_tokens_per_batch": per_batch,
+             "precision": precision, "gpus": 1, "checkpoint_minutes": 0, "dev_every_steps": 0, "log_every_steps": 10**6}
+    return {"experiment": "benchmark", "task": "synthetic", "model": model, "train": train}
+
+
+def time_updates(trainer: Trainer, updates: int) -> list[float]:
+    """Target tokens per second of each of ``updates`` optimizer steps."""
+    rates = []
+    for _ in range(updates):
+        if trainer.env.device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        result = trainer.train_step()
+        if trainer.env.device.type == "cuda":
+            torch.cuda.synchronize()
+        rates.append(result["tokens"] / (time.perf_counter() - start))
+    return rates
+
+
+def cpu_benchmark(work: Path, threads: int) -> dict:
+    torch.set_num_threads(threads)
+    data = synthetic_task(work / "data", 20000, 10000, (10, 41))
+    trainer = Trainer(settings(CPU_MODEL, 4096, 4096, "fp32"), data, work / "out", DistEnv(0, 1, torch.device("cpu")))
+    rates = time_updates(trainer, 50)
+    return {"device": "cpu", "toolkit": "aiayn", "threads": threads, "median_tokens_per_s_updates_11_50": statistics.median(rates[10:]),
+            "min": min(rates[10:]), "max": max(rates[10:])}
+
+
+def export_text(split_dir: Path, prefix: Path) -> None:
+    """Write a shard split as ``<prefix>.src`` / ``<prefix>.tgt`` lines of ``w<id>`` words (fairseq's input)."""
+    corpus = ShardedCorpus(split_dir)
+    for side in ("src", "tgt"):
+        with open(f"{prefix}.{side}", "w", encoding="utf-8") as out:
+            for i in range(len(corpus)):
+                out.write(" ".join(f"w{t}" for t in getattr(corpus, side)(i)) + "\n")
+
+
+def fairseq_benchmark(work: Path, bin_dir: Path, threads: int) -> dict:
+    """fairseq-train on the same data and shape; median ``wps`` (target tokens/s) of updates 11-50."""
+    data = work / "data"
+    for split, name in (("train", "train"), ("dev", "valid")):
+        export_text(data / split, work / name)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    subprocess.run([str(bin_dir / "fairseq-preprocess"), "--source-lang", "src", "--target-lang", "tgt",
+                    "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--joined-dictionary",
+                    "--destdir", str(work / "fairseq-bin"), "--workers", "1"], check=True, env=env, capture_output=True)
+    arch = ["--arch", "transformer", "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
+            "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
+            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings", "--dropout", "0.1"]
+    train = ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "7e-4", "--lr-scheduler", "inverse_sqrt",
+             "--warmup-updates", "4000", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+             "--max-tokens", "4096", "--max-update", "50", "--cpu", "--num-workers", "0", "--disable-validation",
+             "--no-save", "--seed", "1", "--log-format", "json", "--log-interval", "1"]
+    run = subprocess.run([str(bin_dir / "fairseq-train"), str(work / "fairseq-bin"), *arch, *train],
+                         check=True, env=env, capture_output=True, text=True)
+    rates = {}
+    for line in (run.stdout + run.stderr).splitlines():
+        start = line.find("{")
+        if start >= 0 and '"wps"' in line:
+            entry = json.loads(line[start:])
+            rates[int(entry["num_updates"])] = float(entry["wps"])
+    window = [rates[u] for u in sorted(rates) if 11 <= u <= 50]
+    return {"device": "cpu", "toolkit": "fairseq", "threads": threads,
+            "median_tokens_per_s_updates_11_50": statistics.median(window), "min": min(window), "max": max(window)}
+
+
+def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
+    data = synthetic_task(work / f"data-{name}", 60000, 37000, (10, 41))
+    trainer = Trainer(settings(PAPER_MODELS[name], 25000, 12500, "bf16"), data, work / f"out-{name}",
+                      DistEnv(0, 1, torch.device("cuda")))
+    rates = time_updates(trainer, 30)
+    median = statistics.median(rates[10:])
+    result = {"model": name, "device": torch.cuda.get_device_name(), "median_tokens_per_s_updates_11_30": median,
+              "mfu": trainer.mfu(median), "flops_per_token": trainer.flops_per_token,
+              "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
+    if profile:
+        from torch.profiler import ProfilerActivity, profile as torch_profile
+
+        with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            time_updates(trainer, 3)
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=15))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gpu", action="store_true", help="benchmark the paper's models on CUDA instead")
+    parser.add_argument("--models", nargs="+", default=["base", "big"], choices=sorted(PAPER_MODELS))
+    parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--fairseq-bin", type=Path, default=None, help="bin/ of a venv with fairseq, for a side-by-side run")
+    parser.add_argument("--output", type=Path, default=None, help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="aiayn-bench-") as tmp:
+        if args.gpu:
+            results = [gpu_benchmark(Path(tmp), name, not args.no_profile) for name in args.models]
+        else:
+            results = [cpu_benchmark(Path(tmp), args.threads)]
+            if args.fairseq_bin:
+                results.append(fairseq_benchmark(Path(tmp), args.fairseq_bin, args.threads))
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.output:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
