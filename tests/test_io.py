@@ -29,3 +29,15 @@ def test_outputs_get_umask_permissions_not_private(tmp_path):
     for name in ("a.json", "b.bin"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644
     assert read_json(tmp_path / "a.json") == {"x": 1}
+
+
+def test_uncaught_errors_reach_the_log_file(tmp_path):
+    import subprocess
+    import sys
+    log = tmp_path / "run.log"
+    code = ("from aiayn.io import setup_logging; setup_logging(%r); "
+            "raise ValueError('data/x.txt line 3: bad token')" % str(log))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "ValueError: data/x.txt line 3: bad token" in log.read_text()
+    assert "bad token" in result.stderr

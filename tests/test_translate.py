@@ -55,11 +55,14 @@ def test_translate_cli_keeps_lines_and_matches_beam_search(setup):
 
 def test_flags_override_checkpoint_settings():
     args = argparse.Namespace(beam_size=5, length_penalty=None, max_len_a=None, max_len_b=200.0,
-                              max_sentences=None, no_early_stop=True, checkpoint="c.pt")
+                              max_sentences=None, early_stop=False, checkpoint="c.pt")
     assert translate.decode_settings({"decode": DECODE}, args) == DECODE | {
         "beam_size": 5, "max_len_b": 200.0, "early_stop": False}
     with pytest.raises(ValueError, match=r"c\.pt: settings\['decode'\] lacks \['beam_size'"):
         translate.decode_settings({"decode": {}}, argparse.Namespace(**vars(args) | {"beam_size": None}))
+    everything = argparse.Namespace(beam_size=4, length_penalty=0.6, max_len_a=1, max_len_b=50,
+                                    max_sentences=8, early_stop=True, checkpoint="c.pt")
+    assert translate.decode_settings({}, everything)["early_stop"] is True
 
 
 def test_vocabulary_mismatch_refused(setup):

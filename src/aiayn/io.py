@@ -92,3 +92,12 @@ def setup_logging(log_file: str | os.PathLike | None = None, level: int = loggin
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     logging.basicConfig(level=level, format=LOG_FORMAT, handlers=handlers, force=True)
+    sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(exc_type, exc, tb) -> None:
+    """Uncaught errors go to the log too, so a failed rule's log says why it failed."""
+    if issubclass(exc_type, KeyboardInterrupt):
+        sys.__excepthook__(exc_type, exc, tb)
+        return
+    logging.getLogger("aiayn").critical("%s: %s", exc_type.__name__, exc, exc_info=(exc_type, exc, tb))

@@ -182,4 +182,4 @@ def decode_flags(wildcards):
         f" --max-len-a {opts['max_len_a']} --max-len-b {opts['max_len_b']}"
         f" --max-sentences {opts['max_sentences']}"
     )
-    return flags + ("" if opts["early_stop"] else " --no-early-stop")
+    return flags + (" --early-stop" if opts["early_stop"] else " --no-early-stop")

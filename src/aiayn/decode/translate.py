@@ -3,7 +3,7 @@
 CLI::
 
     python -m aiayn.decode.translate --checkpoint C --spm M --input F --output F
-        [--beam-size K] [--length-penalty A] [--max-len-a A] [--max-len-b B] [--no-early-stop]
+        [--beam-size K] [--length-penalty A] [--max-len-a A] [--max-len-b B] [--[no-]early-stop]
         [--max-sentences N] [--threads N] [--device D] [--log F]
 
 The input holds sentencepiece pieces, space separated, one sentence per line (the encode stage). The
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 # flag name -> key of settings["decode"]
 OVERRIDES = {"beam_size": "beam_size", "length_penalty": "length_penalty", "max_len_a": "max_len_a",
-             "max_len_b": "max_len_b", "max_sentences": "max_sentences"}
+             "max_len_b": "max_len_b", "max_sentences": "max_sentences", "early_stop": "early_stop"}
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,7 @@ def decode_settings(checkpoint_settings: dict, args: argparse.Namespace) -> dict
     for flag, key in OVERRIDES.items():
         if getattr(args, flag) is not None:
             settings[key] = getattr(args, flag)
-    if args.no_early_stop:
-        settings["early_stop"] = False
-    missing = sorted({*OVERRIDES.values(), "early_stop"} - set(settings))
+    missing = sorted(set(OVERRIDES.values()) - set(settings))
     if missing:
         raise ValueError(f"{args.checkpoint}: settings['decode'] lacks {missing}; pass them as flags")
     return settings
@@ -106,7 +104,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--length-penalty", type=float, help="GNMT alpha; default decode.length_penalty")
     parser.add_argument("--max-len-a", type=float, help="max output length = a * |x| + b")
     parser.add_argument("--max-len-b", type=float, help="max output length = a * |x| + b")
-    parser.add_argument("--no-early-stop", action="store_true", help="decode every sentence to its limit")
+    parser.add_argument("--early-stop", action=argparse.BooleanOptionalAction, default=None,
+                        help="stop a sentence once no live hypothesis can beat the finished ones (the paper's)"
+                             "; --no-early-stop decodes every sentence to its limit")
     parser.add_argument("--max-sentences", type=int, help="sentences per batch; default decode.max_sentences")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:1 ...")
