@@ -143,6 +143,10 @@ def _group_data_stages(profile: Path) -> Path:
     config = yaml.safe_load((profile / "config.yaml").read_text(encoding="utf-8"))
     config["groups"] = [f"{rule}=data" for rule in DATA_RULES]
     config["group-components"] = ["data=100"]
+    # A group asks SLURM for what its parallel jobs need together; these limits stack them in series
+    # instead, so that the group fits the two-core, 4000 MB node (otherwise it waits forever).
+    config["cores"] = 2
+    config["resources"] = ["mem_mb=2000"]
     (profile / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return profile
 

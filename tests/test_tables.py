@@ -204,3 +204,7 @@ def test_en_fr_block_follows_en_de_with_its_own_paper_rows(results):
     assert ("Transformer (base model)", "38.1", -0.1) in fr and ("Transformer (big)", "41.8", None) in fr
     assert [r["task"] for r in table.rows].index("EN-FR") == 9 and "ByteNet" not in [m for m, _, _ in fr]
     assert any("41.0" in note for note in table.notes)
+
+
+def test_parameter_counts_keep_three_digits():
+    assert [layout.format_cell(v, "millions") for v in (63.08, 213.4, 0.4123)] == ["63.1", "213", "0.412"]

@@ -28,7 +28,7 @@ _FORMATS = {
     "int": "{:d}",
     "score": "{:.2f}",       # BLEU, F1, perplexity
     "delta": "{:+.2f}",      # ours - paper
-    "millions": "{:.1f}",    # parameters in millions
+    "millions": "{:.3g}",    # parameters in millions: 63.1, 213, 0.412 (tiny test models)
     "dropout": "{:g}",
 }
 

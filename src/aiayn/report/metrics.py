@@ -7,6 +7,7 @@ naming the file and the key.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import math
@@ -19,6 +20,26 @@ BLEU_KEYS = ("sacrebleu", "sacrebleu_signature", "paper_bleu")
 PPL_KEYS = ("ppl",)
 EVALB_KEYS = ("f1", "sentences", "error_sentences", "skip_sentences")
 SUMMARY_KEYS = ("params", "wall_seconds", "train_flops", "gpu_model", "world_size", "settings")
+
+
+TABLES = ("table2", "table3", "table4")
+
+
+def report_parser(prog: str, description: str, out_help: str, tables_help: str) -> argparse.ArgumentParser:
+    """The arguments both report CLIs take: ``--config --results-dir --out-dir [--tables ...] [--log]``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--config", required=True, type=Path, help="the workflow's config YAML")
+    parser.add_argument("--results-dir", required=True, type=Path, help="R: the results directory")
+    parser.add_argument("--out-dir", required=True, type=Path, help=out_help)
+    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help=tables_help)
+    parser.add_argument("--log", help="also log to this file")
+    return parser
+
+
+def record_signature(signatures: dict[str, list[str]], metrics: dict[str, Any], run: str) -> None:
+    """Note that ``run`` was scored with ``metrics``'s sacreBLEU signature (``n/a`` when it has none)."""
+    signature = metrics["sacrebleu_signature"]
+    signatures.setdefault(signature if isinstance(signature, str) else "n/a", []).append(run)
 
 
 class MetricFileError(ValueError):

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from aiayn import config as cfg
 from aiayn.io import atomic_path, setup_logging
 from aiayn.report import paper, table3
-from aiayn.report.metrics import MetricFileError, require, run_dir
+from aiayn.report.metrics import TABLES, MetricFileError, report_parser, require, run_dir
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +118,6 @@ def avg_sweep_chart(points: list[tuple[int, float]], chosen: int, title: str) ->
     return figure
 
 
-TABLES = ("table2", "table3", "table4")
-
-
 def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str, ...] = TABLES) -> list[Path]:
     """Every figure of the module docstring for the runs of ``tables``; returns the paths written."""
     runs = list(dict.fromkeys(run for table in tables for run in cfg.runs(config, table)))
@@ -147,14 +144,8 @@ def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m aiayn.report.plots", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path, help="the workflow's config YAML")
-    parser.add_argument("--results-dir", required=True, type=Path, help="R: the results directory")
-    parser.add_argument("--out-dir", required=True, type=Path, help="where the PNGs go")
-    parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES),
-                        help="plot the runs reported in these tables (default: all)")
-    parser.add_argument("--log", help="also log to this file")
-    return parser.parse_args(argv)
+    return report_parser("python -m aiayn.report.plots", __doc__.splitlines()[0], "where the PNGs go",
+                         "plot the runs reported in these tables (default: all)").parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from aiayn import config as cfg
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, SACREBLEU_LABEL, SUMMARY_KEYS, number,
-                                  read_metrics, run_dir, signature_notes, summary_path)
+                                  read_metrics, record_signature, run_dir, signature_notes, summary_path)
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +107,7 @@ def _task_rows(results_dir: Path, task: str, experiments: list[str], gpu_tflops:
 
 def _bleu(path: Path, run: str, signatures: dict[str, list[str]]) -> dict[str, float]:
     metrics = read_metrics(path, BLEU_KEYS)
-    signature = metrics["sacrebleu_signature"]
-    signatures.setdefault(signature if isinstance(signature, str) else "n/a", []).append(run)
+    record_signature(signatures, metrics, run)
     return {"bleu_ours": number(metrics, "paper_bleu"), "sacrebleu_ours": number(metrics, "sacrebleu")}
 
 

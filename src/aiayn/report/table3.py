@@ -15,7 +15,7 @@ from typing import Any
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, PPL_KEYS, SACREBLEU_LABEL, SUMMARY_KEYS,
-                                  MetricFileError, number, read_metrics, run_dir, signature_notes,
+                                  MetricFileError, number, read_metrics, record_signature, run_dir, signature_notes,
                                   summary_path)
 
 COLUMNS = [
@@ -82,8 +82,7 @@ def _row(results_dir: Path, task: str, exp: str, by_name: dict[str, dict[str, st
     bleu = read_metrics(directory / "dev-last.bleu.json", BLEU_KEYS)
     ppl = read_metrics(directory / "dev-last.ppl.json", PPL_KEYS)
     summary = read_metrics(summary_path(results_dir, task, exp), SUMMARY_KEYS)
-    signature = bleu["sacrebleu_signature"]
-    signatures.setdefault(signature if isinstance(signature, str) else "n/a", []).append(f"{task}/{exp}")
+    record_signature(signatures, bleu, f"{task}/{exp}")
     row: dict[str, Any] = {"row": exp, **settings_columns(summary["settings"], summary_path(results_dir, task, exp))}
     prow = by_name.get(exp, {})
     row.update({

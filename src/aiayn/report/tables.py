@@ -19,7 +19,7 @@ from aiayn import config as cfg
 from aiayn.io import atomic_output, setup_logging
 from aiayn.report import table2, table3, table4
 from aiayn.report.layout import RENDERERS, Table
-from aiayn.report.metrics import MetricFileError, require
+from aiayn.report.metrics import MetricFileError, report_parser, require
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +70,8 @@ def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m aiayn.report.tables", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, type=Path, help="the workflow's config YAML")
-    parser.add_argument("--results-dir", required=True, type=Path, help="R: the results directory")
-    parser.add_argument("--out-dir", required=True, type=Path, help="where <table>.{md,csv,tex} go")
-    parser.add_argument("--tables", nargs="+", choices=list(BUILDERS), default=list(BUILDERS),
-                        help="which tables to write (default: all)")
-    parser.add_argument("--log", help="also log to this file")
-    return parser.parse_args(argv)
+    return report_parser("python -m aiayn.report.tables", __doc__.splitlines()[0],
+                         "where <table>.{md,csv,tex} go", "which tables to write (default: all)").parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
