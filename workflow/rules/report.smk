@@ -20,7 +20,8 @@ rule tables:
         config=f"{R}/config.yaml",
         metrics=[f for table in tables_requested() for f in table_inputs(table)],
     output:
-        [f"{R}/tables/{t}.{ext}" for t in tables_requested() for ext in ("md", "csv", "tex")],
+        [report(f"{R}/tables/{t}.md", caption=f"../report/{t}.rst", category="Tables") for t in tables_requested()],
+        [f"{R}/tables/{t}.{ext}" for t in tables_requested() for ext in ("csv", "tex")],
     params:
         results=lambda w, input: os.path.dirname(input.config),
         out_dir=lambda w, output: os.path.dirname(output[0]),
@@ -40,13 +41,21 @@ rule plots:
         config=f"{R}/config.yaml",
         tables=[f"{R}/tables/{t}.csv" for t in tables_requested()],
     output:
-        directory(f"{R}/plots"),
+        report(
+            directory(f"{R}/plots"),
+            patterns=["{name}.png"],
+            caption="../report/plots.rst",
+            category="Plots",
+            labels={"figure": "{name}"},
+        ),
     params:
         results=lambda w, input: os.path.dirname(input.config),
+        tables=" ".join(tables_requested()),
     log:
         f"{R}/logs/plots.log",
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.report.plots --config {input.config} --results-dir {params.results} --out-dir {output} --log {log}"
+        "python -m aiayn.report.plots --config {input.config} --results-dir {params.results} --out-dir {output}"
+        " --tables {params.tables} --log {log}"
