@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         env = init_from_environment(train_cfg.gpus)
         if not env.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
+        if train_cfg.gpus >= 1 and env.device.type == "cpu":
+            log.warning("train.gpus=%d but CUDA is not available: training on the CPU", train_cfg.gpus)
         trainer = Trainer(settings, args.data, args.out_dir, env, args.max_steps_this_run)
         trainer.install_signal_handlers()
         return trainer.run()

@@ -5,6 +5,11 @@ most ``max_tokens`` source and at most ``max_tokens`` target tokens:
 ``n * max(src_len + 1) <= max_tokens`` and ``n * max(tgt_len + 1) <= max_tokens`` (the + 1 is the
 eos / bos the collate adds). The batches are built once; each epoch shuffles their order with a
 generator seeded by (seed, epoch), and data-parallel ranks take interleaved slices of that order.
+
+Deviation from paper: the paper's batches held "approximately 25000 source tokens and 25000 target
+tokens"; the budget here caps padded positions (as fairseq's ``--max-tokens``), so a step holds a
+few percent fewer real tokens (``log.csv`` and ``summary.json`` count real ones). Raising
+``train.max_tokens`` by that fraction restores the paper's real-token count.
 """
 
 from __future__ import annotations
