@@ -44,7 +44,9 @@ def test_cli_end_to_end(data, tmp_path):
     assert set(last) >= {"model", "settings", "vocab", "step", "optimizer", "data_state", "rng"}
     assert last["step"] == 6 and last["vocab"] == {"size": 40, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
     rows = list(csv.DictReader(open(out / "log.csv")))
-    assert [int(r["step"]) for r in rows] == [2, 4, 6] and all(float(r["tokens_per_s"]) > 0 for r in rows)
+    train_rows, dev_rows = [r for r in rows if r["tokens_per_s"]], [r for r in rows if r["dev_ppl"]]
+    assert [int(r["step"]) for r in train_rows] == [2, 4, 6] and all(float(r["tokens_per_s"]) > 0 for r in train_rows)
+    assert int(dev_rows[-1]["step"]) == 6 and float(dev_rows[-1]["dev_ppl"]) == pytest.approx(summary["final_dev_ppl"], rel=1e-5)
     ppl_json = tmp_path / "dev.ppl.json"
     subprocess.run([sys.executable, "-m", "aiayn.evaluate.perplexity", "--checkpoint", str(out / "checkpoint_last.pt"),
                     "--data", str(data / "dev"), "--output", str(ppl_json), "--threads", "1"], check=True, timeout=60)
@@ -67,12 +69,25 @@ def test_kill_and_resume_is_bit_identical(data, tmp_path):
     assert [(r["step"], r["loss"]) for r in logs[0]] == [(r["step"], r["loss"]) for r in logs[1]]
 
 
-def test_resume_refuses_other_model_settings(data, tmp_path):
-    Trainer(settings(), data, tmp_path, CPU, max_steps_this_run=1).run()
+def test_changed_settings_set_old_checkpoints_aside_and_start_fresh(data, tmp_path, caplog):
+    Trainer(settings(), data, tmp_path, CPU, max_steps_this_run=3).run()
     other = settings()
     other["model"]["d_ff"] = 48
-    with pytest.raises(ValueError, match="model settings or vocabulary differ"):
-        Trainer(other, data, tmp_path, CPU).run()
+    other["train"]["label_smoothing"] = 0.0
+    assert Trainer(other, data, tmp_path / "fresh", CPU).run() == 0
+    assert Trainer(other, data, tmp_path, CPU).run() == 0
+    assert "model settings, train settings (label_smoothing)" in caplog.text
+    assert "ckpt_00000003.pt" in {p.name for p in (tmp_path / "checkpoints.stale-1").iterdir()}
+    fresh, rerun = final_state(tmp_path / "fresh"), final_state(tmp_path)
+    assert all(torch.equal(value, rerun["model"][key]) for key, value in fresh["model"].items())
+
+
+def test_more_train_steps_resume_instead_of_restarting(data, tmp_path):
+    Trainer(settings(), data, tmp_path, CPU).run()
+    longer = settings()
+    longer["train"]["train_steps"] = 8
+    assert Trainer(longer, data, tmp_path, CPU).run() == 0
+    assert final_state(tmp_path)["step"] == 8 and not (tmp_path / "checkpoints.stale-1").exists()
 
 
 def _poison_step(trainer: Trainer, bad_step: int, times: int = 1) -> None:

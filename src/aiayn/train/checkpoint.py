@@ -82,3 +82,34 @@ def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# Train settings that do not change what a resumed run computes: extending training, how often it
+# logs, evaluates and saves, and how it is compiled.
+RESUMABLE_TRAIN_KEYS = frozenset({
+    "train_steps", "log_every_steps", "dev_every_steps", "checkpoint_minutes", "checkpoint_steps",
+    "keep_checkpoints", "compile",
+})
+
+
+def trajectory_changes(state: dict, settings: dict, vocab: dict) -> list[str]:
+    """What differs between a checkpoint and this run in a way that makes resuming from it wrong."""
+    changed = []
+    if state["settings"]["model"] != settings["model"]:
+        changed.append("model settings")
+    if state["vocab"] != vocab:
+        changed.append("vocabulary")
+    old, new = state["settings"]["train"], settings["train"]
+    keys = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_TRAIN_KEYS and old.get(k) != new.get(k))
+    if keys:
+        changed.append("train settings (" + ", ".join(keys) + ")")
+    return changed
+
+
+def set_aside(folder: Path) -> Path:
+    """Rename ``folder`` to the first free ``<folder>.stale-N``: kept for the user, out of resume's way."""
+    n = 1
+    while (aside := folder.with_name(f"{folder.name}.stale-{n}")).exists():
+        n += 1
+    folder.rename(aside)
+    return aside

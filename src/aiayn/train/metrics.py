@@ -8,7 +8,7 @@ from pathlib import Path
 
 from aiayn.io import atomic_output
 
-COLUMNS = ("step", "lr", "loss", "nll", "grad_norm", "tokens_per_s", "mfu", "elapsed")
+COLUMNS = ("step", "lr", "loss", "nll", "grad_norm", "tokens_per_s", "mfu", "elapsed", "dev_ppl")
 log = logging.getLogger(__name__)
 
 
@@ -34,6 +34,13 @@ class MetricsLog:
         with open(self.path, "a", encoding="utf-8", newline="") as handle:
             csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n").writerow(cells)
         self.scalars(row["step"], {k: v for k, v in row.items() if k != "step" and v is not None}, "train")
+
+    def dev(self, step: int, ppl: float) -> None:
+        """A row holding only the step and its dev perplexity (the other cells stay empty)."""
+        with open(self.path, "a", encoding="utf-8", newline="") as handle:
+            csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n").writerow(
+                {key: "" for key in COLUMNS} | {"step": str(step), "dev_ppl": _format(ppl)})
+        self.scalars(step, {"ppl": ppl}, "dev")
 
     def scalars(self, step: int, values: dict, prefix: str) -> None:
         if self.tensorboard is None:

@@ -29,7 +29,7 @@ from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
 from aiayn.train.batching import BOS, EOS, PAD, UNK, BatchSampler, BatchStream, collate, make_batches
 from aiayn.train.checkpoint import (checkpoint_path, list_checkpoints, publish_last, rng_state, rotate,
-                                    save_checkpoint, set_rng_state)
+                                    save_checkpoint, set_aside, set_rng_state, trajectory_changes)
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name
 from aiayn.train.loss import label_smoothed_loss
 from aiayn.train.metrics import MetricsLog
@@ -220,11 +220,12 @@ class Trainer:
             return False
         step, path = found[-1]
         state = torch.load(path, map_location=self.env.device, weights_only=True)
-        if state["settings"]["model"] != self.settings["model"] or state["vocab"] != self.vocab:
-            raise ValueError(f"{path}: its model settings or vocabulary differ from this run's; "
-                             f"use another --out-dir or remove {self.out_dir / 'checkpoints'}")
-        if state["settings"]["train"] != self.settings["train"]:
-            log.warning("%s: train settings differ from this run's; continuing with this run's", path)
+        changed = trajectory_changes(state, self.settings, self.vocab)
+        if changed:
+            aside = set_aside(self.out_dir / "checkpoints")
+            log.warning("%s was trained with other %s; moved the old checkpoints to %s and training from "
+                        "scratch", path, ", ".join(changed), aside)
+            return False
         self.raw_model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.stream.load_state_dict(state["data_state"])
@@ -291,8 +292,7 @@ class Trainer:
             bar.update(1)
             self.record(result, metrics, bar, wall0 + time.perf_counter() - started)
             if self.env.is_main and self.cfg.dev_every_steps and step % self.cfg.dev_every_steps == 0:
-                ppl = self.dev_perplexity()
-                metrics.scalars(step, {"ppl": ppl}, "dev")
+                metrics.dev(step, self.dev_perplexity())
             if self._checkpoint_due(step, last_save):
                 self.progress.wall_seconds = wall0 + time.perf_counter() - started
                 self.save()
@@ -320,7 +320,9 @@ class Trainer:
         if not self.env.is_main:
             return
         if self.progress.dev_ppl is None or self.cfg.dev_every_steps == 0 or self.progress.step % self.cfg.dev_every_steps:
-            self.dev_perplexity()
+            ppl = self.dev_perplexity()
+            if metrics:
+                metrics.dev(self.progress.step, ppl)
         path = checkpoint_path(self.out_dir, self.progress.step)
         if saved_step != self.progress.step or not path.exists():
             path = self.save()
