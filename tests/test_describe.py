@@ -17,26 +17,29 @@ PAPER_PARAMS_MILLIONS = {
 
 
 def test_table3_parameter_counts_match_the_paper():
-    rows = {(r["experiment"], r["task"]): r for r in describe(configlib.load(CONFIG), vocab_size=37000)}
+    rows = {r["experiment"]: r for r in describe(configlib.load(CONFIG), vocab_size=37000)}
     for experiment, millions in PAPER_PARAMS_MILLIONS.items():
-        params = rows[(experiment, "en-de")]["params"]
+        params = rows[experiment]["params"]
         paper = millions * 1e6
         assert abs(params - paper) <= max(3e6, 0.05 * paper), (experiment, params, paper)
-    assert rows[("base", "en-de")]["params"] == 63_045_632
-    assert rows[("big", "en-de")]["params"] == 214_171_648
-    assert rows[("A1", "en-de")]["params"] == rows[("base", "en-de")]["params"]
+    assert rows["base"]["params"] == 63_045_632
+    assert rows["big"]["params"] == 214_171_648
+    assert rows["A1"]["params"] == rows["base"]["params"]
 
 
-def test_cli_writes_one_csv_row_per_run(capsys):
+def test_cli_writes_one_csv_row_per_experiment(capsys):
     assert main([str(CONFIG)]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert tuple(rows[0]) == COLUMNS
-    assert len(rows) == len(configlib.runs(configlib.load(CONFIG)))
-    by_run = {(r["experiment"], r["task"]): r for r in rows}
-    assert by_run[("E", "en-de")]["positional"] == "learned"
-    assert by_run[("D3", "en-de")]["label_smoothing"] == "0.0"
-    # per-task vocabulary: en-fr's 32000 is smaller than en-de's 37000
-    assert int(by_run[("base", "en-fr")]["params"]) == int(by_run[("base", "en-de")]["params"]) - 5000 * 512
+    assert tuple(rows[0]) == COLUMNS == (
+        "experiment", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "label_smoothing",
+        "train_steps", "positional", "params")
+    assert [r["experiment"] for r in rows] == list(configlib.load(CONFIG)["experiments"])
+    by_exp = {r["experiment"]: r for r in rows}
+    assert by_exp["E"]["positional"] == "learned"
+    assert by_exp["D3"]["label_smoothing"] == "0.0"
+    assert by_exp["big"]["dropout"] == "0.3" and by_exp["big"]["train_steps"] == "300000"
+    # without --vocab-size each row uses its first task's vocabulary (EN-DE: 37000)
+    assert int(by_exp["base"]["params"]) == 63_045_632
 
 
 def test_cli_rejects_tiny_vocabulary():
