@@ -76,6 +76,8 @@ def test_data_stages_kept_their_counts(run):
 
 
 def test_changing_one_value_reruns_exactly_what_depends_on_it(run, tmp_path):
+    unchanged = snakemake(run, "--dry-run")
+    assert "Nothing to be done" in unchanged.stdout + unchanged.stderr
     overlay = tmp_path / "change.yaml"
     overlay.write_text(yaml.safe_dump({"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
     result = snakemake(run, "--dry-run", configs=[*CONFIGS, str(overlay)])
@@ -83,5 +85,7 @@ def test_changing_one_value_reruns_exactly_what_depends_on_it(run, tmp_path):
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
     assert jobs.get("translate") == "1" and jobs.get("bleu") == "1" and jobs.get("detokenize") == "1"
     assert "train" not in jobs and "perplexity" not in jobs and "bpe_learn" not in jobs
-    unchanged = snakemake(run, "--dry-run")
-    assert "Nothing to be done" in unchanged.stdout + unchanged.stderr
+    retrain = tmp_path / "retrain.yaml"
+    retrain.write_text(yaml.safe_dump({"experiments": {"A2": {"model": {"d_ff": 128}}}}))
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", snakemake(run, "--dry-run", configs=[*CONFIGS, str(retrain)]).stdout, re.M))
+    assert jobs.get("train") == "1" and jobs.get("perplexity") == "1" and "bpe_learn" not in jobs

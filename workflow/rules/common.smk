@@ -4,6 +4,8 @@ import os
 import re
 import urllib.parse
 
+import yaml
+
 from aiayn import config as aiayn_config
 
 aiayn_config.validate(config, source="config (config.yaml plus --configfile overlays)")
@@ -66,6 +68,55 @@ def settings(wildcards):
 def train_settings(wildcards):
     """What training depends on: averaging and decoding changes must not retrain."""
     return {k: v for k, v in settings(wildcards).items() if k not in ("average", "decode")}
+
+
+def settings_file(wildcards, section):
+    return f"{R}/{wildcards.task}/{wildcards.exp}/settings/{section}.json"
+
+
+def _write_if_changed(path, text):
+    if os.path.exists(path) and open(path, encoding="utf-8").read() == text:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(f"{path}.tmp", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(f"{path}.tmp", path)
+
+
+def _settings_files():
+    """Every settings file and its content: what each stage depends on in the config."""
+    data = config["data"]
+    files = {
+        f"{R}/config.yaml": yaml.safe_dump(config, sort_keys=False),
+        f"{D}/settings/sources.json": SOURCES,
+        f"{D}/settings/demo.json": {"demo": config.get("demo"), "sources": SOURCES},
+        f"{D}/settings/tokenize.json": data["tokenize"],
+        f"{D}/settings/clean.json": data["clean"],
+        f"{D}/settings/shards.json": data["shards"],
+    }
+    for task, spec in TASKS.items():
+        files[f"{D}/settings/{task}/bpe.json"] = {"bpe": data["bpe"], "vocab_size": spec["vocab_size"]}
+        files[f"{D}/settings/{task}/task.json"] = spec
+    for task, exp in aiayn_config.runs(config):
+        resolved = aiayn_config.resolve(config, exp, task)
+        files[f"{R}/{task}/{exp}/settings/train.json"] = {
+            k: v for k, v in resolved.items() if k not in ("average", "decode")
+        }
+        files[f"{R}/{task}/{exp}/settings/average.json"] = resolved["average"]
+        files[f"{R}/{task}/{exp}/settings/decode.json"] = resolved["decode"]
+    return files
+
+
+def _sync_settings_files():
+    """Write the settings files, each only when its content changes. Rules take them as inputs, so a
+    config change reruns exactly the stages that depend on it (profiles/default: mtime triggers;
+    Snakemake does not track parameters computed from wildcards)."""
+    for path, value in _settings_files().items():
+        text = value if isinstance(value, str) else json.dumps(value, indent=2, sort_keys=True) + "\n"
+        _write_if_changed(path, text)
+
+
+_sync_settings_files()
 
 
 def split_corpus(task, split):

@@ -1,9 +1,12 @@
 # Data stages: download -> extract -> normalize/tokenize -> clean -> shared BPE -> encode -> shards.
 
 
+# The generator reads the run's config only for `sources`, which is a parameter here: another config
+# change rewrites config.yaml but must not regenerate the data (and so rerun everything).
 rule demo_corpus:
     input:
-        config=f"{R}/config.yaml",
+        config=ancient(f"{R}/config.yaml"),
+        settings=f"{D}/settings/demo.json",
     output:
         archives=[f"{DEMO_MIRROR}/{name}" for name in ARCHIVE_URLS],
         lock=f"{DEMO_MIRROR}/sources.lock",
@@ -28,7 +31,8 @@ rule demo_corpus:
 
 rule download:
     input:
-        lambda w: [f"{DEMO_MIRROR}/{w.archive}", f"{DEMO_MIRROR}/sources.lock"] if "demo" in config else [],
+        mirror=lambda w: [f"{DEMO_MIRROR}/{w.archive}", f"{DEMO_MIRROR}/sources.lock"] if "demo" in config else [],
+        settings=f"{D}/settings/sources.json",
     output:
         f"{D}/downloads/{{archive}}",
     params:
@@ -47,7 +51,8 @@ rule download:
 
 rule extract:
     input:
-        lambda w: f"{D}/downloads/{archive_name(w.corpus)}",
+        archive=lambda w: f"{D}/downloads/{archive_name(w.corpus)}",
+        settings=f"{D}/settings/sources.json",
     output:
         f"{D}/raw/{{ttask}}/{{corpus}}.{{lang}}",
     params:
@@ -57,13 +62,14 @@ rule extract:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.extract --archive {input} --member {params.member} --out {output} --log {log}"
+        "python -m aiayn.data.extract --archive {input.archive} --member {params.member} --out {output} --log {log}"
 
 
 
 rule tokenize:
     input:
-        f"{D}/raw/{{ttask}}/{{corpus}}.{{lang}}",
+        text=f"{D}/raw/{{ttask}}/{{corpus}}.{{lang}}",
+        settings=f"{D}/settings/tokenize.json",
     output:
         f"{D}/tok/{{ttask}}/{{corpus}}.{{lang}}",
     params:
@@ -74,7 +80,7 @@ rule tokenize:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.tokenize --lang {wildcards.lang} --input {input} --output {output}"
+        "python -m aiayn.data.tokenize --lang {wildcards.lang} --input {input.text} --output {output}"
         " --threads {threads} {params.flags} --log {log}"
 
 
@@ -87,7 +93,8 @@ for _task in TRANSLATION:
         name:
             f"clean_{_task.replace('-', '_')}"
         input:
-            [f"{D}/tok/{_task}/{c}.{l}" for c in TASKS[_task]["train"] for l in (_src, _tgt)],
+            texts=[f"{D}/tok/{_task}/{c}.{l}" for c in TASKS[_task]["train"] for l in (_src, _tgt)],
+            settings=f"{D}/settings/clean.json",
         output:
             src=f"{D}/clean/{_task}/train.{_src}",
             tgt=f"{D}/clean/{_task}/train.{_tgt}",
@@ -110,7 +117,8 @@ for _task in TRANSLATION:
 
 rule bpe_learn:
     input:
-        lambda w: [text(w.task, "train", side) for side in sides(w.task)],
+        texts=lambda w: [text(w.task, "train", side) for side in sides(w.task)],
+        settings=f"{D}/settings/{{task}}/bpe.json",
     output:
         model=f"{D}/bpe/{{task}}/spm.model",
         vocab=f"{D}/bpe/{{task}}/spm.vocab",
@@ -129,7 +137,7 @@ rule bpe_learn:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.bpe learn --inputs {input} --model-prefix {params.prefix}"
+        "python -m aiayn.data.bpe learn --inputs {input.texts} --model-prefix {params.prefix}"
         " --vocab-size {params.vocab_size} {params.opts} --threads {threads} --log {log}"
 
 
@@ -154,6 +162,7 @@ rule binarize:
         model=f"{D}/bpe/{{task}}/spm.model",
         src=lambda w: f"{D}/bpe/{w.task}/{w.split}.{sides(w.task)[0]}",
         tgt=lambda w: f"{D}/bpe/{w.task}/{w.split}.{sides(w.task)[1]}",
+        settings=f"{D}/settings/shards.json",
     output:
         f"{D}/bin/{{task}}/{{split}}/manifest.json",
     params:

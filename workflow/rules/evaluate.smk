@@ -7,6 +7,7 @@ rule translate:
         checkpoint=checkpoint,
         spm=f"{D}/bpe/{{task}}/spm.model",
         src=lambda w: f"{D}/bpe/{w.task}/{w.split}.{sides(w.task)[0]}",
+        settings=lambda w: settings_file(w, "decode"),
     output:
         f"{R}/{{task}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
     params:

@@ -5,7 +5,8 @@
 
 rule treebank:
     input:
-        treebank_input,
+        treebank=treebank_input,
+        settings=f"{D}/settings/{{ptask}}/task.json",
     output:
         [f"{D}/tok/{{ptask}}/{split}.{side}" for split in ("train", "dev", "test") for side in ("words", "tree")],
         [f"{D}/tok/{{ptask}}/{split}.gold" for split in ("dev", "test")],

@@ -1,20 +1,6 @@
 # The paper's tables beside ours, and the plots.
 
 
-rule run_config:
-    output:
-        f"{R}/config.yaml",
-    params:
-        config=json.dumps(config, sort_keys=True),
-    log:
-        f"{R}/logs/run_config.log",
-    localrule: True
-    conda:
-        "../../envs/aiayn.yaml"
-    shell:
-        "python -m aiayn.config --json {params.config:q} --output {output} > {log} 2>&1"
-
-
 rule tables:
     input:
         config=f"{R}/config.yaml",

@@ -5,6 +5,7 @@ rule train:
     input:
         train=f"{D}/bin/{{task}}/train/manifest.json",
         dev=f"{D}/bin/{{task}}/dev/manifest.json",
+        settings=lambda w: settings_file(w, "train"),
     output:
         summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
         last=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
@@ -26,7 +27,8 @@ rule train:
 
 rule average:
     input:
-        f"{R}/{{task}}/{{exp}}/train/summary.json",
+        summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
+        settings=lambda w: settings_file(w, "average"),
     output:
         f"{R}/{{task}}/{{exp}}/avg.pt",
     params:
