@@ -83,6 +83,16 @@ def _check_model(model: dict, where: str) -> None:
         raise ConfigError(f"{where}: model.d_model must be even for sinusoidal positions")
 
 
+def check_known_keys(cls, values, section: str) -> None:
+    """Refuse keys of a settings section that the dataclass ``cls`` has no field for, naming them."""
+    import dataclasses
+
+    known = {field.name for field in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
+
+
 def deep_merge(base: dict, override: dict) -> dict:
     """Return ``base`` with ``override`` applied recursively (dicts merge, everything else replaces)."""
     merged = copy.deepcopy(base)

@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from aiayn.config import check_known_keys
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -47,10 +49,7 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "ModelConfig":
         """Build from a settings ``model`` section; an unknown key is an error naming it."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown model setting(s) {unknown}; known: {sorted(known)}")
+        check_known_keys(cls, values, "model")
         return cls(**dict(values))
 
     def to_dict(self) -> dict[str, Any]:

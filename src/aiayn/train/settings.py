@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+from aiayn.config import check_known_keys
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,7 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":
         """Build from a settings ``train`` section; an unknown key is an error naming it."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown train setting(s) {unknown}; known: {sorted(known)}")
+        check_known_keys(cls, values, "train")
         values = dict(values)
         if "adam_betas" in values:
             values["adam_betas"] = tuple(values["adam_betas"])
