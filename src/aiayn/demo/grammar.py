@@ -106,9 +106,8 @@ class Language:
     comps: dict[str, str] = {}          # that, 0, quote, because -> the template of what follows the verb
     aux: dict[str, tuple[str, str]] = {}  # will, can and the perfect's auxiliaries: (singular, plural)
     prepositions: dict[str, str] = {}   # in, with, to; in-c, to-c before a city
-    contractions, elisions = {}, {}     # (zu, dem) -> zum; le -> l' before a vowel
-    quotes, spell = ("", ""), {}        # quotation marks as tokens; token -> its spelling in text
-    no_space_before = no_space_after = frozenset()
+    quotes = ("", "")                   # opening and closing quotation marks, as tokens
+    rewrites: tuple[tuple[str, str], ...] = ()  # (regex, replacement) on the text: spacing, elision, contractions
 
     def fill(self, template: str, c: Clause) -> list:
         """Slots replaced by what fills them, other words kept, brackets made into trees."""
@@ -170,21 +169,11 @@ class Language:
         return self.text(self.realize(c) + self.end(c))
 
     def text(self, items: list) -> str:
-        """The raw text: contractions, capitals, spelling, spacing."""
-        tokens = [self.spell.get(t, t) for t in capitalize(self.contract(list(words(items))), self.quotes[0])]
-        return "".join(("" if not i or t in self.no_space_before or tokens[i - 1] in self.no_space_after
-                        or tokens[i - 1].endswith("'") else " ") + t for i, t in enumerate(tokens))
-
-    def contract(self, tokens: list[str]) -> list[str]:
-        """Elision before a vowel (le homme: l'homme), then contraction of pairs (zu dem: zum, à le: au)."""
-        out: list[str] = []
-        for token, after in zip(tokens, tokens[1:] + [""]):
-            token = self.elisions[token] if token in self.elisions and vowel(after) else token
-            if out and (out[-1], token) in self.contractions:
-                out[-1] = self.contractions[out[-1], token]
-            else:
-                out.append(token)
-        return out
+        """The raw text: words capitalized and joined, then the language's rewrites applied in order."""
+        text = " ".join(capitalize(list(words(items)), self.quotes[0]))
+        for pattern, replacement in self.rewrites:
+            text = re.sub(pattern, replacement, text)
+        return text
 
 
 def words(items: list):
@@ -194,11 +183,6 @@ def words(items: list):
             yield item
         elif item.label != "-NONE-":
             yield from words(item.children)
-
-
-def vowel(word: str) -> bool:
-    """Starts with a vowel or a mute h (French: l'homme, l'hôtel; le huit is the exception)."""
-    return word[:1].lower() in "aeiouéèêâàîôûh" and word != "huit"
 
 
 def capitalize(tokens: list[str], open_quote: str) -> list[str]:

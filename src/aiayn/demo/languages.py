@@ -9,7 +9,7 @@ participles after être ("Anna est restée"), elision and contractions (l', qu',
 
 from __future__ import annotations
 
-from aiayn.demo.grammar import NP, Clause, Language, capitalize, leaf, vowel
+from aiayn.demo.grammar import NP, Clause, Language, capitalize, leaf
 from aiayn.demo.lexicon import french_plural
 from aiayn.parsing.trees import Tree
 
@@ -20,8 +20,7 @@ class English(Language):
     comps = {"that": "(SBAR (IN that) clause)", "0": "(SBAR (-NONE- 0) clause)", "quote": "(: :) (`` ``) clause",
              "because": "(SBAR-PRP (IN because) clause)"}
     prepositions = {"in": "in", "with": "with", "to": "to"}
-    quotes, spell = ("``", "''"), {"``": "“", "''": "”"}
-    no_space_before, no_space_after = frozenset({",", ".", ":", "”"}), frozenset({"“"})
+    quotes, rewrites = ("``", "''"), ((r" ([,.:]|'')", r"\1"), ("`` ", "“"), ("''", "”"))
 
     def np(self, np_: NP, case: int) -> list[Tree]:
         word = np_.head.en[np_.plural]
@@ -57,9 +56,9 @@ class German(Language):
                  "sub": "subj time obj pp verb fin"}
     comps = {"that": ", dass clause", "0": ", dass clause", "quote": ": „ clause", "because": ", weil clause"}
     prepositions = {"in": "in", "with": "mit", "to": "zu", "to-c": "nach"}
-    contractions = {("in", "dem"): "im", ("zu", "dem"): "zum", ("zu", "der"): "zur"}
     quotes = ("„", "“")
-    no_space_before, no_space_after = frozenset({",", ".", ":", "“"}), frozenset({"„"})
+    rewrites = ((r" ([,.:“])", r"\1"), ("„ ", "„"), (r"\bin dem\b", "im"), (r"\bzu dem\b", "zum"),
+                (r"\bzu der\b", "zur"))
     aux = {"will": ("wird", "werden"), "can": ("kann", "können"), "h": ("hat", "haben"), "s": ("ist", "sind")}
     # nominative, accusative, dative; each masculine, feminine, neuter, plural
     ARTICLES = {"the": "der die das die den die das die dem der dem den",
@@ -79,6 +78,9 @@ class German(Language):
         return tokens + [word + "n" if np_.plural and case == 2 and not word.endswith(("n", "s")) else word]
 
 
+VOWELS = "aeiouéèêâàîôûhAEIOUÉÈÊÂÀÎÔÛH"      # and mute h: l'homme, l'hôtel
+
+
 def agree(forms: tuple[str, str, str], gender: str, plural: bool, before_vowel: bool = False) -> str:
     """French agreement: feminine, plural, and "nouvel" (not "nouveau") before a vowel."""
     masculine, feminine, elided = forms
@@ -91,10 +93,11 @@ class French(Language):
     templates = {"main": "front subj fin verb obj pp time comp"}
     comps = {"that": "que clause", "0": "que clause", "quote": ": « clause", "because": "parce que clause"}
     prepositions = {"in": "dans", "with": "avec", "to": "à", "in-c": "à"}
-    contractions = {("à", "le"): "au", ("à", "les"): "aux"}
-    quotes, no_space_before = ("«", "»"), frozenset({",", "."})
+    quotes = ("«", "»")
+    rewrites = ((r" ([,.])", r"\1"), (rf"\b([lL])[ae] (?=[{VOWELS}])", r"\1'"),     # le, la, de, que, ce
+                (rf"\b(qu|[dD])e (?=[{VOWELS}])", r"\1'"), (rf"\b([cC])e (?=[{VOWELS}])", r"\1et "),  # before a vowel
+                (r"\bà le\b", "au"), (r"\bà les\b", "aux"))
     aux = {"will": ("va", "vont"), "can": ("peut", "peuvent"), "a": ("a", "ont"), "e": ("est", "sont")}
-    elisions = {"le": "l'", "la": "l'", "de": "d'", "que": "qu'", "ce": "cet"}
     DETERMINERS = {"the": ("le", "la", "les"), "a": ("un", "une", ""), "this": ("ce", "cette", "ces"),
                    "": ("", "", "des")}
 
@@ -105,7 +108,7 @@ class French(Language):
         before = np_.adj is not None and np_.adj.fr_before
         det = self.DETERMINERS[np_.det][2 if np_.plural else "mf".index(gender)]
         tokens = ["de" if det == "des" and before else det]
-        tokens += [agree(np_.adj.fr, gender, np_.plural, vowel(word))] if before else []
+        tokens += [agree(np_.adj.fr, gender, np_.plural, word[0] in VOWELS)] if before else []
         return tokens + [word] + ([agree(np_.adj.fr, gender, np_.plural)] if np_.adj and not before else [])
 
     def participle(self, participle: str, aux: str, subj: NP) -> str:

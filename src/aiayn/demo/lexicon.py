@@ -73,7 +73,7 @@ Cologne | Köln | Cologne | m | c ;  Geneva | Genf | Genève | m | c
 TIMES = """
 (NP-TMP (NN yesterday)) | gestern | hier | d ;           (NP-TMP (NN today)) | heute | aujourd'hui | pdf
 (NP-TMP (NN tomorrow)) | morgen | demain | f ; (NP-TMP (JJ last) (NN week)) | letzte Woche | la semaine dernière | d
-(NP-TMP (JJ next) (NN year)) | nächstes Jahr | l' année prochaine | f
+(NP-TMP (JJ next) (NN year)) | nächstes Jahr | l'année prochaine | f
 (NP-TMP (DT this) (NN afternoon)) | heute Nachmittag | cet après-midi | pdf
 (PP-TMP (IN on) (NP (NNP Monday))) | am Montag | lundi | pdf ; (PP-TMP (IN in) (NP (CD {}))) | im Jahr {} | en {} | d
 """
