@@ -13,8 +13,7 @@ from aiayn.config import load
 from aiayn.data.download import archive_name
 from aiayn.data.extract import extract
 from aiayn.demo import mirror
-from aiayn.demo.grammar import NP, Clause
-from aiayn.demo.languages import English, French, German
+from aiayn.demo.grammar import NP, Clause, English, French, German
 from aiayn.demo.lexicon import lexicon
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.treebank import read_split

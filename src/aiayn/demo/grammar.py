@@ -1,10 +1,14 @@
-"""One template grammar: a seeded sampler of language-neutral clauses, and templates that order them.
+"""One template grammar: a seeded sampler of language-neutral clauses, and per-language templates and rules.
 
 German and French are a deterministic function of the English, so a model has word order, agreement and
-number formats to learn, not to guess. A template is a string of slot names (``subj fin time obj adj pp
-verb comp``) and words; English ones hold the Penn Treebank bracketing too, ``(S (NP-SBJ subj) (VP fin
-(VP verb ...)))``, so English comes out as its tree. An empty bracket is dropped; one holding only a
-bracket of its own label merges with it (no modal: one VP).
+number formats to learn, not to guess. A template is a string of slot names (``subj fin time obj pp verb
+comp``) and words; English ones hold the Penn Treebank bracketing too, ``(S (NP-SBJ subj) (VP fin (VP verb
+...)))``, so English comes out as its tree. An empty bracket is dropped; one holding only a bracket of its
+own label merges with it (no modal: one VP). German: verb second (a fronted time puts the subject behind
+the finite verb), the verb bracket ("hat ... gekauft"), verb-final subordinate clauses, articles and
+adjective endings by gender, number and case, „quotes“. French: adjectives after the noun but a few before
+it ("un nouvel ordinateur"), agreement of articles, adjectives and participles after être, elision (l',
+qu'), au, « quotes ». Numbers: 1,200 and 3.5; 1.200 and 3,5; 1 200 and 3,5.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from aiayn.demo.lexicon import Adjective, Lexicon, Noun, Verb
+from aiayn.demo.lexicon import Adjective, Lexicon, Noun, Verb, french_plural
 from aiayn.parsing.trees import Tree
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
@@ -136,8 +140,8 @@ class Language:
         return {"subj": lambda: self.np(c.subj, 0), "fin": lambda: self.group(c)[0], "verb": lambda: self.group(c)[1],
                 "obj": lambda: price if c.price else self.np(c.obj, 1) if c.obj else [],
                 "pp": lambda: self.pp(*c.pp) if c.pp else [],
-                "time": lambda: self.when(c) if c.time and not c.front else [],
-                "front": lambda: self.when(c) + self.fill(self.front_comma, c) if c.time and c.front else [],
+                "time": lambda: self.fill(c.time[self.code], c) if c.time and not c.front else [],
+                "front": lambda: self.fill(f"{c.time[self.code]} {self.front_comma}", c) if c.time and c.front else [],
                 "comp": lambda: self.fill(self.comps[c.comp[0]], c) if c.comp else [],
                 "clause": lambda: self.realize(c.comp[1])}
 
@@ -158,9 +162,6 @@ class Language:
         word = self.prepositions.get(f"{prep}-{np_.head.cls}", self.prepositions[prep])
         label = {"in": "PP-LOC", "to": "PP-DIR"}.get(prep, "PP")
         return [Tree(label, [leaf("TO" if prep == "to" else "IN", word), Tree("NP", self.np(np_, 2))])]
-
-    def when(self, c: Clause) -> list:
-        return self.fill(c.time[self.code], c)
 
     def end(self, c: Clause) -> list[str]:
         return ["."] + ([self.quotes[1]] if c.comp and c.comp[0] == "quote" else [])
@@ -194,3 +195,107 @@ def capitalize(tokens: list[str], open_quote: str) -> list[str]:
         elif start and token[:1].isalnum():
             out[i], start = token[:1].upper() + token[1:], False
     return out
+
+
+class English(Language):
+    code, million, euro, front_comma = "en", "million", "euros", "(, ,)"
+    templates = {"main": "(S front (NP-SBJ subj) (VP fin (VP verb (NP obj) pp time comp)))"}
+    comps = {"that": "(SBAR (IN that) clause)", "0": "(SBAR (-NONE- 0) clause)", "quote": "(: :) (`` ``) clause",
+             "because": "(SBAR-PRP (IN because) clause)"}
+    prepositions = {"in": "in", "with": "with", "to": "to"}
+    quotes, rewrites = ("``", "''"), ((r" ([,.:]|'')", r"\1"), ("`` ", "“"), ("''", "”"))
+
+    def np(self, np_: NP, case: int) -> list[Tree]:
+        word = np_.head.en[np_.plural]
+        if np_.head.proper:
+            return [leaf("NNP", word)]
+        kids = ([leaf("JJ", np_.adj.en)] if np_.adj else []) + [leaf("NNS" if np_.plural else "NN", word)]
+        det = {"a": "an" if kids[0].children[0][0] in "aeiou" else "a", "this": "these" if np_.plural else "this"}
+        return ([leaf("DT", det.get(np_.det, np_.det))] if np_.det else []) + kids
+
+    def group(self, c: Clause) -> tuple[list, list]:
+        """(modal, verb): ([will], [buy]) or ([], [bought])."""
+        base, past = c.verb.en
+        if c.tense in ("will", "can"):
+            return [leaf("MD", c.tense)], [leaf("VB", base)]
+        if c.tense == "past":
+            return [], [leaf("VBD", past)]
+        third = base + ("es" if base.endswith(("s", "sh", "ch", "x", "o")) else "s")
+        return [], [leaf("VBP", base) if c.subj.plural else leaf("VBZ", third)]
+
+    def tree(self, c: Clause) -> Tree:
+        """The sentence's tree: final punctuation inside, first words capitalized."""
+        tree = self.realize(c)[0]
+        tree.children += [leaf(word, word) for word in self.end(c)]
+        leaves = [p for p in tree.preterminals() if p.label != "-NONE-"]
+        for pre, word in zip(leaves, capitalize([p.children[0] for p in leaves], "``")):
+            pre.children[0] = word
+        return tree
+
+
+class German(Language):
+    code, million, euro = "de", "Millionen", "Euro"
+    templates = {"main": "subj fin time obj pp verb comp", "front": "front fin subj obj pp verb comp",
+                 "sub": "subj time obj pp verb fin"}
+    comps = {"that": ", dass clause", "0": ", dass clause", "quote": ": „ clause", "because": ", weil clause"}
+    prepositions = {"in": "in", "with": "mit", "to": "zu", "to-c": "nach"}
+    quotes = ("„", "“")
+    rewrites = ((r" ([,.:“])", r"\1"), ("„ ", "„"), (r"\bin dem\b", "im"), (r"\bzu dem\b", "zum"),
+                (r"\bzu der\b", "zur"))
+    aux = {"will": ("wird", "werden"), "can": ("kann", "können"), "h": ("hat", "haben"), "s": ("ist", "sind")}
+    # nominative, accusative, dative; each masculine, feminine, neuter, plural
+    ARTICLES = {"the": "der die das die den die das die dem der dem den",
+                "a": "ein eine ein - einen eine ein - einem einer einem -",
+                "this": "dieser diese dieses diese diesen diese dieses diese diesem dieser diesem diesen"}
+    ENDINGS = {"the": "e e e en en e e en en en en en", "this": "e e e en en e e en en en en en",  # weak,
+               "a": "er e es - en e es - en en en -", "": "- - - e - - - e - - - en"}           # mixed, strong
+
+    def np(self, np_: NP, case: int) -> list[str]:
+        """Words of ``np_`` in ``case`` (0 nominative, 1 accusative, 2 dative)."""
+        word = np_.head.de[np_.plural]
+        if np_.head.proper:
+            return [word]
+        i = 4 * case + (3 if np_.plural else "mfn".index(np_.head.de_gender))
+        tokens = [self.ARTICLES[np_.det].split()[i]] if np_.det else []
+        tokens += [np_.adj.de + self.ENDINGS[np_.det].split()[i]] if np_.adj else []
+        return tokens + [word + "n" if np_.plural and case == 2 and not word.endswith(("n", "s")) else word]
+
+
+VOWELS = "aeiouéèêâàîôûhAEIOUÉÈÊÂÀÎÔÛH"      # and mute h: l'homme, l'hôtel
+
+
+def agree(forms: tuple[str, str, str], gender: str, plural: bool, before_vowel: bool = False) -> str:
+    """French agreement: feminine, plural, and "nouvel" (not "nouveau") before a vowel."""
+    masculine, feminine, elided = forms
+    word = feminine if gender == "f" else elided if before_vowel and not plural else masculine
+    return french_plural(word) if plural else word
+
+
+class French(Language):
+    code, million, euro, front_comma = "fr", "millions de", "euros", ","
+    templates = {"main": "front subj fin verb obj pp time comp"}
+    comps = {"that": "que clause", "0": "que clause", "quote": ": « clause", "because": "parce que clause"}
+    prepositions = {"in": "dans", "with": "avec", "to": "à", "in-c": "à"}
+    quotes = ("«", "»")
+    rewrites = ((r" ([,.])", r"\1"), (rf"\b([lL])[ae] (?=[{VOWELS}])", r"\1'"),     # le, la, de, que, ce
+                (rf"\b(qu|[dD])e (?=[{VOWELS}])", r"\1'"), (rf"\b([cC])e (?=[{VOWELS}])", r"\1et "),  # before a vowel
+                (r"\bà le\b", "au"), (r"\bà les\b", "aux"))
+    aux = {"will": ("va", "vont"), "can": ("peut", "peuvent"), "a": ("a", "ont"), "e": ("est", "sont")}
+    DETERMINERS = {"the": ("le", "la", "les"), "a": ("un", "une", ""), "this": ("ce", "cette", "ces"),
+                   "": ("", "", "des")}
+
+    def np(self, np_: NP, case: int) -> list[str]:
+        word, gender = np_.head.fr[np_.plural], np_.head.fr_gender
+        if np_.head.proper:
+            return [word]
+        before = np_.adj is not None and np_.adj.fr_before
+        det = self.DETERMINERS[np_.det][2 if np_.plural else "mf".index(gender)]
+        tokens = ["de" if det == "des" and before else det]
+        tokens += [agree(np_.adj.fr, gender, np_.plural, word[0] in VOWELS)] if before else []
+        return tokens + [word] + ([agree(np_.adj.fr, gender, np_.plural)] if np_.adj and not before else [])
+
+    def participle(self, participle: str, aux: str, subj: NP) -> str:
+        return agree((participle, participle + "e", ""), subj.head.fr_gender, subj.plural) if aux == "e" else participle
+
+
+LANGUAGES = {"en": English, "de": German, "fr": French}

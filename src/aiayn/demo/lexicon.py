@@ -108,7 +108,7 @@ def lexicon() -> Lexicon:
              for en, (dg, ds, dp), (fg, fs, *fp), (cls,) in _rows(NOUNS, 4)]
     nouns += [Noun((*en, *en), "m" if cls == "c" else g, (*de, *de), g, (*fr, *fr), cls, True)
               for en, de, fr, (g,), (cls,) in _rows(PROPER, 5)]
-    verbs = [Verb(tuple(en), (de[0], de[1], de[0], de[2], de[3]), tuple(fr), *frame[0].split(">"))
+    verbs = [Verb(tuple(en), (de[0], de[1], de[0], de[2], de[3]), tuple(fr), *frame[0].split(">"))  # sie kaufen
              for en, de, fr, frame in _rows(VERBS, 4)]
     adjectives = [Adjective(en, de, (*fr, fr[0])[:3], pos == "b", cls)
                   for (en,), (de,), fr, (pos,), (cls,) in _rows(ADJECTIVES, 5)]

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from aiayn.config import load
 from aiayn.data.download import archive_name
-from aiayn.demo.grammar import sample_clause
-from aiayn.demo.languages import LANGUAGES, English
+from aiayn.demo.grammar import LANGUAGES, English, sample_clause
 from aiayn.demo.lexicon import lexicon
 from aiayn.io import atomic_output, setup_logging, write_json
 
