@@ -39,22 +39,14 @@ import torch
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 from torch import nn
 
-from aiayn.data.demo.corpus import rng_for, sample, translate
-from aiayn.data.demo.treebank import Tree
+from aiayn.demo.mirror import rng_for, sample, translate
 from aiayn.io import setup_logging
+from aiayn.parsing.clean import clean_tree
+from aiayn.parsing.linearize import linearize
 
 log = logging.getLogger("demo_learnability")
 PAD, BOS, EOS = 0, 1, 2
 PUNCT = {",", ".", "?", ":", "``", "''"}
-
-
-def linearize(tree: Tree) -> list[str]:
-    """``(S (NP XX )NP ... )S`` without empty elements and function tags (None if nothing is left)."""
-    if tree.is_preterminal:
-        return [] if tree.label == "-NONE-" else ["XX"]
-    inner = [t for child in tree.children for t in linearize(child)]
-    label = tree.label.split("-")[0]
-    return ["(" + label, *inner, ")" + label] if inner else []
 
 
 def spans(tokens: list[str], words: list[str]) -> collections.Counter:
@@ -191,8 +183,8 @@ def parsing_data(seed: int, n_train: int, n_test: int):
     """(train sources, train targets, test sources, test targets) as token lists."""
     train_set = sample(rng_for(seed, "wsj:train"), n_train)
     test_set = sample(rng_for(seed, "wsj:test"), n_test, exclude={s.en for s in train_set}, unique=True)
-    src = lambda sents: [s.tree.words() for s in sents]  # noqa: E731
-    tgt = lambda sents: [linearize(s.tree) for s in sents]  # noqa: E731
+    src = lambda sents: [clean_tree(s.tree).words() for s in sents]  # noqa: E731
+    tgt = lambda sents: [linearize(clean_tree(s.tree)) for s in sents]  # noqa: E731
     return src(train_set), tgt(train_set), src(test_set), tgt(test_set)
 
 

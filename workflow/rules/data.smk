@@ -25,7 +25,7 @@ rule demo_corpus:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.demo_corpus --config {input.config} --out-dir {params.out_dir} --seed {params.seed}"
+        "python -m aiayn.demo --config {input.config} --out-dir {params.out_dir} --seed {params.seed}"
         " {params.sizes} --log {log}"
 
 

@@ -1,0 +1,3 @@
+from aiayn.demo.mirror import main
+
+raise SystemExit(main())
