@@ -14,6 +14,7 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/settings.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/parsing.smk"
 include: "workflow/rules/train.smk"

@@ -14,6 +14,7 @@ Prints a table; not a test. Run it once: the figures depend on what else the mac
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -57,13 +58,15 @@ def pipeline(work: Path, processes: int, chunk_lines: int) -> dict[str, tuple[fl
         times = [run_stage(module, *args_for(lang)) for lang in LANGS]
         results[stage] = (sum(t for t, _ in times), max(m for _, m in times))
 
+    (work / "tokenize.json").write_text(json.dumps({"chunk_lines": chunk_lines}))
+    (work / "bpe.json").write_text(json.dumps({"vocab_size": 8000}))
     both("tokenize", "tokenize", lambda lang: ("--lang", lang, "--input", work / f"raw.{lang}",
                                                "--output", work / f"tok.{lang}", "--threads", processes,
-                                               "--chunk-lines", chunk_lines))
+                                               "--settings", work / "tokenize.json"))
     results["clean"] = run_stage("clean", "--src-lang", "en", "--tgt-lang", "fr", "--corpora", work / "tok",
                                  "--out-prefix", work / "clean", "--stats", work / "clean.json")
     results["bpe learn"] = run_stage("bpe", "learn", "--inputs", work / "clean.en", work / "clean.fr",
-                                     "--model-prefix", work / "spm", "--vocab-size", 8000,
+                                     "--model-prefix", work / "spm", "--settings", work / "bpe.json",
                                      "--threads", processes)
     both("bpe encode", "bpe", lambda lang: ("encode", "--model", work / "spm.model", "--input",
                                             work / f"clean.{lang}", "--output", work / f"bpe.{lang}",

@@ -9,25 +9,27 @@ VOCAB = {"size": 10, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
 WALL_CLOCK = {"checkpoint_steps": 0, "train_steps": 20000}   # every checkpoint may be averaged
 
 
-def save(directory, step, weight, dtype=torch.float32, extra=None, step_in_dict=None, train=WALL_CLOCK):
+def save(train_dir, step, weight, dtype=torch.float32, extra=None, step_in_dict=None, train=WALL_CLOCK):
+    """A checkpoint as the trainer names it: ``train_dir/checkpoints/ckpt_<step:08d>.pt``."""
     state = {"w": torch.tensor(weight, dtype=dtype), "count": torch.tensor([7, 8])}
     state.update(extra or {})
     checkpoint = {"model": state, "settings": {"tag": step, "train": train}, "vocab": VOCAB,
                   "step": step if step_in_dict is None else step_in_dict,
                   "optimizer": {"state": {}}, "rng": {"torch": torch.get_rng_state()}}
-    directory.mkdir(parents=True, exist_ok=True)
-    torch.save(checkpoint, directory / f"ckpt_{step:08d}.pt")
+    (train_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    torch.save(checkpoint, train_dir / "checkpoints" / f"ckpt_{step:08d}.pt")
 
 
 def test_averages_last_n_by_step_golden(tmp_path):
-    ckpts = tmp_path / "checkpoints"
-    save(ckpts, 100, [[100.0, 0.0]])            # oldest: not among the last 3
-    save(ckpts, 1000, [[1.0, 2.0]], dtype=torch.bfloat16)
-    save(ckpts, 300, [[3.0, -4.0]])
-    save(ckpts, 20000, [[0.5, 0.25]], dtype=torch.float16)
-    (ckpts / ".ckpt_00030000.pt.abc.tmp").write_bytes(b"partial")   # a killed save: ignored
+    save(tmp_path, 100, [[100.0, 0.0]])            # oldest: not among the last 3
+    save(tmp_path, 1000, [[1.0, 2.0]], dtype=torch.bfloat16)
+    save(tmp_path, 300, [[3.0, -4.0]])
+    save(tmp_path, 20000, [[0.5, 0.25]], dtype=torch.float16)
+    (tmp_path / "checkpoints" / ".ckpt_00030000.pt.abc.tmp").write_bytes(b"partial")   # a killed save: ignored
+    settings = tmp_path / "average.json"
+    settings.write_text('{"last": 3}')
     out = tmp_path / "avg.pt"
-    assert average.main(["--checkpoint-dir", str(ckpts), "--last", "3", "--output", str(out)]) == 0
+    assert average.main(["--train-dir", str(tmp_path), "--settings", str(settings), "--output", str(out)]) == 0
     result = torch.load(out, weights_only=True)
     assert set(result) == {"model", "settings", "vocab", "step", "averaged_steps"}
     assert result["averaged_steps"] == [300, 1000, 20000]
@@ -76,7 +78,7 @@ def test_key_mismatch_refused(tmp_path):
 
 
 def test_step_mismatch_and_empty_directory_refused(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no ckpt_"):
+    with pytest.raises(FileNotFoundError, match="no checkpoints/ckpt_"):
         average.average_checkpoints(tmp_path, last=1)
     save(tmp_path, 7, [1.0], step_in_dict=8)
     with pytest.raises(ValueError, match="holds step 8, its name says 7"):
@@ -92,10 +94,11 @@ def test_averaged_real_model_loads_with_load_model(tmp_path):
         torch.manual_seed(seed)
         model = model_module.Transformer(model_module.ModelConfig.from_dict(settings["model"]), VOCAB["size"])
         states.append(model.state_dict())
+        (tmp_path / "checkpoints").mkdir(exist_ok=True)
         torch.save({"model": model.state_dict(), "settings": settings, "vocab": VOCAB, "step": step},
-                   tmp_path / f"ckpt_{step:08d}.pt")
+                   tmp_path / "checkpoints" / f"ckpt_{step:08d}.pt")
     out = tmp_path / "avg.pt"
-    assert average.main(["--checkpoint-dir", str(tmp_path), "--last", "2", "--output", str(out)]) == 0
+    assert average.main(["--train-dir", str(tmp_path), "--output", str(out)]) == 0
     loaded, checkpoint = model_module.load_model(out, "cpu")
     assert checkpoint["averaged_steps"] == [10, 20]
     for key, value in loaded.state_dict().items():

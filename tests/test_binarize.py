@@ -21,7 +21,8 @@ def pieces(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bin")
     inputs = [_write(tmp / "t.en", EN), _write(tmp / "t.de", DE)]
     prefix = tmp / "spm"
-    bpe.main(["learn", "--inputs", *inputs, "--model-prefix", str(prefix), "--vocab-size", "40"])
+    (tmp / "bpe.json").write_text(json.dumps({"vocab_size": 40}))
+    bpe.main(["learn", "--inputs", *inputs, "--model-prefix", str(prefix), "--settings", str(tmp / "bpe.json")])
     for lang, src in zip(("en", "de"), inputs):
         bpe.main(["encode", "--model", f"{prefix}.model", "--input", src, "--output", str(tmp / f"p.{lang}")])
     return tmp, f"{prefix}.model"
@@ -30,8 +31,9 @@ def pieces(tmp_path_factory):
 def test_shards_hold_every_sentence_exactly_once(pieces):
     tmp, model = pieces
     out = tmp / "train"
+    (tmp / "shards.json").write_text(json.dumps({"max_shard_mb": 0.0002}))
     assert binarize.main(["--model", model, "--src", str(tmp / "p.en"), "--tgt", str(tmp / "p.de"),
-                          "--out-dir", str(out), "--max-shard-mb", "0.0002", "--chunk-lines", "5"]) == 0
+                          "--out-dir", str(out), "--settings", str(tmp / "shards.json"), "--chunk-lines", "5"]) == 0
     corpus = ShardedCorpus(out, verify=True)
     sp = spm.SentencePieceProcessor(model_file=model)
     assert len(corpus) == len(EN) and len(corpus.manifest["shards"]) > 1

@@ -1,3 +1,5 @@
+import json
+
 import sentencepiece as spm
 
 from aiayn.data import bpe
@@ -19,9 +21,10 @@ def _write(path, lines):
 def _learn(tmp_path, name, vocab_size=60, seed=1, threads=1, log=None):
     inputs = [_write(tmp_path / "t.en", TEXT_EN * 5), _write(tmp_path / "t.de", TEXT_DE * 5)]
     prefix = tmp_path / name / "spm"
-    assert bpe.main(["learn", "--inputs", *inputs, "--model-prefix", str(prefix), "--vocab-size",
-                     str(vocab_size), "--seed", str(seed), "--threads", str(threads),
-                     *(["--log", str(log)] if log else [])]) == 0
+    settings = tmp_path / f"{name}.json"
+    settings.write_text(json.dumps({"vocab_size": vocab_size, "seed": seed}))
+    assert bpe.main(["learn", "--inputs", *inputs, "--model-prefix", str(prefix), "--settings", str(settings),
+                     "--threads", str(threads), *(["--log", str(log)] if log else [])]) == 0
     return prefix
 
 

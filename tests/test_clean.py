@@ -29,13 +29,20 @@ def _write_corpus(prefix, pairs):
             "".join(pair[index] + "\n" for pair in pairs), encoding="utf-8")
 
 
+def _settings(directory, **values) -> str:
+    """A ``data.clean`` settings file, as the workflow writes it."""
+    path = directory / "clean.json"
+    path.write_text(json.dumps(values))
+    return str(path)
+
+
 def test_every_drop_reason_is_counted(tmp_path):
     _write_corpus(tmp_path / "a", PAIRS_A)
     _write_corpus(tmp_path / "b", PAIRS_B)
     out, stats_path = tmp_path / "out" / "train", tmp_path / "out" / "train.stats.json"
     assert clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "a"),
                        str(tmp_path / "b"), "--out-prefix", str(out), "--stats", str(stats_path),
-                       "--min-len", "2", "--max-len", "5", "--max-ratio", "1.5"]) == 0
+                       "--settings", _settings(tmp_path, min_len=2, max_len=5, max_ratio=1.5)]) == 0
     stats = json.loads(stats_path.read_text())
     assert stats["corpora"][str(tmp_path / "a")] == {
         "read": 7, "kept": 2, "empty": 2, "too_short": 1, "too_long": 1, "ratio": 1}
@@ -50,7 +57,7 @@ def test_none_limits_keep_every_non_empty_pair(tmp_path):
     _write_corpus(tmp_path / "a", PAIRS_A)
     assert clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "a"),
                        "--out-prefix", str(tmp_path / "o"), "--stats", str(tmp_path / "s.json"),
-                       "--max-len", "none", "--max-ratio", "none"]) == 0
+                       "--settings", _settings(tmp_path, max_len=None, max_ratio=None)]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["total"]["kept"] == 5
 
 

@@ -1,10 +1,21 @@
 import copy
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
 from aiayn import config as cfg
+from aiayn import settings
+from aiayn.data.binarize import ShardsConfig
+from aiayn.data.bpe import LearnOptions
+from aiayn.data.clean import LengthFilter
+from aiayn.data.download import DownloadConfig
+from aiayn.data.tokenize import TokenizeConfig
+from aiayn.decode.settings import AverageConfig, DecodeConfig
+from aiayn.model.config import ModelConfig
+from aiayn.parsing.prepare import TreebankConfig
+from aiayn.train.settings import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -139,8 +150,63 @@ def test_demo_overlay_is_valid(paper):
     assert cfg.resolve(merged, "A4", "en-de")["model"]["n_heads"] == 16
 
 
-def test_dump_main_round_trips(paper, tmp_path):
-    import json
-    out = tmp_path / "config.yaml"
-    assert cfg.main(["--json", json.dumps(paper), "--output", str(out)]) == 0
-    assert yaml.safe_load(out.read_text()) == paper
+def test_odd_d_model_with_sinusoids_is_refused_naming_the_run(paper):
+    bad = copy.deepcopy(paper)
+    bad["experiments"]["C4"]["model"]["d_model"] = 255
+    with pytest.raises(cfg.ConfigError, match=r"experiments\.C4 \(en-de\): model\.d_model must be even"):
+        cfg.validate(bad)
+    bad["experiments"]["C4"]["model"]["positional"] = "learned"
+    cfg.validate(bad)
+
+
+def _overlays(paper, *names):
+    merged = paper
+    for name in names:
+        merged = cfg.deep_merge(merged, yaml.safe_load((ROOT / "configs" / name).read_text()))
+    return merged
+
+
+# What each settings file is read into, by the stage that reads it (its CLI's --settings).
+READERS = {
+    "download.json": lambda v: settings.from_section(DownloadConfig, v, "data"),
+    "tokenize.json": lambda v: settings.from_section(TokenizeConfig, v, "data.tokenize"),
+    "clean.json": lambda v: settings.from_section(LengthFilter, v, "data.clean"),
+    "shards.json": lambda v: settings.from_section(ShardsConfig, v, "data.shards"),
+    "bpe.json": lambda v: settings.from_section(LearnOptions, v, "data.bpe"),
+    "treebank.json": lambda v: settings.from_section(TreebankConfig, v, "tasks.wsj"),
+    "train.json": lambda v: (ModelConfig.from_dict(v["model"]), TrainConfig.from_dict(v["train"])),
+    "average.json": lambda v: settings.from_section(AverageConfig, v, "average"),
+    "decode.json": lambda v: settings.from_section(DecodeConfig, v, "decode"),
+    "config.json": lambda v: cfg.validate(v),
+}
+
+
+@pytest.mark.parametrize("overlays", [(), ("demo.yaml",), ("demo.yaml", "test.yaml")])
+def test_every_settings_file_is_read_by_its_stage(paper, overlays):
+    files = cfg.settings_files(_overlays(paper, *overlays))
+    assert {Path(path).name for path in files} == set(READERS)
+    for path, content in files.items():
+        READERS[Path(path).name](json.loads(json.dumps(content)))
+
+
+def test_stage_defaults_are_the_paper_config(paper):
+    """Each stage run by hand (no --settings) runs what config.yaml says: the paper's setup."""
+    files = cfg.settings_files(paper)
+    defaults = {"download.json": DownloadConfig(), "tokenize.json": TokenizeConfig(), "clean.json": LengthFilter(),
+                "shards.json": ShardsConfig(), "en-de/bpe.json": LearnOptions(), "treebank.json": TreebankConfig(),
+                "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig()}
+    for suffix, default in defaults.items():
+        [path] = [p for p in files if p.endswith(suffix) and "en-fr" not in p]
+        assert READERS[Path(path).name](files[path]) == default, path
+    model, train = READERS["train.json"](files["results/en-de/base/settings/train.json"])
+    assert model == ModelConfig() and train == TrainConfig()
+
+
+def test_a_decode_change_touches_only_that_runs_decode_file(paper):
+    before = cfg.settings_files(paper)
+    after = cfg.settings_files(cfg.deep_merge(paper, {"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
+    changed = sorted(path for path in before if before[path] != after[path])
+    assert changed == ["results/config.json", "results/en-de/A1/settings/decode.json"]
+    after = cfg.settings_files(cfg.deep_merge(paper, {"experiments": {"A2": {"model": {"d_ff": 128}}}}))
+    changed = sorted(path for path in before if before[path] != after[path])
+    assert changed == ["results/config.json", "results/en-de/A2/settings/train.json"]

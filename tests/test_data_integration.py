@@ -1,7 +1,7 @@
 """Real WMT text through every data stage's CLI: download -> extract -> tokenize -> clean -> bpe -> binarize.
 
 Archives are packed from ``../shared/data/wmt`` with the real inner paths and served from 127.0.0.1;
-the downloads use the statmt URLs of ``config.yaml`` through ``--mirror``.
+the downloads use the statmt URLs of ``config.yaml`` through ``data.mirror`` in their settings file.
 """
 
 import hashlib
@@ -73,6 +73,15 @@ def mirror_server(tmp_path):
     server.server_close()
 
 
+def _settings(directory: Path, **sections) -> dict[str, Path]:
+    """One settings file per stage, as the workflow writes them."""
+    paths = {}
+    for name, values in sections.items():
+        paths[name] = directory / f"{name}.json"
+        paths[name].write_text(json.dumps(values))
+    return paths
+
+
 def _run(module: str, *args) -> None:
     result = subprocess.run([sys.executable, "-m", f"aiayn.data.{module}", *map(str, args)],
                             capture_output=True, text=True, timeout=120)
@@ -84,14 +93,16 @@ def test_wmt_en_fr_slice_through_every_stage(mirror_server, tmp_path):
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     corpora = {"train": "news_commentary_v9", "dev": "newstest2013", "test": "newstest2014"}
     d = tmp_path / "data"
+    settings = _settings(tmp_path, download={"mirror": base, "lock": str(lock)}, tokenize={"chunk_lines": 500},
+                         bpe={**config["data"]["bpe"], "vocab_size": 2000})
     for split, corpus in corpora.items():
         source = config["sources"][corpus]
         archive = d / "downloads" / Path(source["url"]).name
-        _run("download", "--url", source["url"], "--out", archive, "--mirror", base, "--lock", lock, "--retries", 0)
+        _run("download", "--url", source["url"], "--out", archive, "--settings", settings["download"], "--retries", 0)
         for lang, member in source["members"]["en-fr"].items():
             _run("extract", "--archive", archive, "--member", member, "--out", d / "raw" / f"{split}.{lang}")
             _run("tokenize", "--lang", lang, "--input", d / "raw" / f"{split}.{lang}",
-                 "--output", d / "tok" / f"{split}.{lang}", "--threads", 2, "--chunk-lines", 500)
+                 "--output", d / "tok" / f"{split}.{lang}", "--threads", 2, "--settings", settings["tokenize"])
     _run("clean", "--src-lang", "en", "--tgt-lang", "fr", "--corpora", d / "tok" / "train",
          "--out-prefix", d / "clean" / "train", "--stats", d / "clean" / "train.stats.json")
     stats = json.loads((d / "clean" / "train.stats.json").read_text())["total"]
@@ -100,7 +111,7 @@ def test_wmt_en_fr_slice_through_every_stage(mirror_server, tmp_path):
 
     model = d / "bpe" / "spm"
     _run("bpe", "learn", "--inputs", d / "clean" / "train.en", d / "clean" / "train.fr",
-         "--model-prefix", model, "--vocab-size", 2000, "--threads", 2)
+         "--model-prefix", model, "--settings", settings["bpe"], "--threads", 2)
     splits = {"train": d / "clean" / "train", "dev": d / "tok" / "dev", "test": d / "tok" / "test"}
     for split, prefix in splits.items():
         for lang in ("en", "fr"):

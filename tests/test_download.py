@@ -70,6 +70,13 @@ def _lock(tmp_path, entries):
     return str(path)
 
 
+def _settings(tmp_path, lock, mirror=None):
+    """``data.mirror`` and ``data.lock`` as the workflow's settings file."""
+    path = tmp_path / "download.json"
+    path.write_text(json.dumps({"mirror": mirror, "lock": lock}))
+    return str(path)
+
+
 def _pin(data):
     return {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
@@ -79,7 +86,7 @@ def test_interrupted_transfer_resumes_to_the_right_checksum(server, tmp_path):
     server.break_once.add("a.tgz")
     lock = _lock(tmp_path, {"a.tgz": _pin(PAYLOAD)})
     out = tmp_path / "dl" / "a.tgz"
-    assert download.main(["--url", f"{server.base}/a.tgz", "--out", str(out), "--lock", lock,
+    assert download.main(["--url", f"{server.base}/a.tgz", "--out", str(out), "--settings", _settings(tmp_path, lock),
                           "--retries", "2", "--backoff", "0"]) == 0
     assert out.read_bytes() == PAYLOAD and not Path(f"{out}.part").exists()
     assert server.requests[0] == ("a.tgz", None)
@@ -148,7 +155,8 @@ def test_unpinned_file_is_recorded_with_a_warning(server, tmp_path):
     server.files["dev.tgz"] = PAYLOAD
     lock = _lock(tmp_path, {"dev.tgz": {"sha256": None, "note": "none published"}})
     out, log = tmp_path / "dev.tgz", tmp_path / "dl.log"
-    assert download.main(["--url", f"{server.base}/dev.tgz", "--out", str(out), "--lock", lock, "--log", str(log)]) == 0
+    assert download.main(["--url", f"{server.base}/dev.tgz", "--out", str(out), "--settings", _settings(tmp_path, lock),
+                          "--log", str(log)]) == 0
     sha = hashlib.sha256(PAYLOAD).hexdigest()
     assert Path(f"{out}.sha256").read_text() == f"{sha}  dev.tgz\n"
     assert "WARNING" in log.read_text() and "no published sha256" in log.read_text()

@@ -1,27 +1,29 @@
 """The whole workflow on a config smaller than the demo: every table row exists, numbers are sane,
-and changing one config value reruns exactly what depends on it."""
+changing one config value reruns exactly what depends on it, and a dry run changes no file."""
 
 import csv
 import math
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+import workflow_helpers
+from workflow_helpers import ROOT, snapshot
+
 CONFIGS = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml")]
 
 pytestmark = pytest.mark.slow
 
 
 def snakemake(workdir, *args, configs=CONFIGS):
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--cores", "2", "--configfile", *configs, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return workflow_helpers.snakemake(workdir, "--cores", "2", "--configfile", *configs, *args, check=False)
+
+
+def planned_jobs(result) -> dict[str, int]:
+    """Job counts by rule from a dry run's table."""
+    assert result.returncode == 0, result.stderr
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M)}
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +82,22 @@ def test_changing_one_value_reruns_exactly_what_depends_on_it(run, tmp_path):
     assert "Nothing to be done" in unchanged.stdout + unchanged.stderr
     overlay = tmp_path / "change.yaml"
     overlay.write_text(yaml.safe_dump({"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
-    result = snakemake(run, "--dry-run", configs=[*CONFIGS, str(overlay)])
-    assert result.returncode == 0, result.stderr
-    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
-    assert jobs.get("translate") == "1" and jobs.get("bleu") == "1" and jobs.get("detokenize") == "1"
-    assert "train" not in jobs and "perplexity" not in jobs and "bpe_learn" not in jobs
+    jobs = planned_jobs(snakemake(run, "--dry-run", configs=[*CONFIGS, str(overlay)]))
+    # A1's decode.json and the run's config.json (the tables and plots read it) are written again.
+    assert jobs == {"settings": 2, "translate": 1, "detokenize": 1, "bleu": 1, "tables": 1, "plots": 1,
+                    "all": 1, "total": 8}
     retrain = tmp_path / "retrain.yaml"
     retrain.write_text(yaml.safe_dump({"experiments": {"A2": {"model": {"d_ff": 128}}}}))
-    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", snakemake(run, "--dry-run", configs=[*CONFIGS, str(retrain)]).stdout, re.M))
-    assert jobs.get("train") == "1" and jobs.get("perplexity") == "1" and "bpe_learn" not in jobs
+    jobs = planned_jobs(snakemake(run, "--dry-run", configs=[*CONFIGS, str(retrain)]))
+    assert jobs == {"settings": 2, "train": 1, "perplexity": 1, "translate": 1, "detokenize": 1, "bleu": 1,
+                    "tables": 1, "plots": 1, "all": 1, "total": 10}
+
+
+def test_dry_runs_and_lint_change_no_file(run, tmp_path):
+    overlay = tmp_path / "change.yaml"
+    overlay.write_text(yaml.safe_dump({"experiments": {"A1": {"decode": {"beam_size": 2}}}, "demo": {"seed": 3}}))
+    before = snapshot(run)
+    for args, configs in ((["--dry-run"], CONFIGS), (["--dry-run"], [*CONFIGS, str(overlay)]), (["--lint"], CONFIGS)):
+        assert snakemake(run, *args, configs=configs).returncode == 0
+    assert snapshot(run) == before
+    assert "Nothing to be done" in snakemake(run, "--dry-run").stdout

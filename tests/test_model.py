@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token, load_model
-from aiayn.model.layers import sinusoid_table
+from aiayn.model.positional import sinusoid_table
 
 V = 23
 

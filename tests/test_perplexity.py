@@ -6,8 +6,9 @@ import torch
 import torch.nn.functional as F
 
 from aiayn.data.shards import ShardedCorpus
-from aiayn.evaluate.perplexity import main, perplexity_report
+from aiayn.evaluate.perplexity import main
 from aiayn.model import ModelConfig, Transformer
+from aiayn.train.evaluation import perplexity_report
 from train_helpers import SETTINGS, VOCAB, make_task
 
 

@@ -1,7 +1,6 @@
-import json
 import pytest
 
-from aiayn.report.plots import main, make_plots, read_avg_sweep, read_train_log
+from aiayn.report.plots import main, make_plots, read_train_log
 from aiayn.report.metrics import MetricFileError
 from report_fixtures import small_config, write_config, write_results, write_train_log
 
@@ -20,20 +19,16 @@ def results(tmp_path):
 
 def test_plots_written_as_png(results, tmp_path):
     config, results_dir = results
-    (results_dir / "en-de/base/avg_sweep.json").write_text(
-        json.dumps([{"last": 1, "bleu": 25.1}, {"last": 10, "bleu": 26.0}, {"last": 5, "bleu": 25.9}]))
     config_path = write_config(tmp_path / "config.yaml", config)
     out = results_dir / "plots"
     log = tmp_path / "plots.log"
     assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
                  "--log", str(log)]) == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["avg_sweep_en-de_base.png", "curves_en-de_C1.png", "curves_en-de_base.png",
-                     "curves_wsj_parser.png", "table3.png"]
+    assert names == ["curves_en-de_C1.png", "curves_en-de_base.png", "curves_wsj_parser.png", "table3.png"]
     for path in out.iterdir():
         data = path.read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 5000
-    assert "avg_sweep.json not found: no checkpoint-averaging plot for en-de/C1" in log.read_text()
 
 
 def test_train_log_dev_ppl_only_on_evaluations(tmp_path):
@@ -52,7 +47,7 @@ def test_missing_log_is_named(results, tmp_path):
     assert not (tmp_path / "plots").exists()
 
 
-def test_bad_log_and_sweep_are_named(tmp_path):
+def test_bad_log_is_named(tmp_path):
     bad = tmp_path / "log.csv"
     bad.write_text("step,lr\n1,0.1\n")
     with pytest.raises(MetricFileError, match=r"log\.csv: missing column\(s\) \['loss'\]"):
@@ -60,12 +55,6 @@ def test_bad_log_and_sweep_are_named(tmp_path):
     no_dev = tmp_path / "no_dev.csv"
     no_dev.write_text("step,lr,loss\n1,0.1,9.5\n2,0.2,9.0\n")
     assert read_train_log(no_dev)["dev_ppl"].isna().all()
-    sweep = tmp_path / "avg_sweep.json"
-    sweep.write_text(json.dumps([{"last": 2}]))
-    with pytest.raises(MetricFileError, match="avg_sweep.json"):
-        read_avg_sweep(sweep)
-    sweep.write_text(json.dumps([{"last": 5, "bleu": 2.0}, {"last": 1, "bleu": 1.0}]))
-    assert read_avg_sweep(sweep) == [(1, 1.0), (5, 2.0)]
 
 
 def test_plots_only_for_the_tables_asked_for(results, tmp_path):

@@ -1,3 +1,4 @@
+import json
 import shutil
 from pathlib import Path
 
@@ -26,9 +27,12 @@ def write_tiny(root: Path, splits: dict = TINY) -> Path:
     return root
 
 
-def run(treebank: Path, out: Path, *extra: str, train=("2", "21"), dev=("22", "22"), test=("23", "23")) -> int:
-    return prepare.main(["--treebank", str(treebank), "--out-dir", str(out), "--train", *train,
-                         "--dev", *dev, "--test", *test, *extra])
+def run(treebank: Path, out: Path, *extra: str, train=(2, 21), dev=(22, 22), test=(23, 23), **settings) -> int:
+    """The CLI with a settings file as the workflow writes it: splits, and ``linearization``/``silver`` if given."""
+    path = out.with_name(f"{out.name}.settings.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"splits": {"train": train, "dev": dev, "test": test}, **settings}))
+    return prepare.main(["--treebank", str(treebank), "--out-dir", str(out), "--settings", str(path), *extra])
 
 
 def read(path: Path) -> list[str]:
@@ -54,14 +58,14 @@ def test_line_layout_golden(tmp_path):
 def test_pos_linearization_and_silver(tmp_path):
     silver = tmp_path / "silver.trees"
     silver.write_text("".join(f"(TOP (S (NP (NN s{i})) (VP (VB v))))\n" for i in range(10)))
-    assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", "--linearization", "pos",
-               "--silver", str(silver), "--silver-ratio", "1.5", "--seed", "3") == 0
+    assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", "--seed", "3", linearization="pos",
+               silver={"path": str(silver), "ratio": 1.5}) == 0
     words = read(tmp_path / "out" / "train.words")
     assert words[:2] == ["The dog barks .", "It rained ."] and len(words) == 2 + 3
     assert all(w.startswith("s") and w.endswith(" v") for w in words[2:])
     assert read(tmp_path / "out" / "train.tree")[0] == "(S (NP DT NN )NP (VP VBZ )VP . )S"
-    assert run(write_tiny(tmp_path / "tb"), tmp_path / "again", "--linearization", "pos",
-               "--silver", str(silver), "--silver-ratio", "1.5", "--seed", "3") == 0
+    assert run(write_tiny(tmp_path / "tb"), tmp_path / "again", "--seed", "3", linearization="pos",
+               silver={"path": str(silver), "ratio": 1.5}) == 0
     assert read(tmp_path / "again" / "train.words") == words
 
 
@@ -76,8 +80,8 @@ def test_errors_name_the_file_and_line(tmp_path, capfd):
     assert run(write_tiny(tmp_path / "tb2", empty), tmp_path / "out") == 1
     assert "split 'test' is empty" in capfd.readouterr().err and not (tmp_path / "out" / "test.words").exists()
     assert run(tmp_path / "nowhere", tmp_path / "out") == 1
-    with pytest.raises(SystemExit):
-        run(tmp_path / "tb", tmp_path / "out", train=("5", "2"))
+    assert run(tmp_path / "tb", tmp_path / "out", train=(5, 2)) == 1
+    assert "splits.train: bad WSJ section range [5, 2]" in capfd.readouterr().err
 
 
 def ldc_layout(root: Path, files_per_section: int | None = None) -> Path:
@@ -94,7 +98,7 @@ def ldc_layout(root: Path, files_per_section: int | None = None) -> Path:
 
 def test_ldc_layout_counts(tmp_path):
     out = tmp_path / "out"
-    assert run(ldc_layout(tmp_path / "treebank_3"), out, train=("0", "0"), dev=("1", "1"), test=("1", "1")) == 0
+    assert run(ldc_layout(tmp_path / "treebank_3"), out, train=(0, 0), dev=(1, 1), test=(1, 1)) == 0
     counts = {name: len(read(out / name)) for name in ["train.words", "train.tree", "dev.words", "dev.tree",
                                                        "dev.gold", "test.words", "test.tree", "test.gold"]}
     assert counts == {"train.words": 1921, "train.tree": 1921, "dev.words": 1993, "dev.tree": 1993,
@@ -118,18 +122,18 @@ def test_finds_the_wsj_folder_from_root_parent_or_itself(tmp_path):
 
 def test_ldc_layout_with_missing_sections(tmp_path, capfd):
     root = ldc_layout(tmp_path / "tb", files_per_section=3)
-    assert run(root, tmp_path / "out", train=("0", "21"), dev=("1", "1"), test=("1", "3")) == 0
+    assert run(root, tmp_path / "out", train=(0, 21), dev=(1, 1), test=(1, 3)) == 0
     assert "test: sections 02 03 have no .mrg files (3 files in the others)" in capfd.readouterr().err
     expected = sum(1 for path in sorted(SAMPLE.glob("wsj_00*.mrg"))[:3] + sorted(SAMPLE.glob("wsj_01*.mrg"))[:3]
                    for _ in treebank.read_mrg_file(path))
     assert len(read(tmp_path / "out" / "train.words")) == expected
-    assert run(root, tmp_path / "out2", train=("2", "21"), dev=("1", "1"), test=("1", "1")) == 1
+    assert run(root, tmp_path / "out2", train=(2, 21), dev=(1, 1), test=(1, 1)) == 1
     assert "split 'train' is empty: no .mrg file in WSJ sections 02-21" in capfd.readouterr().err
 
 
 def test_broken_silver_tree_names_its_line(tmp_path, capfd):
     silver = tmp_path / "silver.trees"
     silver.write_text("(TOP (S (NN a)))\n\n(TOP (S (NN b))\n")
-    assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", "--silver", str(silver), "--silver-ratio", "5") == 1
+    assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", silver={"path": str(silver), "ratio": 5}) == 1
     err = capfd.readouterr().err
     assert "asked for, the file has 2: using them all" in err and f"{silver}:3: tree starting here is not closed" in err

@@ -9,7 +9,7 @@ from aiayn.evaluate.evalb_params import EvalbParams
 from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.linearize import delinearize, is_close, is_open, linearize
-from aiayn.parsing.repair import KINDS, allowed_next, repair
+from aiayn.parsing.repair import KINDS, repair
 from aiayn.parsing.treebank import read_mrg_file
 from aiayn.parsing.trees import Tree, parse_tree
 
@@ -106,34 +106,3 @@ def test_repair_always_gives_a_valid_tree_over_the_words():
     assert set(seen) == set(KINDS)
     outcome = evaluate_lines(gold_lines, test_lines, EvalbParams(delete_labels=["TOP", ",", ".", ":", "``", "''"]))
     assert outcome.messages == [] and all(row.status == 0 for row in outcome.rows)
-
-
-def test_allowed_next_walks_only_valid_sequences():
-    rng = random.Random(5)
-    vocabulary = ["(S", "(NP", ")S", ")NP", "XX"]
-    for n_words in (1, 2, 5):
-        for _ in range(200):
-            prefix: list[str] = []
-            while True:
-                allowed = allowed_next(prefix, n_words)
-                if allowed.end and rng.random() < 0.5:
-                    break
-                choices = [t for t in vocabulary if allowed.permits(t)]
-                if not choices:
-                    assert allowed.end
-                    break
-                prefix.append(rng.choice(choices))
-            words = [f"w{i}" for i in range(n_words)]
-            assert repair(prefix, words)[1] == Counter()
-            assert str(delinearize(prefix, words)) == str(repair(prefix, words)[0])
-
-
-def test_allowed_next_golden():
-    state = allowed_next("(S (NP XX".split(), 2)
-    assert (state.open, state.close, state.leaf, state.end) == (True, ")NP", True, False)
-    state = allowed_next("(S (NP XX XX".split(), 2)
-    assert (state.open, state.close, state.leaf, state.end) == (False, ")NP", False, False)
-    assert allowed_next("(S XX XX )S".split(), 2).end
-    assert allowed_next("(S (NP".split(), 2).close is None
-    with pytest.raises(ValueError, match="not allowed"):
-        allowed_next("(S )S".split(), 2)

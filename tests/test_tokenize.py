@@ -39,10 +39,11 @@ def _write(path, lines):
 def test_threads_give_identical_output_and_keep_empty_lines(tmp_path):
     lines = [text for _, text, _ in GOLDEN] * 7 + [""] + [f"Line {i}, number-{i}." for i in range(50)]
     _write(tmp_path / "in.en", lines)
+    (tmp_path / "tokenize.json").write_text('{"chunk_lines": 4, "escape": false}')
     for threads in (1, 2):
         assert tokenize.main(["--lang", "en", "--input", str(tmp_path / "in.en"), "--output",
                               str(tmp_path / f"out{threads}"), "--threads", str(threads),
-                              "--chunk-lines", "4"]) == 0
+                              "--settings", str(tmp_path / "tokenize.json")]) == 0
     one = (tmp_path / "out1").read_text(encoding="utf-8")
     assert one == (tmp_path / "out2").read_text(encoding="utf-8")
     out = one.split("\n")

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from aiayn.train.__main__ import main, parse_settings
+from aiayn.train.__main__ import main, read_settings
 from aiayn.train.distributed import DistEnv, GpuClaim
 from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import NonFiniteError, Trainer
@@ -30,7 +30,8 @@ def final_state(out: Path) -> dict:
 
 def test_cli_end_to_end(data, tmp_path):
     out = tmp_path / "train"
-    cmd = [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", json.dumps(settings()),
+    (tmp_path / "train.json").write_text(json.dumps(settings()))
+    cmd = [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", str(tmp_path / "train.json"),
            "--out-dir", str(out), "--threads", "1", "--log", str(tmp_path / "train.log")]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
     summary = json.loads((out / "summary.json").read_text())
@@ -167,14 +168,18 @@ def test_gpu_claims_are_exclusive(tmp_path):
 
 
 def test_bad_settings_and_missing_data_fail_early(tmp_path):
-    with pytest.raises(ValueError, match="not valid JSON"):
-        parse_settings("{model")
+    path = tmp_path / "train.json"
+    path.write_text("{model")
+    with pytest.raises(ValueError, match=r"train\.json: not valid JSON"):
+        read_settings(path)
     bad = settings()
     bad["train"]["warmup"] = 4
-    with pytest.raises(ValueError, match=r"unknown train setting\(s\) \['warmup'\]"):
-        parse_settings(json.dumps(bad))
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=r"train\.json: unknown train setting\(s\) \['warmup'\]"):
+        read_settings(path)
+    path.write_text(json.dumps(settings()))
     with pytest.raises(FileNotFoundError, match="train/manifest.json"):
-        main(["--data", str(tmp_path), "--settings", json.dumps(settings()), "--out-dir", str(tmp_path / "o")])
+        main(["--data", str(tmp_path), "--settings", str(path), "--out-dir", str(tmp_path / "o")])
 
 
 def test_sigterm_stops_with_a_checkpoint(data, tmp_path):

@@ -1,5 +1,5 @@
-import argparse
 import io
+import json
 
 import pytest
 import sentencepiece as spm
@@ -27,8 +27,9 @@ def setup(tmp_path_factory):
     torch.manual_seed(1)
     model = Transformer(ModelConfig.from_dict(MODEL), sp.get_piece_size()).eval()
     vocab = {"size": sp.get_piece_size(), "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
-    torch.save({"model": model.state_dict(), "settings": {"model": MODEL, "decode": DECODE}, "vocab": vocab,
+    torch.save({"model": model.state_dict(), "settings": {"model": MODEL}, "vocab": vocab,
                 "step": 1, "averaged_steps": [1]}, root / "avg.pt")
+    (root / "decode.json").write_text(json.dumps(DECODE))
     lines = [" ".join(sp.encode(t, out_type=str)) for t in TEXT[:4]]
     (root / "test.en").write_text("\n".join([lines[0], "", lines[1], lines[2] + " ▁Zzyzx", lines[3]]) + "\n",
                                   encoding="utf-8")
@@ -40,7 +41,7 @@ def test_translate_cli_keeps_lines_and_matches_beam_search(setup):
     out = root / "test.hyp.tok"
     assert translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"),
                            "--input", str(root / "test.en"), "--output", str(out), "--threads", "1",
-                           "--device", "cpu"]) == 0
+                           "--settings", str(root / "decode.json"), "--device", "cpu"]) == 0
     got = out.read_text(encoding="utf-8").split("\n")
     assert len(got) == 6 and got[1] == "" and got[5] == ""
     assert all(got[i] for i in (0, 2, 3, 4)), got
@@ -53,16 +54,14 @@ def test_translate_cli_keeps_lines_and_matches_beam_search(setup):
             assert line == sp.decode(hyp.tokens)
 
 
-def test_flags_override_checkpoint_settings():
-    args = argparse.Namespace(beam_size=5, length_penalty=None, max_len_a=None, max_len_b=200.0,
-                              max_sentences=None, early_stop=False, checkpoint="c.pt")
-    assert translate.decode_settings({"decode": DECODE}, args) == DECODE | {
-        "beam_size": 5, "max_len_b": 200.0, "early_stop": False}
-    with pytest.raises(ValueError, match=r"c\.pt: settings\['decode'\] lacks \['beam_size'"):
-        translate.decode_settings({"decode": {}}, argparse.Namespace(**vars(args) | {"beam_size": None}))
-    everything = argparse.Namespace(beam_size=4, length_penalty=0.6, max_len_a=1, max_len_b=50,
-                                    max_sentences=8, early_stop=True, checkpoint="c.pt")
-    assert translate.decode_settings({}, everything)["early_stop"] is True
+def test_settings_file_is_checked_and_names_the_file(setup, tmp_path):
+    root, _, _ = setup
+    bad = tmp_path / "decode.json"
+    bad.write_text(json.dumps(DECODE | {"beam": 2}))
+    with pytest.raises(ValueError, match=r"decode\.json: unknown decode setting\(s\) \['beam'\]"):
+        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
+                        str(root / "test.en"), "--output", str(tmp_path / "out"), "--settings", str(bad)])
+    assert not (tmp_path / "out").exists()
 
 
 def test_vocabulary_mismatch_refused(setup):

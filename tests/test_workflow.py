@@ -1,26 +1,24 @@
-"""The Snakemake workflow: lint, and the paper's DAG (every experiment and table reachable)."""
-
-import os
-import subprocess
-import sys
-from pathlib import Path
+"""The Snakemake workflow: lint, the paper's DAG (every experiment and table reachable), and that looking
+at the workflow (a dry run, lint) writes nothing."""
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def snakemake(*args, cwd=ROOT, check=True):
-    cmd = [sys.executable, "-m", "snakemake", "--directory", str(cwd), "--snakefile", str(ROOT / "Snakefile"), *args]
-    result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    if check and result.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed:\n{result.stdout}\n{result.stderr}")
-    return result
+from workflow_helpers import ROOT, snakemake, snapshot
 
 
 def test_lint_is_clean():
-    result = snakemake("--lint")
+    result = snakemake(ROOT, "--lint")
     assert "Congratulations, your workflow is in a good condition" in result.stdout + result.stderr
+
+
+def test_dry_runs_and_lint_leave_the_tree_unchanged(tmp_path):
+    overlay = tmp_path / "beam.yaml"
+    overlay.write_text(yaml.safe_dump({"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
+    before = snapshot(ROOT)
+    for args in (["--dry-run"], ["--dry-run", "--configfile", "configs/demo.yaml"],
+                 ["--dry-run", "--configfile", "configs/demo.yaml", "configs/test.yaml", str(overlay)], ["--lint"]):
+        snakemake(ROOT, *args)
+    assert snapshot(ROOT) == before
 
 
 def test_paper_dag_reaches_every_experiment_and_table(tmp_path):
@@ -28,8 +26,8 @@ def test_paper_dag_reaches_every_experiment_and_table(tmp_path):
     (treebank / "parsed/mrg/wsj/23").mkdir(parents=True)
     overlay = tmp_path / "wsj.yaml"
     overlay.write_text(yaml.safe_dump({"tasks": {"wsj": {"treebank": str(treebank)}}}))
-    result = snakemake("--configfile", str(ROOT / "config.yaml"), str(overlay), "--dry-run", "--forceall",
-                       "--printshellcmds", cwd=tmp_path)
+    result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(overlay), "--dry-run", "--forceall",
+                       "--printshellcmds")
     out = result.stdout
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     for exp, spec in config["experiments"].items():
@@ -45,7 +43,7 @@ def test_paper_dag_reaches_every_experiment_and_table(tmp_path):
 
 
 def test_paper_dag_without_treebank_skips_table4_with_a_warning(tmp_path):
-    result = snakemake("--configfile", str(ROOT / "config.yaml"), "--dry-run", "--forceall", cwd=tmp_path)
+    result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), "--dry-run", "--forceall")
     assert "table4 skipped: tasks.wsj.treebank is not set" in result.stdout + result.stderr
     assert "results/tables/table4.md" not in result.stdout
 
@@ -53,7 +51,7 @@ def test_paper_dag_without_treebank_skips_table4_with_a_warning(tmp_path):
 def test_invalid_config_fails_at_parse_time_naming_the_key(tmp_path):
     overlay = tmp_path / "bad.yaml"
     overlay.write_text(yaml.safe_dump({"defaults": {"model": {"d_modle": 512}}}))
-    result = snakemake("--configfile", str(ROOT / "config.yaml"), str(overlay), "--dry-run", cwd=tmp_path, check=False)
+    result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(overlay), "--dry-run", check=False)
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "defaults.model" in message and "d_modle" in message

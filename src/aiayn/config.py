@@ -1,21 +1,29 @@
-"""Configuration: load, validate, and resolve experiments into per-run settings.
+"""Configuration: load, validate, resolve experiments into per-run settings, and split them per stage.
 
 The config (``config.yaml``) holds the paper's setup as data. ``defaults`` is the base model and its
 training, averaging and decoding; each entry of ``experiments`` overrides ``defaults`` only where the
 paper's row differs, optionally per task (``task_overrides``). :func:`resolve` merges them into the
-settings of one run (one experiment on one task), which travel into every checkpoint.
+settings of one run (one experiment on one task); :func:`settings_files` gives every stage its part
+of the config, the content of the one settings file that stage reads (``aiayn.settings``).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
+
+from aiayn.data.tokenize import normalizes
+from aiayn.decode.settings import AverageConfig, DecodeConfig
+from aiayn.model.config import ModelConfig
+from aiayn.settings import from_section
+from aiayn.train.settings import TrainConfig
 
 SECTIONS = ("model", "train", "average", "decode")
 
@@ -31,9 +39,10 @@ def schema() -> dict:
 
 
 def load(path: str | Path) -> dict:
-    """Read and validate a config file; raises :class:`ConfigError` naming the file and key."""
+    """Read and validate a config file (YAML, or JSON as the workflow records a run's config); raises
+    :class:`ConfigError` naming the file and key."""
     with open(path, encoding="utf-8") as handle:
-        config = yaml.safe_load(handle)
+        config = json.load(handle) if str(path).endswith(".json") else yaml.safe_load(handle)
     validate(config, source=str(path))
     return config
 
@@ -74,23 +83,22 @@ def _check_references(config: dict, source: str) -> None:
         for task in spec.get("task_overrides", {}):
             if task not in spec["tasks"]:
                 raise ConfigError(f"{source}: experiments.{exp}.task_overrides.{task}: not one of its tasks")
-        for task in spec["tasks"]:
-            _check_model(resolve(config, exp, task)["model"], f"{source}: experiments.{exp} ({task})")
+    _check_runs(config, source)
 
 
-def _check_model(model: dict, where: str) -> None:
-    if model["positional"] == "sinusoid" and model["d_model"] % 2:
-        raise ConfigError(f"{where}: model.d_model must be even for sinusoidal positions")
-
-
-def check_known_keys(cls, values, section: str) -> None:
-    """Refuse keys of a settings section that the dataclass ``cls`` has no field for, naming them."""
-    import dataclasses
-
-    known = {field.name for field in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
+def _check_runs(config: dict, source: str) -> None:
+    """Build every run's settings into the dataclasses its stages use, so that what they refuse (an odd
+    ``d_model`` with sinusoids, say) is refused now, naming the experiment."""
+    builders = {"model": ModelConfig.from_dict, "train": TrainConfig.from_dict,
+                "average": lambda v: from_section(AverageConfig, v, "average"),
+                "decode": lambda v: from_section(DecodeConfig, v, "decode")}
+    for task, exp in runs(config):
+        settings = resolve(config, exp, task)
+        for section, build in builders.items():
+            try:
+                build(settings[section])
+            except ValueError as error:
+                raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -142,27 +150,33 @@ def runs(config: dict, table: str | None = None) -> list[tuple[str, str]]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m aiayn.config --json STRING --output FILE``: validate a merged config, save it as YAML.
+def settings_files(config: dict) -> dict[str, Any]:
+    """Every settings file of a run, by path, and its content: the part of the config one stage reads.
 
-    The workflow uses it to record the configuration a run actually used (``config.yaml`` plus every
-    ``--configfile`` overlay), which the report stages read.
+    Data stages read sections of ``data`` (tokenizing one language of a task resolves the per-side
+    ``normalize_punctuation``; a task's BPE adds its ``vocab_size``; the treebank stage its
+    task's splits, linearization and silver trees); training reads a run's ``model`` and ``train`` (with
+    ``experiment`` and ``task``), averaging and decoding their own sections, so that a new beam size
+    decodes again without training again. ``R/config.json`` is the whole config, for the report.
     """
-    import argparse
-    import json
-
-    from aiayn.io import atomic_output
-
-    parser = argparse.ArgumentParser(prog="python -m aiayn.config", description=main.__doc__)
-    parser.add_argument("--json", required=True, help="the merged configuration as a JSON string")
-    parser.add_argument("--output", required=True)
-    args = parser.parse_args(argv)
-    config = json.loads(args.json)
-    validate(config, source="merged configuration")
-    with atomic_output(args.output) as handle:
-        yaml.safe_dump(config, handle, sort_keys=False)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    data, data_dir, results_dir = config["data"], config["data_dir"], config["results_dir"]
+    files: dict[str, Any] = {f"{results_dir}/config.json": config,
+                             f"{data_dir}/settings/download.json": {k: data.get(k) for k in ("mirror", "lock")}}
+    for stage in ("clean", "shards"):
+        files[f"{data_dir}/settings/{stage}.json"] = data[stage]
+    for task, spec in config["tasks"].items():
+        files[f"{data_dir}/settings/{task}/bpe.json"] = {**data["bpe"], "vocab_size": vocab_size(spec)}
+        if spec["kind"] == "translation":
+            for side, lang in (("source", spec["src"]), ("target", spec["tgt"])):
+                files[f"{data_dir}/settings/{task}/tokenize.{lang}.json"] = {
+                    **data["tokenize"], "normalize_punctuation": normalizes(data["tokenize"]["normalize_punctuation"], side)}
+        if spec["kind"] == "parsing":
+            files[f"{data_dir}/settings/{task}/treebank.json"] = {
+                key: spec[key] for key in ("splits", "linearization", "silver") if key in spec}
+    for task, exp in runs(config):
+        settings = resolve(config, exp, task)
+        run = f"{results_dir}/{task}/{exp}/settings"
+        files[f"{run}/train.json"] = {k: settings[k] for k in ("model", "train", "experiment", "task")}
+        files[f"{run}/average.json"] = settings["average"]
+        files[f"{run}/decode.json"] = settings["decode"]
+    return files

@@ -1,44 +1,51 @@
 # Data stages: download -> extract -> normalize/tokenize -> clean -> shared BPE -> encode -> shards.
 
 
-# The generator reads the run's config only for `sources`, which is a parameter here: another config
-# change rewrites config.yaml but must not regenerate the data (and so rerun everything).
-rule demo_corpus:
-    input:
-        config=ancient(f"{R}/config.yaml"),
-        settings=f"{D}/settings/demo.json",
-    output:
-        archives=[f"{DEMO_MIRROR}/{name}" for name in ARCHIVE_URLS],
-        lock=f"{DEMO_MIRROR}/sources.lock",
-        treebank=directory(f"{DEMO_MIRROR}/treebank"),
-    params:
-        out_dir=lambda w, output: os.path.dirname(output.lock),
-        seed=config.get("demo", {}).get("seed", 1),
-        sizes=lambda w: " ".join(
-            f"--{key.replace('_', '-')} {value}"
-            for key, value in config.get("demo", {}).items()
-            if key != "seed"
-        ),
-    log:
-        f"{D}/logs/demo_corpus.log",
-    localrule: True
-    conda:
-        "../../envs/aiayn.yaml"
-    shell:
-        "python -m aiayn.demo --config {input.config} --out-dir {params.out_dir} --seed {params.seed}"
-        " {params.sizes} --log {log}"
+# The demo (configs/demo.yaml) generates its archives, their lock and a treebank where its config points
+# data.mirror, data.lock and tasks.<parsing task>.treebank; every other rule reads them as it would real
+# data. The generator reads the run's config only for the sources and the translation tasks' corpora:
+# the config is ancient here, so that other changes leave the data alone, and params.read holds those
+# parts, so that changing them makes new data.
+if "demo" in config:
+    _mirror = config["data"]["mirror"]
+    for _key, _path, _where in [
+        ("data.lock", config["data"]["lock"], f"{_mirror}/sources.lock"),
+        *[(f"tasks.{t}.treebank", TASKS[t]["treebank"], f"{_mirror}/treebank") for t in PARSING],
+    ]:
+        if _path != _where:
+            raise ValueError(f"demo: {_key} must be {_where} (where the demo writes it), not {_path}")
+
+    rule demo_mirror:
+        input:
+            config=ancient(f"{R}/config.json"),
+        output:
+            archives=[f"{_mirror}/{name}" for name in ARCHIVE_URLS],
+            lock=f"{_mirror}/sources.lock",
+            treebank=directory(f"{_mirror}/treebank"),
+        params:
+            out_dir=lambda w, output: os.path.dirname(output.lock),
+            demo=config["demo"],
+            read=json.dumps([SOURCES, [[TASKS[t][k] for k in ("src", "tgt", "train", "dev", "test")] for t in TRANSLATION]]),
+        log:
+            f"{D}/logs/demo_mirror.log",
+        localrule: True
+        conda:
+            "../../envs/aiayn.yaml"
+        shell:
+            "python -m aiayn.demo --config {input.config} --out-dir {params.out_dir} --seed {params.demo[seed]}"
+            " --train-pairs {params.demo[train_pairs]} --eval-pairs {params.demo[eval_pairs]}"
+            " --trees {params.demo[trees]} --log {log}"
 
 
 rule download:
     input:
-        mirror=lambda w: [f"{DEMO_MIRROR}/{w.archive}", f"{DEMO_MIRROR}/sources.lock"] if "demo" in config else [],
-        settings=f"{D}/settings/sources.json",
+        settings=f"{D}/settings/download.json",
+        mirror_copy=mirror_copy,
+        lock=config["data"].get("lock") or [],
     output:
         f"{D}/downloads/{{archive}}",
     params:
         url=lambda w: ARCHIVE_URLS[w.archive],
-        mirror=lambda w: f"--mirror {mirror()}" if mirror() else "",
-        lock=lambda w: f"--lock {lock_file()}" if lock_file() else "",
     log:
         f"{D}/logs/download/{{archive}}.log",
     localrule: True
@@ -46,13 +53,12 @@ rule download:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.download --url {params.url} --out {output} {params.mirror} {params.lock} --log {log}"
+        "python -m aiayn.data.download --url {params.url} --out {output} --settings {input.settings} --log {log}"
 
 
 rule extract:
     input:
-        archive=lambda w: f"{D}/downloads/{archive_name(w.corpus)}",
-        settings=f"{D}/settings/sources.json",
+        archive=lambda w: f"{D}/downloads/{archive_name(SOURCES[w.corpus]['url'])}",
     output:
         f"{D}/raw/{{ttask}}/{{corpus}}.{{lang}}",
     params:
@@ -65,15 +71,12 @@ rule extract:
         "python -m aiayn.data.extract --archive {input.archive} --member {params.member} --out {output} --log {log}"
 
 
-
 rule tokenize:
     input:
         text=f"{D}/raw/{{ttask}}/{{corpus}}.{{lang}}",
-        settings=f"{D}/settings/tokenize.json",
+        settings=f"{D}/settings/{{ttask}}/tokenize.{{lang}}.json",
     output:
         f"{D}/tok/{{ttask}}/{{corpus}}.{{lang}}",
-    params:
-        flags=tokenize_flags,
     threads: config["threads"]["data"]
     log:
         f"{D}/logs/tokenize/{{ttask}}/{{corpus}}.{{lang}}.log",
@@ -81,8 +84,7 @@ rule tokenize:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.data.tokenize --lang {wildcards.lang} --input {input.text} --output {output}"
-        " --threads {threads} {params.flags} --log {log}"
-
+        " --settings {input.settings} --threads {threads} --log {log}"
 
 
 # One clean rule per translation task: its two outputs are named by the task's languages.
@@ -103,8 +105,7 @@ for _task in TRANSLATION:
             src=_src,
             tgt=_tgt,
             corpora=" ".join(f"{D}/tok/{_task}/{c}" for c in TASKS[_task]["train"]),
-            prefix=lambda w, output: os.path.splitext(output.stats)[0].removesuffix(".stats"),
-            flags=clean_flags(),
+            prefix=lambda w, output: output.stats.removesuffix(".stats.json"),
         log:
             f"{D}/logs/clean/{_task}.log",
         conda:
@@ -112,7 +113,7 @@ for _task in TRANSLATION:
         shell:
             "python -m aiayn.data.clean --src-lang {params.src} --tgt-lang {params.tgt}"
             " --corpora {params.corpora} --out-prefix {params.prefix} --stats {output.stats}"
-            " {params.flags} --log {log}"
+            " --settings {input.settings} --log {log}"
 
 
 rule bpe_learn:
@@ -123,14 +124,7 @@ rule bpe_learn:
         model=f"{D}/bpe/{{task}}/spm.model",
         vocab=f"{D}/bpe/{{task}}/spm.vocab",
     params:
-        prefix=lambda w, output: os.path.splitext(output.model)[0],
-        vocab_size=lambda w: aiayn_config.vocab_size(TASKS[w.task]),
-        opts=lambda w: (
-            f"--model-type {config['data']['bpe']['model_type']}"
-            f" --character-coverage {config['data']['bpe']['character_coverage']}"
-            f" --sample-sentences {config['data']['bpe']['sample_sentences']}"
-            f" --seed {config['data']['bpe']['seed']}"
-        ),
+        prefix=lambda w: f"{D}/bpe/{w.task}/spm",
     threads: config["threads"]["data"]
     log:
         f"{D}/logs/bpe/{{task}}.learn.log",
@@ -138,7 +132,7 @@ rule bpe_learn:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.data.bpe learn --inputs {input.texts} --model-prefix {params.prefix}"
-        " --vocab-size {params.vocab_size} {params.opts} --threads {threads} --log {log}"
+        " --settings {input.settings} --threads {threads} --log {log}"
 
 
 rule bpe_encode:
@@ -166,8 +160,7 @@ rule binarize:
     output:
         f"{D}/bin/{{task}}/{{split}}/manifest.json",
     params:
-        out_dir=lambda w, output: os.path.dirname(output[0]),
-        max_shard_mb=config["data"]["shards"]["max_shard_mb"],
+        out_dir=lambda w: f"{D}/bin/{w.task}/{w.split}",
     threads: config["threads"]["data"]
     log:
         f"{D}/logs/binarize/{{task}}.{{split}}.log",
@@ -175,4 +168,4 @@ rule binarize:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.data.binarize --model {input.model} --src {input.src} --tgt {input.tgt}"
-        " --out-dir {params.out_dir} --max-shard-mb {params.max_shard_mb} --threads {threads} --log {log}"
+        " --out-dir {params.out_dir} --settings {input.settings} --threads {threads} --log {log}"

@@ -1,5 +1,4 @@
-# Beam decoding, detokenization, BLEU, dev perplexity, and the trivial baselines printed beside ours.
-
+# Beam decoding, detokenization, BLEU (of our runs and of the copy baseline), dev perplexity.
 
 
 rule translate:
@@ -7,11 +6,9 @@ rule translate:
         checkpoint=checkpoint,
         spm=f"{D}/bpe/{{task}}/spm.model",
         src=lambda w: f"{D}/bpe/{w.task}/{w.split}.{sides(w.task)[0]}",
-        settings=lambda w: settings_file(w, "decode"),
+        settings=f"{R}/{{task}}/{{exp}}/settings/decode.json",
     output:
         f"{R}/{{task}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
-    params:
-        flags=decode_flags,
     threads: config["threads"]["decode"]
     log:
         f"{R}/{{task}}/{{exp}}/logs/{{split}}-{{ckpt}}.translate.log",
@@ -19,7 +16,7 @@ rule translate:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.decode.translate --checkpoint {input.checkpoint} --spm {input.spm}"
-        " --input {input.src} --output {output} {params.flags} --threads {threads} --log {log}"
+        " --input {input.src} --output {output} --settings {input.settings} --threads {threads} --log {log}"
 
 
 rule detokenize:
@@ -37,33 +34,20 @@ rule detokenize:
         "python -m aiayn.data.detokenize --lang {params.lang} --input {input} --output {output} --log {log}"
 
 
+# The copy baseline (kind "copy", run "baseline") scores the test source as the hypothesis.
 rule bleu:
     input:
-        hyp=f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.txt",
-        ref=lambda w: raw_reference(w.ttask, w.split),
+        hyp=hypothesis,
+        ref=lambda w: raw_text(w.ttask, w.split, sides(w.ttask)[1]),
     output:
-        f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.bleu.json",
+        f"{R}/{{ttask}}/{{run}}/{{split}}-{{kind}}.bleu.json",
+    wildcard_constraints:
+        run=_alternatives([*EXPERIMENTS, "baseline"]),
+        kind="avg|last|copy",
     params:
         lang=lambda w: sides(w.ttask)[1],
     log:
-        f"{R}/{{ttask}}/{{exp}}/logs/{{split}}-{{ckpt}}.bleu.log",
-    conda:
-        "../../envs/aiayn.yaml"
-    shell:
-        "python -m aiayn.evaluate.bleu --hyp {input.hyp} --ref {input.ref} --lang {params.lang}"
-        " --output {output} > {log} 2>&1"
-
-
-rule copy_baseline:
-    input:
-        hyp=lambda w: f"{D}/raw/{w.ttask}/{split_corpus(w.ttask, 'test')}.{sides(w.ttask)[0]}",
-        ref=lambda w: raw_reference(w.ttask, "test"),
-    output:
-        f"{R}/{{ttask}}/baseline/test-copy.bleu.json",
-    params:
-        lang=lambda w: sides(w.ttask)[1],
-    log:
-        f"{R}/{{ttask}}/baseline/logs/test-copy.bleu.log",
+        f"{R}/{{ttask}}/{{run}}/logs/{{split}}-{{kind}}.bleu.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:

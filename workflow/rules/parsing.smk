@@ -1,26 +1,22 @@
 # Constituency parsing (Table 4): treebank -> linearized pairs; decoded trees -> repaired trees.
 
 
-
-
 rule treebank:
     input:
-        treebank=treebank_input,
-        settings=f"{D}/settings/{{ptask}}/task.json",
+        treebank=lambda w: TASKS[w.ptask]["treebank"],
+        settings=f"{D}/settings/{{ptask}}/treebank.json",
     output:
         [f"{D}/tok/{{ptask}}/{split}.{side}" for split in ("train", "dev", "test") for side in ("words", "tree")],
         [f"{D}/tok/{{ptask}}/{split}.gold" for split in ("dev", "test")],
     params:
-        treebank=lambda w: treebank(w.ptask),
         out_dir=lambda w: f"{D}/tok/{w.ptask}",
-        flags=lambda w: prepare_flags(w.ptask),
     log:
         f"{D}/logs/treebank/{{ptask}}.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.parsing.prepare --treebank {params.treebank} --out-dir {params.out_dir}"
-        " {params.flags} --log {log}"
+        "python -m aiayn.parsing.prepare --treebank {input.treebank} --out-dir {params.out_dir}"
+        " --settings {input.settings} --log {log}"
 
 
 rule trees:

@@ -3,15 +3,15 @@
 
 rule tables:
     input:
-        config=f"{R}/config.yaml",
-        metrics=[f for table in tables_requested() for f in table_inputs(table)],
+        config=f"{R}/config.json",
+        metrics=[str(path) for path in table_inputs(config, R, TABLES)],
     output:
-        [report(f"{R}/tables/{t}.md", caption=f"../report/{t}.rst", category="Tables") for t in tables_requested()],
-        [f"{R}/tables/{t}.{ext}" for t in tables_requested() for ext in ("csv", "tex")],
+        [report(f"{R}/tables/{t}.md", caption=f"../report/{t}.rst", category="Tables") for t in TABLES],
+        [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("csv", "tex")],
     params:
         results=lambda w, input: os.path.dirname(input.config),
         out_dir=lambda w, output: os.path.dirname(output[0]),
-        tables=" ".join(tables_requested()),
+        tables=" ".join(TABLES),
     log:
         f"{R}/logs/tables.log",
     localrule: True
@@ -24,8 +24,8 @@ rule tables:
 
 rule plots:
     input:
-        config=f"{R}/config.yaml",
-        tables=[f"{R}/tables/{t}.csv" for t in tables_requested()],
+        config=f"{R}/config.json",
+        tables=[f"{R}/tables/{t}.csv" for t in TABLES],
     output:
         report(
             directory(f"{R}/plots"),
@@ -36,7 +36,7 @@ rule plots:
         ),
     params:
         results=lambda w, input: os.path.dirname(input.config),
-        tables=" ".join(tables_requested()),
+        tables=" ".join(TABLES),
     log:
         f"{R}/logs/plots.log",
     localrule: True

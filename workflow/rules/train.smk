@@ -5,39 +5,37 @@ rule train:
     input:
         train=f"{D}/bin/{{task}}/train/manifest.json",
         dev=f"{D}/bin/{{task}}/dev/manifest.json",
-        settings=lambda w: settings_file(w, "train"),
+        settings=f"{R}/{{task}}/{{exp}}/settings/train.json",
     output:
         summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
         last=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
     params:
-        settings=lambda w: json.dumps(train_settings(w), sort_keys=True),
         data=lambda w: f"{D}/bin/{w.task}",
         out_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
     threads: config["threads"]["train"]
     resources:
-        gpu=lambda w: settings(w)["train"]["gpus"],
+        gpu=lambda w: aiayn_config.resolve(config, w.exp, w.task)["train"]["gpus"],
     log:
         f"{R}/{{task}}/{{exp}}/logs/train.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.train --data {params.data} --settings {params.settings:q}"
+        "python -m aiayn.train --data {params.data} --settings {input.settings}"
         " --out-dir {params.out_dir} --threads {threads} --log {log}"
 
 
 rule average:
     input:
         summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
-        settings=lambda w: settings_file(w, "average"),
+        settings=f"{R}/{{task}}/{{exp}}/settings/average.json",
     output:
         f"{R}/{{task}}/{{exp}}/avg.pt",
     params:
-        checkpoints=lambda w: f"{R}/{w.task}/{w.exp}/train/checkpoints",
-        last=lambda w: settings(w)["average"]["last"],
+        train_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
     log:
         f"{R}/{{task}}/{{exp}}/logs/average.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.decode.average --checkpoint-dir {params.checkpoints} --last {params.last}"
+        "python -m aiayn.decode.average --train-dir {params.train_dir} --settings {input.settings}"
         " --output {output} --log {log}"

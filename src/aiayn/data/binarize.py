@@ -4,6 +4,7 @@ Each line of ``--src`` / ``--tgt`` holds the space-separated sentencepiece piece
 (:mod:`aiayn.data.bpe` ``encode``); ids come from the model's ``piece_to_id``. Shards hold subword ids
 only; the trainer adds bos/eos. Line counts must agree and are checked before any shard is written.
 A piece missing from the model becomes ``unk`` and is counted in the log and the manifest.
+``--settings FILE`` holds ``data.shards`` (:class:`ShardsConfig`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,19 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
+from aiayn import settings
 from aiayn.data.lines import check_aligned, chunked, iter_lines, ordered_map, progress
 from aiayn.data.shards import ShardWriter, _sha256
 from aiayn.io import setup_logging
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardsConfig:
+    """The keys of ``data.shards``: a shard's largest size, in MiB."""
+
+    max_shard_mb: float = 1024
 
 
 class PieceVocab:
@@ -107,14 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", required=True)
     parser.add_argument("--tgt", required=True)
     parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--max-shard-mb", type=float, default=1024)
+    parser.add_argument("--settings", help="data.shards as JSON (default: max_shard_mb 1024)")
     parser.add_argument("--threads", type=int, default=1, help="worker processes for the piece lookup")
     parser.add_argument("--chunk-lines", type=int, default=20000)
     parser.add_argument("--log")
     args = parser.parse_args(argv)
     setup_logging(args.log)
     start = time.perf_counter()
-    manifest = binarize(args.model, args.src, args.tgt, args.out_dir, args.max_shard_mb,
+    opts = settings.read(args.settings, ShardsConfig, "data.shards")
+    manifest = binarize(args.model, args.src, args.tgt, args.out_dir, opts.max_shard_mb,
                         args.threads, args.chunk_lines)
     log.info("%s: %d sentences, %d src + %d tgt tokens, %d shard(s), %d unknown pieces, %.1f s",
              args.out_dir, manifest["sentences"], manifest["src_tokens"], manifest["tgt_tokens"],

@@ -1,10 +1,11 @@
 """One shared sentencepiece subword model per task: ``learn`` it, ``encode`` text into pieces.
 
 Paper section 5.1: EN-DE uses a shared source-target byte-pair encoding of about 37000 tokens, EN-FR
-a 32000 word-piece vocabulary. ``learn`` trains sentencepiece (``--model-type bpe`` by default) on
+a 32000 word-piece vocabulary. ``learn`` trains sentencepiece (``model_type: bpe`` by default) on
 both sides together, so source, target and the pre-softmax layer can share one embedding matrix.
 
-Training reads a seeded uniform sample of at most ``--sample-sentences`` lines (selection sampling,
+``learn --settings FILE`` reads :class:`LearnOptions`: ``config.yaml``'s ``data.bpe`` and the task's
+``vocab_size``. Training reads a seeded uniform sample of at most ``sample_sentences`` lines (selection sampling,
 Knuth's Algorithm S, over all inputs together): memory stays bounded on WMT14 EN-FR, and the same
 inputs and seed give a byte-identical model. Special ids are fixed: pad 0, unk 1, bos 2, eos 3.
 
@@ -32,6 +33,7 @@ from typing import IO, Iterable
 
 import sentencepiece as spm
 
+from aiayn import settings
 from aiayn.data.lines import count_lines, iter_lines, map_file
 from aiayn.io import atomic_output, setup_logging
 
@@ -64,9 +66,11 @@ def sample_lines(paths: Iterable[str | os.PathLike], size: int, seed: int, out: 
     return {"lines": total, "sampled": written, "empty_sampled": empty}
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class LearnOptions:
-    vocab_size: int
+    """``data.bpe`` and the task's ``vocab_size``; ``threads`` comes from the command line."""
+
+    vocab_size: int = 37000
     model_type: str = "bpe"
     character_coverage: float = 1.0
     sample_sentences: int = 10_000_000
@@ -155,11 +159,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     learn_p = commands.add_parser("learn", help="train one shared model on all inputs")
     learn_p.add_argument("--inputs", nargs="+", required=True)
     learn_p.add_argument("--model-prefix", required=True)
-    learn_p.add_argument("--vocab-size", type=int, required=True)
-    learn_p.add_argument("--model-type", default="bpe", choices=["bpe", "unigram", "char", "word"])
-    learn_p.add_argument("--character-coverage", type=float, default=1.0)
-    learn_p.add_argument("--sample-sentences", type=int, default=10_000_000)
-    learn_p.add_argument("--seed", type=int, default=1)
+    learn_p.add_argument("--settings", help="data.bpe and vocab_size as JSON (default: the paper's EN-DE)")
     encode_p = commands.add_parser("encode", help="text lines -> space-separated pieces")
     encode_p.add_argument("--model", required=True)
     encode_p.add_argument("--input", required=True)
@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
     if args.command == "learn":
-        opts = LearnOptions(args.vocab_size, args.model_type, args.character_coverage,
-                            args.sample_sentences, args.seed, args.threads)
+        opts = settings.read(args.settings, LearnOptions, "data.bpe")
+        opts = dataclasses.replace(opts, threads=args.threads)
         learn(args.inputs, args.model_prefix, opts)
     else:
         count = encode_file(args.model, args.input, args.output, args.threads, args.chunk_lines)

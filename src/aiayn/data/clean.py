@@ -13,8 +13,9 @@ Kept pairs of every corpus are concatenated, in order, into ``OUT.<src>`` / ``OU
 Deviation from paper: the paper does not say it filtered its training data. Dropping pairs with an
 empty side, very long pairs and pairs of very different lengths is what fairseq's WMT14 recipe does
 and keeps badly aligned CommonCrawl lines out of training. ``data.clean.max_len: null`` and
-``data.clean.max_ratio: null`` (``--max-len none --max-ratio none``) keep every non-empty pair, as
-the paper.
+``data.clean.max_ratio: null`` keep every non-empty pair, as the paper.
+
+``--settings FILE`` holds ``data.clean`` (the fields of :class:`LengthFilter`); without it, the defaults.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import dataclasses
 import logging
 from typing import Iterable, Iterator
 
+from aiayn import settings
 from aiayn.data.lines import check_aligned, iter_lines
 from aiayn.io import atomic_output, setup_logging, write_json
 
@@ -100,12 +102,6 @@ def _describe(counts: dict[str, int]) -> str:
     return f"read {counts['read']}, kept {counts['kept']}, dropped: {dropped}"
 
 
-def _optional(kind):
-    def parse(text: str):
-        return None if text.lower() in ("none", "null") else kind(text)
-    return parse
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--src-lang", required=True)
@@ -113,13 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", nargs="+", required=True, help="PREFIX: reads PREFIX.<src>, PREFIX.<tgt>")
     parser.add_argument("--out-prefix", required=True)
     parser.add_argument("--stats", required=True, help="JSON file of per-corpus counts")
-    parser.add_argument("--min-len", type=int, default=1)
-    parser.add_argument("--max-len", type=_optional(int), default=250, help="tokens, or none")
-    parser.add_argument("--max-ratio", type=_optional(float), default=1.5, help="longer/shorter, or none")
+    parser.add_argument("--settings", help="data.clean as JSON: min_len, max_len, max_ratio")
     parser.add_argument("--log")
     args = parser.parse_args(argv)
     setup_logging(args.log)
-    rules = LengthFilter(args.min_len, args.max_len, args.max_ratio)
+    rules = settings.read(args.settings, LengthFilter, "data.clean")
     stats = clean_corpora(args.corpora, args.src_lang, args.tgt_lang, args.out_prefix, rules)
     write_json(args.stats, stats)
     return 0

@@ -5,21 +5,23 @@ resumes where it stopped; failures are retried with exponential back-off (``back
 seconds). ``file://`` URLs and plain local paths go through the same code. The ``.part`` file is
 renamed onto ``PATH`` only after it verified.
 
-``--mirror``: every URL becomes ``<mirror>/<archive file name>``; the mirror is a local directory, a
+``--settings FILE`` (:class:`DownloadConfig`, the ``mirror`` and ``lock`` keys of ``config.yaml``'s ``data``):
+``mirror`` makes every URL ``<mirror>/<archive file name>``; the mirror is a local directory, a
 ``file://`` or an ``http(s)://`` base (air-gapped clusters, local copies, the demo corpus).
 
-``--lock``: JSON ``{"<archive file name>": {"sha256": "<hex>", "size": <bytes>}}`` (also optional
+``lock``: JSON ``{"<archive file name>": {"sha256": "<hex>", "size": <bytes>}}`` (also optional
 ``md5``, ``url``, ``source``, ``note``). After every download the size and sha256 (and md5 when
 given) are checked; a mismatch is refused, naming file, expected and actual, and the bad file is
 removed. A target that already exists and verifies is not downloaded again. Where the lock has no
 published sha256 (``"sha256": null`` with a ``note``), a loud warning is logged and the sha256 seen is
 recorded beside the download in ``PATH.sha256``. A file without any lock entry is accepted only from a
-``--mirror``, with a warning. The default lock is ``aiayn/resources/sources.lock``.
+mirror, with a warning. The default lock (``lock: null``) is ``aiayn/resources/sources.lock``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import http.client
 import json
@@ -34,6 +36,7 @@ from importlib import resources
 from pathlib import Path
 from typing import IO
 
+from aiayn import settings
 from aiayn.data.lines import progress
 from aiayn.io import atomic_output, setup_logging
 
@@ -42,6 +45,14 @@ log = logging.getLogger(__name__)
 BLOCK = 1 << 20
 _LOCK_KEYS = {"sha256", "size", "md5", "url", "source", "note"}
 _HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "md5": re.compile(r"[0-9a-f]{32}")}
+
+
+@dataclasses.dataclass(frozen=True)
+class DownloadConfig:
+    """Where archives come from: ``mirror`` (None: the URLs), ``lock`` (None: the lock shipped in the package)."""
+
+    mirror: str | None = None
+    lock: str | None = None
 
 
 class DownloadError(RuntimeError):
@@ -228,15 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--mirror", help="local directory, file:// or http(s):// base holding the archives")
-    parser.add_argument("--lock", help="JSON lock of checksums (default: the one shipped in the package)")
+    parser.add_argument("--settings", help="data.mirror and data.lock as JSON (default: the URLs, the shipped lock)")
     parser.add_argument("--retries", type=int, default=5)
     parser.add_argument("--backoff", type=float, default=2.0, help="seconds before the first retry (doubles)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without data before a retry")
     parser.add_argument("--log")
     args = parser.parse_args(argv)
     setup_logging(args.log)
-    download(args.url, args.out, args.mirror, args.lock, args.retries, args.backoff, args.timeout)
+    opts = settings.read(args.settings, DownloadConfig, "data")
+    download(args.url, args.out, opts.mirror, opts.lock, args.retries, args.backoff, args.timeout)
     return 0
 
 

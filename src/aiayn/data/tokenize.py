@@ -2,11 +2,11 @@
 
 The paper (section 5.1) gives no preprocessing beyond byte-pair / word-piece vocabularies; the
 systems it compares with (tensor2tensor's WMT data, fairseq's ``prepare-wmt14en2de.sh``) run the Moses
-scripts below, in this order, before subword segmentation. Each step is a flag, defaults from
-``config.yaml`` ``data.tokenize``:
+scripts below, in this order, before subword segmentation. Each step is a key of ``config.yaml``
+``data.tokenize`` (:class:`TokenizeConfig`, read from ``--settings FILE``):
 
-- ``normalize_punctuation`` (per side: ``{source: true, target: false}``; ``--no-normalize-punctuation``
-  turns it off for one file): ``normalize-punctuation.perl``: unify quotes, dashes and spacing
+- ``normalize_punctuation`` (per side: ``{source: true, target: false}``; the workflow resolves it
+  to one bool per task and language, :func:`normalizes`): ``normalize-punctuation.perl``: unify quotes, dashes and spacing
   around punctuation, so that one symbol is not learned under five spellings. Measured on the real
   newstest sets (``benchmarks/normalization_effect.py``, ``benchmarks/RESULTS.md``): on the German and
   French newstest2014 references it rewrites 368 and 439 of 3003 lines (665 and 708 quotes: „ “ ” and
@@ -21,17 +21,17 @@ scripts below, in this order, before subword segmentation. Each step is a flag, 
   (one spelling of each quote, dash and space for the encoder, the same in training and test input).
   ``data.tokenize.normalize_punctuation: false`` (or ``{source: false, target: false}``) restores
   the paper's raw text on both sides.
-- ``remove_non_printing`` (on, ``--no-remove-non-printing``): ``remove-non-printing-char.perl``:
+- ``remove_non_printing`` (on): ``remove-non-printing-char.perl``:
   every character of Unicode category C (control, format, unassigned, private use) becomes a space.
   Zero-width and control characters in CommonCrawl would otherwise become vocabulary entries.
-- ``aggressive_dash_splits`` (on, ``--no-aggressive-dash-splits``): ``tokenizer.perl -a``:
+- ``aggressive_dash_splits`` (on): ``tokenizer.perl -a``:
   ``well-known`` becomes ``well @-@ known``, as in fairseq's and tensor2tensor-era WMT14 data; the
   Moses detokenizer undoes it (:mod:`aiayn.data.detokenize`).
-- ``escape`` (off, ``--escape`` turns it on): tokenizer.perl escapes ``&'"<>[]|`` as ``&amp;``,
+- ``escape`` (off): tokenizer.perl escapes ``&'"<>[]|`` as ``&amp;``,
   ``&apos;`` ... for the Moses decoder's XML input. Sentencepiece follows this step, and escapes
   would only spend vocabulary on entity pieces and make the detokenized output differ from the text.
 
-Lines are processed in chunks of ``--chunk-lines`` by ``--threads`` worker processes, output in input
+Lines are processed in chunks of ``chunk_lines`` by ``--threads`` worker processes, output in input
 order; memory does not grow with the input (see :func:`aiayn.data.lines.ordered_map`).
 """
 
@@ -47,6 +47,7 @@ import regex
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from sacremoses.corpus import NonbreakingPrefixes
 
+from aiayn import settings
 from aiayn.data.lines import DataError, map_file
 from aiayn.io import atomic_output, setup_logging
 
@@ -83,6 +84,21 @@ def check_language(lang: str) -> str:
     if lang not in known:
         raise DataError(f"language {lang!r} is not supported by the Moses tokenizer (sacremoses); known: {known}")
     return lang
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizeConfig:
+    """The keys of ``data.tokenize`` for one file: the steps above and the lines per work unit.
+
+    ``normalize_punctuation`` is the file's side's value (``aiayn.config.settings_files`` resolves
+    the per-side setting with :func:`normalizes`); run by hand without ``--settings``, it is on.
+    """
+
+    normalize_punctuation: bool = True
+    remove_non_printing: bool = True
+    aggressive_dash_splits: bool = True
+    escape: bool = False
+    chunk_lines: int = 20000
 
 
 @dataclasses.dataclass
@@ -137,11 +153,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--threads", type=int, default=1, help="worker processes")
-    parser.add_argument("--chunk-lines", type=int, default=20000, help="lines per work unit")
-    parser.add_argument("--no-normalize-punctuation", action="store_true")
-    parser.add_argument("--no-remove-non-printing", action="store_true")
-    parser.add_argument("--no-aggressive-dash-splits", action="store_true")
-    parser.add_argument("--escape", action="store_true", help="escape &'\"<>[]| as XML entities")
+    parser.add_argument("--settings", help="data.tokenize as JSON (default: the steps above as listed)")
     parser.add_argument("--log")
     return parser.parse_args(argv)
 
@@ -149,14 +161,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
-    pipeline = MosesPipeline(
-        lang=args.lang, normalize_punctuation=not args.no_normalize_punctuation,
-        remove_non_printing=not args.no_remove_non_printing,
-        aggressive_dash_splits=not args.no_aggressive_dash_splits, escape=args.escape,
-    )
+    opts = settings.read(args.settings, TokenizeConfig, "data.tokenize")
+    steps = {key: value for key, value in dataclasses.asdict(opts).items() if key != "chunk_lines"}
+    pipeline = MosesPipeline(lang=args.lang, **steps)
     log.info("tokenize %s -> %s: %s, %d process(es)", args.input, args.output, pipeline, args.threads)
     start = time.perf_counter()
-    count = tokenize_file(pipeline, args.input, args.output, args.threads, args.chunk_lines)
+    count = tokenize_file(pipeline, args.input, args.output, args.threads, opts.chunk_lines)
     seconds = time.perf_counter() - start
     log.info("%d lines in %.1f s (%.0f lines/s)", count, seconds, count / max(seconds, 1e-9))
     return 0

@@ -11,7 +11,8 @@ theta_avg = (1/N) sum_i theta_i for every floating-point parameter, accumulated 
 in float32 (whatever precision the checkpoints hold). Non-floating tensors (integer buffers) must be
 identical in every checkpoint and are copied.
 
-CLI: ``python -m aiayn.decode.average --checkpoint-dir DIR --last N --output F [--log F]``.
+CLI: ``python -m aiayn.decode.average --train-dir DIR --settings FILE --output F [--log F]`` averages the last
+``average.last`` (:class:`~aiayn.decode.settings.AverageConfig`) of ``DIR/checkpoints/ckpt_<step:08d>.pt``.
 """
 
 from __future__ import annotations
@@ -22,20 +23,13 @@ from pathlib import Path
 
 import torch
 
+from aiayn import settings
+from aiayn.decode.settings import AverageConfig
 from aiayn.io import atomic_path, setup_logging
-from aiayn.train.checkpoint import CKPT_RE, spaced_checkpoints
+from aiayn.train.checkpoint import list_checkpoints, spaced_checkpoints
 from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)
-
-def list_checkpoints(directory: str | Path) -> list[tuple[int, Path]]:
-    """``(step, path)`` of every ``ckpt_<step:08d>.pt`` in ``directory``, by increasing step."""
-    found = []
-    for path in Path(directory).iterdir():
-        match = CKPT_RE.match(path.name)  # the trainer's own naming, ckpt_<step:08d>.pt
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
 
 
 def load_checkpoint(path: Path) -> dict:
@@ -82,22 +76,21 @@ def average_states(states: list[tuple[Path, dict]]) -> dict[str, torch.Tensor]:
             for key in first}
 
 
-def average_checkpoints(directory: str | Path, last: int) -> dict:
-    """The averaged checkpoint of the last ``last`` checkpoints in ``directory`` by step.
+def average_checkpoints(train_dir: str | Path, last: int) -> dict:
+    """The averaged checkpoint of the last ``last`` checkpoints of the training run in ``train_dir``, by step.
 
     Returns ``{model, settings, vocab, step, averaged_steps}`` (no optimizer state); settings and
     vocab come from the newest checkpoint. Fewer than ``last`` available: averages those, warning.
     """
     if last < 1:
-        raise ValueError(f"--last must be at least 1, got {last}")
-    available = list_checkpoints(directory)
+        raise ValueError(f"average.last must be at least 1, got {last}")
+    available = list_checkpoints(train_dir)
     if not available:
-        raise FileNotFoundError(f"{directory}: no ckpt_<step>.pt checkpoints")
-    spaced = select_spaced(available)
-    chosen = spaced[-last:]
+        raise FileNotFoundError(f"{train_dir}: no checkpoints/ckpt_<step>.pt")
+    chosen = select_spaced(available)[-last:]
     if len(chosen) < last:
         log.warning("%s: only %d checkpoints (asked for the last %d): averaging all of them",
-                    directory, len(chosen), last)
+                    train_dir, len(chosen), last)
     states, newest, newest_path = [], None, None
     for file_step, path in chosen:
         checkpoint = load_checkpoint(path)
@@ -108,7 +101,7 @@ def average_checkpoints(directory: str | Path, last: int) -> dict:
         states.append((path, checkpoint["model"]))
         newest, newest_path = checkpoint, path
     steps = [step for step, _ in chosen]
-    log.info("averaging %d checkpoints of %s: steps %s", len(steps), directory, steps)
+    log.info("averaging %d checkpoints of %s: steps %s", len(steps), train_dir, steps)
     return {"model": average_states(states), "settings": newest["settings"], "vocab": newest["vocab"],
             "step": steps[-1], "averaged_steps": steps}
 
@@ -131,8 +124,8 @@ def select_spaced(available: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint-dir", required=True, help="directory of ckpt_<step:08d>.pt files")
-    parser.add_argument("--last", type=int, required=True, help="average the last N checkpoints by step")
+    parser.add_argument("--train-dir", required=True, help="a training run's --out-dir (holds checkpoints/)")
+    parser.add_argument("--settings", help="average.last as JSON (default: 5, the paper's base model)")
     parser.add_argument("--output", required=True, help="averaged checkpoint (written atomically)")
     parser.add_argument("--log", help="log file (appended)")
     return parser.parse_args(argv)
@@ -141,7 +134,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
-    averaged = average_checkpoints(args.checkpoint_dir, args.last)
+    opts = settings.read(args.settings, AverageConfig, "average")
+    averaged = average_checkpoints(args.train_dir, opts.last)
     with atomic_path(args.output) as tmp:
         torch.save(averaged, tmp)
     log.info("wrote %s (step %d, averaged steps %s)", args.output, averaged["step"],

@@ -2,14 +2,13 @@
 
 CLI::
 
-    python -m aiayn.decode.translate --checkpoint C --spm M --input F --output F
-        [--beam-size K] [--length-penalty A] [--max-len-a A] [--max-len-b B] [--[no-]early-stop]
-        [--max-sentences N] [--threads N] [--device D] [--log F]
+    python -m aiayn.decode.translate --checkpoint C --spm M --input F --output F [--settings FILE]
+        [--threads N] [--device D] [--log F]
 
 The input holds sentencepiece pieces, space separated, one sentence per line (the encode stage). The
 output holds ``sp.decode(ids)`` of the best hypothesis, one line per input line; an empty input line
-gives an empty output line. Decoding settings default to the checkpoint's ``settings["decode"]``;
-flags override them.
+gives an empty output line. ``--settings`` is the run's ``decode`` section
+(:class:`~aiayn.decode.settings.DecodeConfig`; default: the paper's beam 4, alpha 0.6, input + 50).
 """
 
 from __future__ import annotations
@@ -17,22 +16,20 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import sentencepiece as spm
 import torch
 from tqdm import tqdm
 
+from aiayn import settings
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
+from aiayn.decode.settings import DecodeConfig
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.model import load_model
 
 log = logging.getLogger(__name__)
-
-# flag name -> key of settings["decode"]
-OVERRIDES = {"beam_size": "beam_size", "length_penalty": "length_penalty", "max_len_a": "max_len_a",
-             "max_len_b": "max_len_b", "max_sentences": "max_sentences", "early_stop": "early_stop"}
 
 
 @dataclass(frozen=True)
@@ -66,28 +63,16 @@ def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.S
     return SpecialIds(pad=vocab["pad_id"], bos=vocab["bos_id"], eos=vocab["eos_id"])
 
 
-def decode_settings(checkpoint_settings: dict, args: argparse.Namespace) -> dict[str, Any]:
-    """``settings["decode"]`` of the checkpoint with every flag that was given applied on top."""
-    settings = dict(checkpoint_settings.get("decode", {}))
-    for flag, key in OVERRIDES.items():
-        if getattr(args, flag) is not None:
-            settings[key] = getattr(args, flag)
-    missing = sorted(set(OVERRIDES.values()) - set(settings))
-    if missing:
-        raise ValueError(f"{args.checkpoint}: settings['decode'] lacks {missing}; pass them as flags")
-    return settings
-
-
-def translate(model: Any, sources: list[list[int]], settings: dict[str, Any], ids: SpecialIds,
+def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: SpecialIds,
               device: torch.device) -> list[Hypothesis | None]:
     """Best hypothesis per source in input order; ``None`` for an empty source (no decoding)."""
     todo = [i for i, sentence in enumerate(sources) if sentence]
     with tqdm(total=len(todo), unit="sent", disable=None, desc="beam search") as progress:
         hyps = translate_sentences(
-            model, [sources[i] for i in todo], max_sentences=int(settings["max_sentences"]), device=device,
-            ids=ids, on_batch=progress.update, beam_size=int(settings["beam_size"]),
-            length_penalty_alpha=float(settings["length_penalty"]), max_len_a=float(settings["max_len_a"]),
-            max_len_b=float(settings["max_len_b"]), early_stop=bool(settings["early_stop"]))
+            model, [sources[i] for i in todo], max_sentences=opts.max_sentences, device=device,
+            ids=ids, on_batch=progress.update, beam_size=opts.beam_size,
+            length_penalty_alpha=opts.length_penalty, max_len_a=opts.max_len_a,
+            max_len_b=opts.max_len_b, early_stop=opts.early_stop)
     results: list[Hypothesis | None] = [None] * len(sources)
     for i, hyp in zip(todo, hyps):
         results[i] = hyp
@@ -100,14 +85,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--spm", required=True, help="the task's sentencepiece model")
     parser.add_argument("--input", required=True, help="source pieces, space separated, one sentence a line")
     parser.add_argument("--output", required=True, help="decoded hypotheses, one line per input line")
-    parser.add_argument("--beam-size", type=int, help="default: the checkpoint's decode.beam_size")
-    parser.add_argument("--length-penalty", type=float, help="GNMT alpha; default decode.length_penalty")
-    parser.add_argument("--max-len-a", type=float, help="max output length = a * |x| + b")
-    parser.add_argument("--max-len-b", type=float, help="max output length = a * |x| + b")
-    parser.add_argument("--early-stop", action=argparse.BooleanOptionalAction, default=None,
-                        help="stop a sentence once no live hypothesis can beat the finished ones (the paper's)"
-                             "; --no-early-stop decodes every sentence to its limit")
-    parser.add_argument("--max-sentences", type=int, help="sentences per batch; default decode.max_sentences")
+    parser.add_argument("--settings", help="the run's decode section as JSON (default: the paper's)")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:1 ...")
     parser.add_argument("--log", help="log file (appended)")
@@ -123,13 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     sp = spm.SentencePieceProcessor(model_file=args.spm)
     model, checkpoint = load_model(args.checkpoint, device)
     ids = check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
-    settings = decode_settings(checkpoint["settings"], args)
+    opts = settings.read(args.settings, DecodeConfig, "decode")
     sources = read_sources(args.input, sp)
     if sources.unknown_pieces:
         log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
-    log.info("decoding %d sentences of %s on %s with %s", len(sources.ids), args.input, device, settings)
+    log.info("decoding %d sentences of %s on %s with %s", len(sources.ids), args.input, device, asdict(opts))
     start = time.perf_counter()
-    hyps = translate(model, sources.ids, settings, ids, device)
+    hyps = translate(model, sources.ids, opts, ids, device)
     seconds = max(time.perf_counter() - start, 1e-9)
     tokens = sum(len(h.tokens) for h in hyps if h is not None)
     log.info("%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",

@@ -1,8 +1,17 @@
-"""The Transformer of "Attention Is All You Need" (paper section 3)."""
+"""The Transformer of "Attention Is All You Need" (paper section 3).
 
-from aiayn.model.cache import DecoderCache, EncoderOut
-from aiayn.model.config import ModelConfig
-from aiayn.model.stats import count_parameters, flops_per_token
-from aiayn.model.transformer import Transformer, load_model
+Names load from their submodules on first use (PEP 562), so that reading :class:`ModelConfig` (the workflow
+checks every run's model settings when it parses its config) does not import torch.
+"""
 
-__all__ = ["DecoderCache", "EncoderOut", "ModelConfig", "Transformer", "count_parameters", "flops_per_token", "load_model"]
+import importlib
+
+_HOMES = {"DecoderCache": "cache", "EncoderOut": "cache", "ModelConfig": "config", "count_parameters": "stats",
+          "flops_per_token": "stats", "Transformer": "transformer", "load_model": "transformer"}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'aiayn.model' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"aiayn.model.{_HOMES[name]}"), name)

@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aiayn.config import check_known_keys
+from aiayn.settings import check_known_keys
 
 
 @dataclass(frozen=True)

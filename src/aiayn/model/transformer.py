@@ -11,7 +11,8 @@ from torch import Tensor, nn
 
 from aiayn.model.cache import DecoderCache, EncoderOut
 from aiayn.model.config import ModelConfig
-from aiayn.model.layers import DecoderLayer, EncoderLayer, PositionalEncoding
+from aiayn.model.layers import DecoderLayer, EncoderLayer
+from aiayn.model.positional import PositionalEncoding
 
 
 class Transformer(nn.Module):

@@ -1,19 +1,20 @@
 """Treebank -> parallel text for the parser: words (source), linearized trees (target), gold trees.
 
-``python -m aiayn.parsing.prepare --treebank PATH --out-dir DIR --train A B --dev A B --test A B
-[--linearization xx|pos] [--silver FILE --silver-ratio R] [--seed N] [--log F]``
+``python -m aiayn.parsing.prepare --treebank PATH --out-dir DIR [--settings FILE] [--seed N] [--log F]``
 
-``PATH`` is an LDC99T42 treebank (splits by WSJ section ``A..B`` inclusive; paper section 6.3:
-train 02-21, dev 22, test 23) or a directory with ``train.trees``, ``dev.trees``, ``test.trees``
-(one tree per line; the section ranges are then ignored); see :mod:`aiayn.parsing.treebank`.
+``--settings`` holds the task's ``splits``, ``linearization`` and ``silver`` (:class:`TreebankConfig`;
+default: the paper's WSJ splits, ``xx``, no silver trees). ``PATH`` is an LDC99T42 treebank (splits
+by WSJ section ``[A, B]`` inclusive; paper section 6.3: train 02-21, dev 22, test 23) or a directory
+with ``train.trees``, ``dev.trees``, ``test.trees`` (one tree per line; the section ranges are then
+ignored); see :mod:`aiayn.parsing.treebank`.
 Every tree is cleaned (:mod:`aiayn.parsing.clean`) and written as
 
 * ``DIR/{train,dev,test}.words``: the words, space separated (the model's input);
 * ``DIR/{train,dev,test}.tree``: the linearization (:mod:`aiayn.parsing.linearize`, the target);
 * ``DIR/{dev,test}.gold``: the cleaned ``TOP``-rooted trees, one per line, for EVALB.
 
-``--silver FILE`` (one tree per line, e.g. parses of unlabeled text by another parser) adds
-``round(R x gold train sentences)`` silver trees, drawn without replacement with ``--seed``, after
+``silver: {path: FILE, ratio: R}`` (one tree per line, e.g. parses of unlabeled text by another
+parser) adds ``round(R x gold train sentences)`` silver trees, drawn without replacement with ``--seed``, after
 the gold training trees (the trainer shuffles batches).
 Deviation from paper: the semi-supervised setting used about 17M silver sentences (BerkeleyParser
 and the high-confidence corpus of Vinyals et al.) that were never released, so the silver trees are
@@ -28,12 +29,13 @@ import argparse
 import contextlib
 import itertools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
 
+from aiayn import settings
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.linearize import MODES, linearize
@@ -41,6 +43,27 @@ from aiayn.parsing.treebank import SPLITS, find_wsj, is_line_layout, read_split,
 from aiayn.parsing.trees import Tree, parse_tree
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TreebankConfig:
+    """A parsing task's keys that shape its data: WSJ sections ``[first, last]`` per split, the
+    linearization (``xx``: tags as XX, Vinyals et al.; ``pos``: real tags) and ``{path, ratio}`` of silver trees."""
+
+    splits: dict = field(default_factory=lambda: {"train": [2, 21], "dev": [22, 22], "test": [23, 23]})
+    linearization: str = "xx"
+    silver: dict | None = None
+
+    def __post_init__(self) -> None:
+        if sorted(self.splits) != sorted(SPLITS):
+            raise ValueError(f"splits must name {list(SPLITS)}, got {sorted(self.splits)}")
+        for split, (first, last) in self.splits.items():
+            if not 0 <= first <= last <= 99:
+                raise ValueError(f"splits.{split}: bad WSJ section range [{first}, {last}]")
+        if self.linearization not in MODES:
+            raise ValueError(f"linearization must be one of {list(MODES)}, got {self.linearization!r}")
+        if self.silver is not None and (set(self.silver) != {"path", "ratio"} or self.silver["ratio"] < 0):
+            raise ValueError(f"silver must be {{path, ratio}} with a ratio >= 0, got {self.silver}")
 
 
 @dataclass
@@ -144,41 +167,25 @@ def prepare(treebank: Path, out_dir: Path, sections: dict[str, tuple[int, int]],
     return stats
 
 
-def _section_range(text: list[str]) -> tuple[int, int]:
-    first, last = (int(x) for x in text)
-    if not (0 <= first <= last <= 99):
-        raise argparse.ArgumentTypeError(f"bad section range {first} {last}")
-    return first, last
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--treebank", required=True, type=Path, help="LDC99T42 root, wsj/ folder, or *.trees dir")
     parser.add_argument("--out-dir", required=True, type=Path)
-    for split in SPLITS:
-        parser.add_argument(f"--{split}", nargs=2, required=True, metavar=("A", "B"),
-                            help=f"WSJ sections of {split}, inclusive")
-    parser.add_argument("--linearization", choices=MODES, default="xx")
-    parser.add_argument("--silver", type=Path, help="silver trees, one per line, mixed into train")
-    parser.add_argument("--silver-ratio", type=float, help="silver sentences per gold training sentence")
+    parser.add_argument("--settings", help="the task's splits, linearization and silver as JSON")
     parser.add_argument("--seed", type=int, default=1, help="seed of the silver sample")
     parser.add_argument("--log")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     setup_logging(args.log)
     try:
-        sections = {split: _section_range(getattr(args, split)) for split in SPLITS}
-    except (ValueError, argparse.ArgumentTypeError) as error:
-        parser.error(str(error))
-    if (args.silver is None) != (args.silver_ratio is None) or (args.silver_ratio or 0) < 0:
-        parser.error("--silver and --silver-ratio go together, with a ratio >= 0")
-    try:
-        stats = prepare(args.treebank, args.out_dir, sections, args.linearization, args.silver,
-                        args.silver_ratio or 0.0, args.seed)
+        opts = settings.read(args.settings, TreebankConfig, "tasks.<parsing task>")
+        silver = opts.silver or {"path": None, "ratio": 0.0}
+        sections = {split: tuple(opts.splits[split]) for split in SPLITS}
+        stats = prepare(args.treebank, args.out_dir, sections, opts.linearization,
+                        silver["path"] and Path(silver["path"]), silver["ratio"], args.seed)
     except (OSError, ValueError) as error:  # TreeError is a ValueError: it names the file and line
         log.error("%s", error)
         return 1

@@ -15,15 +15,11 @@ a stack and fixes each problem the same way every time, counting it by kind:
 * ``unclosed``: a bracket still open at the end: closed;
 * ``empty_constituent``: a constituent without any leaf: removed;
 * ``empty_output``: no token at all: every word becomes an ``XX`` leaf directly under ``TOP``.
-
-:func:`allowed_next` is the matching constraint for decoding: which tokens keep a prefix on the way
-to a valid tree, so that beam search never needs a repair.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 from aiayn.parsing.clean import ROOT
 from aiayn.parsing.linearize import XX, is_close, is_leaf, is_open
@@ -86,55 +82,3 @@ def _prune_empty(root: Tree) -> int:
         removed += len(node.children) - len(kept)
         node.children = kept
     return removed
-
-
-@dataclass(frozen=True)
-class Allowed:
-    """What may follow a prefix: ``open`` any ``(X``, ``close`` the given ``)X``, a ``leaf``, or ``end``."""
-
-    open: bool
-    close: str | None
-    leaf: bool
-    end: bool
-
-    def permits(self, token: str) -> bool:
-        if is_open(token):
-            return self.open
-        if is_close(token):
-            return self.close is not None and token == self.close
-        return self.leaf and is_leaf(token)
-
-
-def allowed_next(prefix: list[str], n_words: int) -> Allowed:
-    """The tokens that keep ``prefix`` a prefix of a valid linearization of ``n_words`` leaves.
-
-    Invariants kept: every open bracket is closed by its own label, no constituent is empty, the
-    number of leaves is exactly ``n_words``. An open bracket needs a leaf to come, so it is allowed
-    only while leaves remain; the sequence may end only when everything is closed and every word
-    has its leaf. A prefix that already breaks the rules raises ValueError.
-    """
-    stack: list[tuple[str, bool]] = []  # (label, has a leaf below)
-    n_leaves = 0
-    for token in prefix:
-        step = allowed_next_from(stack, n_leaves, n_words)
-        if not step.permits(token):
-            raise ValueError(f"prefix token {token!r} is not allowed here")
-        if is_open(token):
-            stack.append((token[1:], False))
-        elif is_close(token):
-            stack.pop()
-            if stack:
-                stack[-1] = (stack[-1][0], True)
-        else:
-            n_leaves += 1
-            if stack:
-                stack[-1] = (stack[-1][0], True)
-    return allowed_next_from(stack, n_leaves, n_words)
-
-
-def allowed_next_from(stack: list[tuple[str, bool]], n_leaves: int, n_words: int) -> Allowed:
-    """:func:`allowed_next` from a decoder's state: open ``(label, has_leaf)`` pairs and leaves so far."""
-    remaining = n_words - n_leaves
-    close = ")" + stack[-1][0] if stack and stack[-1][1] else None
-    return Allowed(open=remaining > 0, close=close, leaf=remaining > 0,
-                   end=not stack and remaining == 0 and n_leaves > 0)

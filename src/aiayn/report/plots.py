@@ -1,4 +1,4 @@
-"""Figures a researcher looks at before reading the tables: learning curves, Table 3, averaging sweeps.
+"""Figures a researcher looks at before reading the tables: learning curves and Table 3.
 
 ``python -m aiayn.report.plots --config CONFIG_YAML --results-dir R --out-dir R/plots
 [--tables table2 table3 table4] [--log F]`` writes, each atomically, PNGs rendered with matplotlib's Agg
@@ -8,16 +8,12 @@ canvas (no display, no pyplot state), for the runs reported in the tables asked 
   ``R/<task>/<exp>/train/log.csv`` (columns ``step, loss, lr, dev_ppl``; ``dev_ppl`` is empty except on
   dev evaluations);
 - ``table3.png`` (when Table 3 is asked for and has rows): dev BLEU (paper method) and dev perplexity
-  of every Table 3 row, ours beside the paper's;
-- ``avg_sweep_<task>_<exp>.png``: test BLEU against the number of averaged checkpoints, where
-  ``R/<task>/<exp>/avg_sweep.json`` (``[{"last": n, "bleu": x}, ...]``) exists; skipped with a log line
-  otherwise.
+  of every Table 3 row, ours beside the paper's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 
@@ -94,30 +90,6 @@ def table3_chart(rows: list[dict]) -> Figure:
     return figure
 
 
-def read_avg_sweep(path: Path) -> list[tuple[int, float]]:
-    """``[(last, bleu), ...]`` sorted by ``last``; raises :class:`MetricFileError` on a malformed entry."""
-    entries = json.loads(path.read_text(encoding="utf-8"))
-    try:
-        points = sorted((int(e["last"]), float(e["bleu"])) for e in entries)
-    except (KeyError, TypeError, ValueError) as err:
-        raise MetricFileError(f"{path}: expected a list of {{\"last\": n, \"bleu\": x}} ({err!r})") from None
-    if not points:
-        raise MetricFileError(f"{path}: empty sweep")
-    return points
-
-
-def avg_sweep_chart(points: list[tuple[int, float]], chosen: int, title: str) -> Figure:
-    """Test BLEU against the number of averaged last checkpoints; the configured ``average.last`` marked."""
-    figure = Figure(figsize=(5, 3.6))
-    ax = figure.subplots()
-    ax.plot([p[0] for p in points], [p[1] for p in points], marker="o")
-    ax.axvline(chosen, color="0.5", ls="--", label=f"average.last = {chosen}")
-    ax.set(xlabel="checkpoints averaged (last n)", ylabel="BLEU", title=title)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return figure
-
-
 def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str, ...] = TABLES) -> list[Path]:
     """Every figure of the module docstring for the runs of ``tables``; returns the paths written."""
     runs = list(dict.fromkeys(run for table in tables for run in cfg.runs(config, table)))
@@ -132,14 +104,6 @@ def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str
         written.append(save(table3_chart(table3.build(config, results_dir).rows), out_dir / "table3.png"))
     else:
         log.info("Table 3 not asked for or without rows: no table3.png")
-    for task, exp in runs:
-        sweep = run_dir(results_dir, task, exp) / "avg_sweep.json"
-        if not sweep.is_file():
-            log.info("%s not found: no checkpoint-averaging plot for %s/%s", sweep, task, exp)
-            continue
-        chosen = cfg.resolve(config, exp, task)["average"]["last"]
-        figure = avg_sweep_chart(read_avg_sweep(sweep), chosen, f"{exp} ({task}): BLEU by checkpoints averaged")
-        written.append(save(figure, out_dir / f"avg_sweep_{task}_{exp}.png"))
     return written
 
 

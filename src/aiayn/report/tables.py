@@ -46,12 +46,16 @@ def provenance(config_path: Path, commit: str | None, when: datetime.datetime) -
             f"git commit {commit or 'unknown (not a git checkout)'}, {when:%Y-%m-%d %H:%M} UTC.")
 
 
+def inputs(config: dict, results_dir: Path, names: list[str] | None = None) -> list[Path]:
+    """Every metric file tables ``names`` (default: 2, 3 and 4) read; the workflow's tables rule takes them."""
+    return list(dict.fromkeys(path for name in (names or BUILDERS) for path in BUILDERS[name].inputs(config, results_dir)))
+
+
 def build_tables(config: dict, results_dir: Path, footer: str, names: list[str] | None = None) -> list[Table]:
     """Tables ``names`` (default: 2, 3 and 4); raises :class:`~aiayn.report.metrics.MetricFileError` before
     building anything if an input of any of them is missing."""
-    builders = [BUILDERS[name] for name in (names or BUILDERS)]
-    require([path for builder in builders for path in builder.inputs(config, results_dir)])
-    tables = [builder.build(config, results_dir) for builder in builders]
+    require(inputs(config, results_dir, names))
+    tables = [BUILDERS[name].build(config, results_dir) for name in (names or BUILDERS)]
     for table in tables:
         table.footer = footer
     return tables

@@ -1,4 +1,7 @@
-"""Train one model: ``python -m aiayn.train --data D/bin/<task> --settings JSON --out-dir R/<task>/<exp>/train``.
+"""Train one model: ``python -m aiayn.train --data D/bin/<task> --settings FILE --out-dir R/<task>/<exp>/train``.
+
+``--settings`` is the run's ``R/<task>/<exp>/settings/train.json``: its ``model`` and ``train`` sections
+(``aiayn.config.resolve``) with ``experiment`` and ``task``; they travel into every checkpoint.
 
 Writes ``checkpoints/ckpt_<step:08d>.pt``, ``checkpoint_last.pt``, ``log.csv`` and, last,
 ``summary.json`` under ``--out-dir``; a rerun with the same ``--out-dir`` resumes from the latest
@@ -25,17 +28,20 @@ from aiayn.train.trainer import Trainer
 log = logging.getLogger("aiayn.train")
 
 
-def parse_settings(text: str) -> dict:
-    """The run's settings (``aiayn.config.resolve``) from a JSON string; checks its model and train keys."""
+def read_settings(path: Path) -> dict:
+    """The run's settings file; its ``model`` and ``train`` sections are checked by their dataclasses."""
     try:
-        settings = json.loads(text)
+        settings = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise ValueError(f"--settings is not valid JSON: {error}") from None
+        raise ValueError(f"{path}: not valid JSON: {error}") from None
     for section in ("model", "train"):
         if not isinstance(settings, dict) or not isinstance(settings.get(section), dict):
-            raise ValueError(f"--settings lacks the {section!r} section")
-    ModelConfig.from_dict(settings["model"])
-    TrainConfig.from_dict(settings["train"])
+            raise ValueError(f"{path}: lacks the {section!r} section")
+    try:
+        ModelConfig.from_dict(settings["model"])
+        TrainConfig.from_dict(settings["train"])
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
     return settings
 
 
@@ -48,7 +54,7 @@ def check_data(data: Path) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m aiayn.train", description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
-    parser.add_argument("--settings", required=True, help="the run's settings as a JSON string")
+    parser.add_argument("--settings", required=True, type=Path, help="the run's settings file (JSON)")
     parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: train.threads)")
     parser.add_argument("--max-steps-this-run", type=int, default=None,
@@ -62,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     setup_logging(args.log)
-    settings = parse_settings(args.settings)
+    settings = read_settings(args.settings)
     train_cfg = TrainConfig.from_dict(settings["train"])
     check_data(args.data)
     threads = args.threads or train_cfg.threads

@@ -24,13 +24,13 @@ from torch import nn
 from tqdm import tqdm
 
 from aiayn.data.shards import ShardedCorpus
-from aiayn.evaluate.perplexity import corpus_nll, perplexity_report
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
 from aiayn.train.batching import BOS, EOS, PAD, UNK, BatchSampler, BatchStream, collate, make_batches
 from aiayn.train.checkpoint import (checkpoint_path, list_checkpoints, publish_last, rng_state, rotate,
                                     save_checkpoint, set_aside, set_rng_state, trajectory_changes)
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name
+from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
 from aiayn.train.metrics import MetricsLog
 from aiayn.train.schedule import learning_rate

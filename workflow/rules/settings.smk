@@ -1,0 +1,19 @@
+# Each stage's settings file, written from its part of the config (aiayn.config.settings_files). The content
+# is the rule's parameter, so Snakemake reruns this rule when the content changes, and then exactly the
+# jobs that read the file; nothing is written when the Snakefile is parsed.
+
+
+rule settings:
+    output:
+        "{settings_file}",
+    wildcard_constraints:
+        settings_file=_alternatives(SETTINGS),
+    params:
+        content=lambda w: SETTINGS[w.settings_file],
+    log:
+        "{settings_file}.log",
+    localrule: True
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.settings --json {params.content:q} --output {output} --log {log}"
