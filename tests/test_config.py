@@ -1,5 +1,6 @@
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -169,7 +170,7 @@ def _overlays(paper, *names):
 # What each settings file is read into, by the stage that reads it (its CLI's --settings).
 READERS = {
     "download.json": lambda v: settings.from_section(DownloadConfig, v, "data"),
-    "tokenize.json": lambda v: settings.from_section(TokenizeConfig, v, "data.tokenize"),
+    "tokenize.<lang>.json": lambda v: settings.from_section(TokenizeConfig, v, "data.tokenize"),
     "clean.json": lambda v: settings.from_section(LengthFilter, v, "data.clean"),
     "shards.json": lambda v: settings.from_section(ShardsConfig, v, "data.shards"),
     "bpe.json": lambda v: settings.from_section(LearnOptions, v, "data.bpe"),
@@ -184,20 +185,36 @@ READERS = {
 @pytest.mark.parametrize("overlays", [(), ("demo.yaml",), ("demo.yaml", "test.yaml")])
 def test_every_settings_file_is_read_by_its_stage(paper, overlays):
     files = cfg.settings_files(_overlays(paper, *overlays))
-    assert {Path(path).name for path in files} == set(READERS)
+    assert {_reader(path) for path in files} == set(READERS)
     for path, content in files.items():
-        READERS[Path(path).name](json.loads(json.dumps(content)))
+        READERS[_reader(path)](json.loads(json.dumps(content)))
+
+
+def _reader(path):
+    """READERS' key of a settings file: its name, the language of a tokenize file generalized."""
+    return re.sub(r"^tokenize\.\w+\.json$", "tokenize.<lang>.json", Path(path).name)
+
+
+def test_tokenize_settings_resolve_punctuation_normalization_per_side(paper):
+    """Sources are normalized, targets keep the references' quotes (data.tokenize.normalize_punctuation)."""
+    files = cfg.settings_files(paper)
+    data = paper["data_dir"]
+    normalized = {lang: files[f"{data}/settings/{task}/tokenize.{lang}.json"]["normalize_punctuation"]
+                  for task, lang in (("en-de", "en"), ("en-de", "de"), ("en-fr", "fr"))}
+    assert normalized == {"en": True, "de": False, "fr": False}
+    both = cfg.settings_files(cfg.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": True}}}))
+    assert both[f"{data}/settings/en-de/tokenize.de.json"]["normalize_punctuation"] is True
 
 
 def test_stage_defaults_are_the_paper_config(paper):
     """Each stage run by hand (no --settings) runs what config.yaml says: the paper's setup."""
     files = cfg.settings_files(paper)
-    defaults = {"download.json": DownloadConfig(), "tokenize.json": TokenizeConfig(), "clean.json": LengthFilter(),
+    defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(), "clean.json": LengthFilter(),
                 "shards.json": ShardsConfig(), "en-de/bpe.json": LearnOptions(), "treebank.json": TreebankConfig(),
                 "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig()}
     for suffix, default in defaults.items():
         [path] = [p for p in files if p.endswith(suffix) and "en-fr" not in p]
-        assert READERS[Path(path).name](files[path]) == default, path
+        assert READERS[_reader(path)](files[path]) == default, path
     model, train = READERS["train.json"](files["results/en-de/base/settings/train.json"])
     assert model == ModelConfig() and train == TrainConfig()
 
