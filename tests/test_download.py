@@ -191,3 +191,25 @@ def test_shipped_lock_covers_every_configured_source():
         assert entry["url"] == source["url"]
         assert entry["sha256"] or entry.get("note"), source["url"]
     assert lock["test-full.tgz"]["md5"] == "a8cd784e006feb32ac6f3d9ec7eb389a"
+
+
+def test_local_file_without_lock_entry_is_accepted_and_its_sha256_recorded(tmp_path):
+    """A researcher's own corpus: a local path needs no lock entry; the mirror never replaces it."""
+    corpus = tmp_path / "mine" / "train.en.gz"
+    corpus.parent.mkdir()
+    corpus.write_bytes(PAYLOAD)
+    lock, out, log = _lock(tmp_path, {}), tmp_path / "dl" / "train.en.gz", tmp_path / "dl.log"
+    settings = _settings(tmp_path, lock, mirror=str(tmp_path / "no-such-mirror"))
+    assert download.main(["--url", str(corpus), "--out", str(out), "--settings", settings, "--log", str(log)]) == 0
+    sha = hashlib.sha256(PAYLOAD).hexdigest()
+    assert out.read_bytes() == PAYLOAD
+    assert Path(f"{out}.sha256").read_text() == f"{sha}  train.en.gz\n"
+    assert f"sha256 {sha}" in log.read_text() and "local file without a lock entry" in log.read_text()
+
+
+def test_local_file_with_a_lock_entry_is_verified(tmp_path):
+    corpus = tmp_path / "train.de"
+    corpus.write_bytes(PAYLOAD)
+    lock = _lock(tmp_path, {"train.de": {"sha256": "0" * 64}})
+    with pytest.raises(DownloadError, match="train.de: sha256 mismatch"):
+        download.download(corpus.as_uri(), tmp_path / "out" / "train.de", lock_path=lock)

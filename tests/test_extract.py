@@ -81,3 +81,47 @@ def test_real_newstest2014_sgm_matches_sacrebleu_text(tmp_path):
     archive = _tar(tmp_path / "test-full.tgz", {"test-full/newstest2014-fren-ref.fr.sgm": sgm.read_bytes()})
     extract.extract(archive, "test-full/newstest2014-fren-ref.fr.sgm", str(tmp_path / "ref.fr"))
     assert (tmp_path / "ref.fr").read_bytes() == (SHARED / "plain" / "newstest2014-full.en-fr.fr").read_bytes()
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
+
+
+@pytest.mark.parametrize("suffix,opener", [("", open), (".gz", gzip.open), (".xz", None), (".bz2", None)])
+def test_plain_file_round_trips_in_every_format(tmp_path, suffix, opener):
+    import bz2
+    import lzma
+    opener = {".xz": lzma.open, ".bz2": bz2.open}.get(suffix, opener)
+    text = "Ein Satz.\nZweiter Satz ohne Zeilenende"
+    path = tmp_path / f"train.de{suffix}"
+    with opener(path, "wb") as handle:
+        handle.write(text.encode("utf-8"))
+    out = tmp_path / "out.de"
+    assert extract.main(["--file", str(path), "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == text + "\n"
+
+
+def test_plain_sgm_file_is_the_real_test_set(tmp_path):
+    """newstest2014's source sgm given as a plain (gzipped) file gives sacreBLEU's 3003 lines exactly."""
+    sgm = SHARED / "sgm_newstest2014-full" / "newstest2014-deen-src.en.sgm"
+    plain = SHARED / "plain" / "newstest2014-full.en-de.en"
+    if not sgm.is_file():
+        pytest.skip("shared WMT data not present")
+    packed = tmp_path / "newstest2014.en.sgm.gz"
+    packed.write_bytes(gzip.compress(sgm.read_bytes()))
+    out = tmp_path / "test.en"
+    assert extract.convert(str(packed), str(out)) == 3003
+    assert out.read_bytes() == plain.read_bytes()
+
+
+def test_bad_plain_files_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "bad.en"
+    bad.write_bytes(b"fine\n\xff\xfe\n")
+    with pytest.raises(DataError, match=r"bad.en: line 2: invalid UTF-8"):
+        extract.convert(str(bad), str(tmp_path / "out"))
+    broken = tmp_path / "broken.en.gz"
+    broken.write_bytes(gzip.compress(b"a\n" * 1000)[:-20])
+    with pytest.raises(DataError, match=r"broken.en.gz: cannot decompress"):
+        extract.convert(str(broken), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(SystemExit):
+        extract.main(["--file", str(bad), "--member", "x", "--out", str(tmp_path / "o")])

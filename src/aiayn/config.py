@@ -5,6 +5,11 @@ training, averaging and decoding; each entry of ``experiments`` overrides ``defa
 paper's row differs, optionally per task (``task_overrides``). :func:`resolve` merges them into the
 settings of one run (one experiment on one task); :func:`settings_files` gives every stage its part
 of the config, the content of the one settings file that stage reads (``aiayn.settings``).
+
+What runs: every experiment on each of its ``tasks``, or, with ``run: {tasks: [...], experiments: [...]}``,
+only the chosen experiments on the chosen tasks (:func:`runs`). An overlay deletes an entry of ``tasks``,
+``sources`` or ``experiments`` by setting it to ``null``, and a key of an experiment's ``model``,
+``train``, ``average`` or ``decode`` (``defaults``' value applies) the same way (:func:`prune`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import logging
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +25,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from aiayn.data import sources as data_sources
 from aiayn.data.tokenize import normalizes
 from aiayn.decode.settings import AverageConfig, DecodeConfig
 from aiayn.model.config import ModelConfig
@@ -26,6 +33,8 @@ from aiayn.settings import from_section
 from aiayn.train.settings import TrainConfig
 
 SECTIONS = ("model", "train", "average", "decode")
+DELETABLE = ("tasks", "sources", "experiments")
+log = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
@@ -39,12 +48,56 @@ def schema() -> dict:
 
 
 def load(path: str | Path) -> dict:
-    """Read and validate a config file (YAML, or JSON as the workflow records a run's config); raises
-    :class:`ConfigError` naming the file and key."""
+    """Read, prune (:func:`prune`) and validate a config file (YAML, or JSON as the workflow records a
+    run's config); raises :class:`ConfigError` naming the file and key."""
     with open(path, encoding="utf-8") as handle:
         config = json.load(handle) if str(path).endswith(".json") else yaml.safe_load(handle)
+    config = prune(config)
     validate(config, source=str(path))
     return config
+
+
+def prune(config: Any) -> Any:
+    """``config`` without what an overlay deleted with ``null``.
+
+    ``tasks.<t>: null``, ``sources.<s>: null`` and ``experiments.<e>: null`` remove that entry; a
+    removed task also leaves every experiment's ``tasks`` (and ``task_overrides``), and an experiment
+    left without a task is removed, with a log line. ``null`` for a key of an experiment's ``model``,
+    ``train``, ``average`` or ``decode`` (also under ``task_overrides``) removes the override, so
+    ``defaults``' value applies. Anything else is returned unchanged (the schema judges it).
+    """
+    if not isinstance(config, dict):
+        return config
+    config = copy.deepcopy(config)
+    deleted: dict[str, set] = {}
+    for key in DELETABLE:
+        if isinstance(config.get(key), dict):
+            deleted[key] = {name for name, value in config[key].items() if value is None}
+            config[key] = {name: value for name, value in config[key].items() if value is not None}
+    experiments = config.get("experiments")
+    if not isinstance(experiments, dict):
+        return config
+    for name, spec in list(experiments.items()):
+        if isinstance(spec, dict):
+            _prune_experiment(config, name, spec, deleted.get("tasks", set()))
+    return config
+
+
+def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -> None:
+    if isinstance(spec.get("tasks"), list) and deleted_tasks & set(spec["tasks"]):
+        log.info("experiments.%s: deleted task(s) %s dropped", name, sorted(deleted_tasks & set(spec["tasks"])))
+        spec["tasks"] = [t for t in spec["tasks"] if t not in deleted_tasks]
+        if not spec["tasks"]:
+            log.info("experiments.%s: no task left; not run", name)
+            del config["experiments"][name]
+            return
+    overrides = spec.get("task_overrides")
+    if isinstance(overrides, dict):
+        spec["task_overrides"] = {t: v for t, v in overrides.items() if t not in deleted_tasks}
+    for sections in [spec, *(spec.get("task_overrides") or {}).values()]:
+        for section in SECTIONS:
+            if isinstance(sections, dict) and isinstance(sections.get(section), dict):
+                sections[section] = {k: v for k, v in sections[section].items() if v is not None}
 
 
 def validate(config: Any, source: str = "config") -> None:
@@ -62,20 +115,11 @@ def _key_path(path) -> str:
 
 
 def _check_references(config: dict, source: str) -> None:
-    tasks, sources = config["tasks"], config["sources"]
+    tasks = config["tasks"]
     for name, task in tasks.items():
-        if task["kind"] != "translation":
-            continue
-        pair = name
-        for corpus in [*task["train"], task["dev"], task["test"]]:
-            if corpus not in sources:
-                raise ConfigError(f"{source}: tasks.{name}: unknown source {corpus!r} (not under sources)")
-            members = sources[corpus]["members"]
-            if pair not in members:
-                raise ConfigError(f"{source}: sources.{corpus}.members has no entry for task {pair!r}")
-            missing = {task["src"], task["tgt"]} - set(members[pair])
-            if missing:
-                raise ConfigError(f"{source}: sources.{corpus}.members.{pair} lacks language(s) {sorted(missing)}")
+        if task["kind"] == "translation":
+            for corpus in [*task["train"], task["dev"], task["test"]]:
+                _check_source(config, name, corpus, source)
     for exp, spec in config["experiments"].items():
         for task in spec["tasks"]:
             if task not in tasks:
@@ -83,7 +127,53 @@ def _check_references(config: dict, source: str) -> None:
         for task in spec.get("task_overrides", {}):
             if task not in spec["tasks"]:
                 raise ConfigError(f"{source}: experiments.{exp}.task_overrides.{task}: not one of its tasks")
+    _check_choice(config, source)
+    _check_files(config, source)
     _check_runs(config, source)
+
+
+def _check_source(config: dict, task: str, corpus: str, source: str) -> None:
+    """A translation task's corpus names a source that has both of its languages."""
+    spec, sources = config["tasks"][task], config["sources"]
+    if corpus not in sources:
+        raise ConfigError(f"{source}: tasks.{task}: unknown source {corpus!r} (not under sources)")
+    langs, where = sources[corpus].get("files"), f"sources.{corpus}.files"
+    if data_sources.is_archive(sources[corpus]):
+        members = sources[corpus]["members"]
+        if task not in members:
+            raise ConfigError(f"{source}: sources.{corpus}.members has no entry for task {task!r}")
+        langs, where = members[task], f"sources.{corpus}.members.{task}"
+    missing = {spec["src"], spec["tgt"]} - set(langs)
+    if missing:
+        raise ConfigError(f"{source}: {where} lacks language(s) {sorted(missing)}")
+
+
+def _check_choice(config: dict, source: str) -> None:
+    """``run.tasks`` and ``run.experiments`` name known entries, and every chosen experiment trains on
+    a chosen task."""
+    choice = config.get("run") or {}
+    for key, known in (("tasks", config["tasks"]), ("experiments", config["experiments"])):
+        for name in choice.get(key) or []:
+            if name not in known:
+                raise ConfigError(f"{source}: run.{key}: unknown {key[:-1]} {name!r}; known: {sorted(known)}")
+    if choice.get("tasks") is None:
+        return
+    for exp in choice.get("experiments") or config["experiments"]:
+        if choice.get("experiments") and not set(config["experiments"][exp]["tasks"]) & set(choice["tasks"]):
+            raise ConfigError(f"{source}: run.experiments: {exp!r} trains on {config['experiments'][exp]['tasks']}, "
+                              f"none of them in run.tasks {choice['tasks']} (set experiments.{exp}.tasks)")
+
+
+def _check_files(config: dict, source: str) -> None:
+    """Every plain file of a source that a chosen run reads can be read (:func:`aiayn.data.sources.file_problem`)."""
+    tasks = config["tasks"]
+    used = {c for task, _ in runs(config) if tasks[task]["kind"] == "translation"
+            for c in [*tasks[task]["train"], tasks[task]["dev"], tasks[task]["test"]]}
+    for corpus in sorted(used):
+        for lang, url in config["sources"][corpus].get("files", {}).items():
+            problem = data_sources.file_problem(url)
+            if problem:
+                raise ConfigError(f"{source}: sources.{corpus}.files.{lang}: {problem}")
 
 
 def _check_runs(config: dict, source: str) -> None:
@@ -141,13 +231,27 @@ def vocab_size(task: dict) -> int:
 
 
 def runs(config: dict, table: str | None = None) -> list[tuple[str, str]]:
-    """Every (task, experiment) pair the config trains, optionally only those reported in ``table``."""
+    """Every (task, experiment) pair the config trains, optionally only those reported in ``table``.
+
+    ``run.experiments`` and ``run.tasks`` (when given) limit them to the chosen experiments and tasks.
+    """
+    choice = config.get("run") or {}
+    experiments, tasks = choice.get("experiments"), choice.get("tasks")
     return [
         (task, exp)
         for exp, spec in config["experiments"].items()
-        if table is None or table in spec["tables"]
+        if (table is None or table in spec["tables"]) and (experiments is None or exp in experiments)
         for task in spec["tasks"]
+        if tasks is None or task in tasks
     ]
+
+
+def decodes_test(config: dict, experiment: str) -> bool:
+    """Whether a run of ``experiment`` is decoded and scored on the test set: reported in Table 2 or 4,
+    or in no paper table (a researcher's own experiment). Table 3 rows are scored on dev only, as in the
+    paper."""
+    tables = config["experiments"][experiment]["tables"]
+    return not tables or bool({"table2", "table4"} & set(tables))
 
 
 def settings_files(config: dict) -> dict[str, Any]:

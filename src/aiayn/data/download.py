@@ -14,8 +14,11 @@ renamed onto ``PATH`` only after it verified.
 given) are checked; a mismatch is refused, naming file, expected and actual, and the bad file is
 removed. A target that already exists and verifies is not downloaded again. Where the lock has no
 published sha256 (``"sha256": null`` with a ``note``), a loud warning is logged and the sha256 seen is
-recorded beside the download in ``PATH.sha256``. A file without any lock entry is accepted only from a
-mirror, with a warning. The default lock (``lock: null``) is ``aiayn/resources/sources.lock``.
+recorded beside the download in ``PATH.sha256``. A file without any lock entry is accepted from a
+mirror (with a warning) or from a local path (a researcher's own corpus: its sha256 is logged and
+recorded in ``PATH.sha256``); a remote URL without one is refused. A local path or ``file://`` URL is
+read where it is: the mirror replaces remote URLs only. The default lock (``lock: null``) is
+``aiayn/resources/sources.lock``.
 """
 
 from __future__ import annotations
@@ -68,9 +71,14 @@ def archive_name(url: str) -> str:
     return Path(urllib.parse.urlparse(url).path).name
 
 
+def is_remote(url: str) -> bool:
+    """An ``http(s)://`` URL (what a mirror replaces and a lock entry must pin)."""
+    return urllib.parse.urlparse(url).scheme in ("http", "https")
+
+
 def resolve_url(url: str, mirror: str | None) -> str:
-    """The address to fetch: ``url`` itself, or ``<mirror>/<archive file name>``."""
-    if not mirror:
+    """The address to fetch: ``url`` itself (also any local path), or ``<mirror>/<archive file name>``."""
+    if not mirror or not is_remote(url):
         return url
     if "://" in mirror:
         return f"{mirror.rstrip('/')}/{archive_name(url)}"
@@ -183,10 +191,12 @@ def fetch(url: str, part: Path, retries: int, backoff: float, timeout: float) ->
             time.sleep(delay)
 
 
-def _lock_entry(lock: dict, name: str, lock_path, mirror: str | None) -> dict:
+def _lock_entry(lock: dict, name: str, lock_path, mirror: str | None, url: str) -> dict:
     entry = lock.get(name)
     if entry is not None:
         return entry
+    if not is_remote(url):
+        return {"sha256": None, "local": True}
     if not mirror:
         raise DownloadError(f"{name}: no entry in the lock file ({lock_path or 'aiayn/resources/sources.lock'}); "
                             f"add {{\"{name}\": {{\"sha256\": \"<hex>\", \"size\": <bytes>}}}}")
@@ -195,9 +205,13 @@ def _lock_entry(lock: dict, name: str, lock_path, mirror: str | None) -> dict:
 
 
 def _record_unpinned(out: Path, sha256: str, name: str, entry: dict) -> None:
-    note = f" ({entry['note']})" if entry.get("note") else ""
-    log.warning("!!! %s: no published sha256 to verify against%s; saw sha256 %s, recorded in %s.sha256",
-                name, note, sha256, out)
+    if entry.get("local"):
+        log.info("%s: a local file without a lock entry, accepted; sha256 %s, recorded in %s.sha256 (add it to "
+                 "data.lock to have it verified from now on)", name, sha256, out)
+    else:
+        note = f" ({entry['note']})" if entry.get("note") else ""
+        log.warning("!!! %s: no published sha256 to verify against%s; saw sha256 %s, recorded in %s.sha256",
+                    name, note, sha256, out)
     with atomic_output(f"{out}.sha256") as handle:
         handle.write(f"{sha256}  {name}\n")
 
@@ -206,7 +220,7 @@ def download(url: str, out: str | os.PathLike, mirror: str | None = None, lock_p
              retries: int = 5, backoff: float = 2.0, timeout: float = 60.0) -> Path:
     """Fetch ``url`` (or its mirror copy) to ``out``, verified against the lock; returns ``out``."""
     out, name = Path(out), archive_name(url)
-    entry = _lock_entry(load_lock(lock_path), name, lock_path, mirror)
+    entry = _lock_entry(load_lock(lock_path), name, lock_path, mirror, url)
     pinned = bool(entry.get("sha256") or entry.get("md5"))
     if out.exists():
         if not pinned:

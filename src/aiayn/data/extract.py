@@ -1,6 +1,9 @@
-"""Extract one member of a tar / tgz archive as UTF-8 text, streaming (no full unpack).
+"""Extract one member of a tar / tgz archive, or convert one plain file, as UTF-8 text, streaming.
 
-- ``*.gz`` members (Giga-FrEn: gzip inside a plain tar) are gunzipped on the fly.
+``--archive A --member M`` reads a member of an archive (no full unpack); ``--file F`` reads a plain
+file (a researcher's own corpus, one file per side). Either way, by the name of the member or file:
+
+- ``*.gz``, ``*.xz``, ``*.bz2`` (Giga-FrEn: gzip inside a plain tar) are decompressed on the fly.
 - ``*.sgm`` members (the WMT test sets) become one segment per line, exactly as sacreBLEU does: keep
   lines starting with ``<seg ``, drop the tags, strip, collapse every ``\\s+`` (which includes U+00A0)
   to one space.
@@ -14,9 +17,11 @@ archive's most similar names.
 from __future__ import annotations
 
 import argparse
+import bz2
 import difflib
 import gzip
 import logging
+import lzma
 import re
 import tarfile
 from typing import IO, Iterator
@@ -63,14 +68,41 @@ def decoded_lines(raw: IO[bytes], where: str) -> Iterator[str]:
         yield text if text.endswith("\n") else text + "\n"
 
 
+_DECOMPRESS = {".gz": lambda s: gzip.GzipFile(fileobj=s, mode="rb"),
+               ".xz": lambda s: lzma.LZMAFile(s, mode="rb"),
+               ".bz2": lambda s: bz2.BZ2File(s, mode="rb")}
+
+
 def member_lines(stream: IO[bytes], member: str, where: str) -> Iterator[str]:
-    """The text lines of one member: gunzipped for ``.gz``, converted for ``.sgm``."""
-    if member.endswith(".gz"):
-        stream = gzip.GzipFile(fileobj=stream, mode="rb")
-    lines = decoded_lines(stream, where)
+    """The text lines of one member or file: decompressed for ``.gz``/``.xz``/``.bz2``, converted for
+    ``.sgm`` (also ``.sgm.gz``)."""
+    suffix = next((s for s in _DECOMPRESS if member.endswith(s)), "")
+    if suffix:
+        stream = _DECOMPRESS[suffix](stream)
+        member = member[: -len(suffix)]
+    lines = decoded_lines(_checked(stream, where), where)
     if member.endswith(".sgm"):
         return (text + "\n" for text in map(sgm_line, lines) if text is not None)
     return lines
+
+
+def _checked(stream: IO[bytes], where: str) -> Iterator[bytes]:
+    """The stream's lines; a corrupt compressed stream is an error naming ``where``."""
+    try:
+        yield from stream
+    except (OSError, EOFError, lzma.LZMAError) as error:
+        raise DataError(f"{where}: cannot decompress: {error}") from None
+
+
+def convert(path: str, out_path: str) -> int:
+    """Write the plain file ``path`` to ``out_path`` as text, one sentence per line (atomically); returns
+    the line count."""
+    count = 0
+    with open(path, "rb") as stream, atomic_output(out_path) as out:
+        for line in member_lines(stream, path, path):
+            out.write(line)
+            count += 1
+    return count
 
 
 def extract(archive: str, member: str, out_path: str) -> int:
@@ -87,14 +119,22 @@ def extract(archive: str, member: str, out_path: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--archive", required=True)
-    parser.add_argument("--member", required=True, help="path inside the archive")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--archive", help="a tar archive (with --member)")
+    source.add_argument("--file", help="a plain file: text, .gz, .xz, .bz2 or .sgm")
+    parser.add_argument("--member", help="path inside the archive")
     parser.add_argument("--out", required=True)
     parser.add_argument("--log")
     args = parser.parse_args(argv)
+    if bool(args.archive) != bool(args.member):
+        parser.error("--archive and --member go together (--file takes neither)")
     setup_logging(args.log)
-    count = extract(args.archive, args.member, args.out)
-    log.info("%s:%s -> %s (%d lines)", args.archive, args.member, args.out, count)
+    if args.file:
+        count = convert(args.file, args.out)
+        log.info("%s -> %s (%d lines)", args.file, args.out, count)
+    else:
+        count = extract(args.archive, args.member, args.out)
+        log.info("%s:%s -> %s (%d lines)", args.archive, args.member, args.out, count)
     return 0
 
 

@@ -39,7 +39,7 @@ class Column:
 
     key: str
     header: str
-    kind: str = "text"       # one of _FORMATS, or "flops"; only "text" is left-aligned
+    kind: str = "text"       # one of _FORMATS, "flops" or "duration" (seconds); only "text" is left-aligned
     tex: str | None = None   # LaTeX header; default: ``header`` escaped
 
 
@@ -67,6 +67,16 @@ def format_flops(value: float, tex: bool = False) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
+def format_duration(seconds: float) -> str:
+    """``42.5 s``, ``12 min 5 s``, ``3 h 20 min`` (the CSV keeps the seconds)."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min {int(seconds % 60)} s"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
 def format_cell(value: Any, kind: str, tex: bool = False) -> str:
     """The text of one cell for a reader (Markdown or LaTeX)."""
     if value is None:
@@ -80,7 +90,9 @@ def format_cell(value: Any, kind: str, tex: bool = False) -> str:
     if kind == "flops":
         return format_flops(float(value), tex)
     if kind == "int":
-        return _FORMATS["int"].format(int(value))
+        return _FORMATS["int"].format(round(value))
+    if kind == "duration":
+        return format_duration(float(value))
     return _FORMATS.get(kind, "{}").format(value)
 
 

@@ -22,7 +22,7 @@ EVALB_KEYS = ("f1", "sentences", "error_sentences", "skip_sentences")
 SUMMARY_KEYS = ("params", "wall_seconds", "train_flops", "gpu_model", "world_size", "settings")
 
 
-TABLES = ("table2", "table3", "table4")
+TABLES = ("table2", "table3", "table4", "experiments")
 
 
 def report_parser(prog: str, description: str, out_help: str, tables_help: str) -> argparse.ArgumentParser:

@@ -1,8 +1,9 @@
 """Figures a researcher looks at before reading the tables: learning curves and Table 3.
 
 ``python -m aiayn.report.plots --config CONFIG_YAML --results-dir R --out-dir R/plots
-[--tables table2 table3 table4] [--log F]`` writes, each atomically, PNGs rendered with matplotlib's Agg
-canvas (no display, no pyplot state), for the runs reported in the tables asked for (default: all three):
+[--tables table2 table3 table4 experiments] [--log F]`` writes, each atomically, PNGs rendered with
+matplotlib's Agg canvas (no display, no pyplot state), for the runs reported in the tables asked for
+(default: all; ``experiments`` reports every run):
 
 - ``curves_<task>_<exp>.png`` for every run: training loss and dev perplexity against the step, from
   ``R/<task>/<exp>/train/log.csv`` (columns ``step, loss, lr, dev_ppl``; ``dev_ppl`` is empty except on
@@ -23,7 +24,7 @@ from matplotlib.figure import Figure
 
 from aiayn import config as cfg
 from aiayn.io import atomic_path, setup_logging
-from aiayn.report import paper, table3
+from aiayn.report import experiments, paper, table3
 from aiayn.report.metrics import TABLES, MetricFileError, report_parser, require, run_dir
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,8 @@ def table3_chart(rows: list[dict]) -> Figure:
     figure = Figure(figsize=(max(6.0, 0.6 * len(names) + 2), 6))
     bleu_ax, ppl_ax = figure.subplots(2, 1, sharex=True)
     for ax, metric, label in ((bleu_ax, "bleu", "dev BLEU"), (ppl_ax, "ppl", "dev PPL")):
-        ours = [row[f"{metric}_ours"] for row in rows]
-        theirs = [paper.as_float(row[f"{metric}_paper"]) for row in rows]
+        ours = [np.nan if row.get(f"{metric}_ours") is None else row[f"{metric}_ours"] for row in rows]
+        theirs = [paper.as_float(row.get(f"{metric}_paper")) for row in rows]
         ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, label="paper", color="0.6")
         ax.bar(x + 0.2, ours, 0.4, label="ours", color="tab:blue")
         ax.set_ylabel(label)
@@ -90,9 +91,14 @@ def table3_chart(rows: list[dict]) -> Figure:
     return figure
 
 
+def _runs(config: dict, table: str) -> list[tuple[str, str]]:
+    """The runs a table reports: the experiments table every run, a paper table those listing it."""
+    return experiments.table_runs(config) if table == "experiments" else cfg.runs(config, table)
+
+
 def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str, ...] = TABLES) -> list[Path]:
     """Every figure of the module docstring for the runs of ``tables``; returns the paths written."""
-    runs = list(dict.fromkeys(run for table in tables for run in cfg.runs(config, table)))
+    runs = list(dict.fromkeys(run for table in tables for run in _runs(config, table)))
     with_table3 = "table3" in tables and bool(table3.rows_in_order(config))
     logs = {(t, e): run_dir(results_dir, t, e) / "train" / "log.csv" for t, e in runs}
     require([*logs.values(), *(table3.inputs(config, results_dir) if with_table3 else [])])

@@ -2,7 +2,9 @@
 
 One row per experiment reported in ``table3``, in the paper's order (base, A1..A4, B1, B2, C1..C7,
 D1..D4, E, big), then any other experiment in the config's order. Each row is scored on the first task
-of its experiment (``en-de`` in the paper), from the last checkpoint, without averaging, as the paper.
+of its experiment (``en-de`` in the paper) that runs, from the last checkpoint, without averaging, as the
+paper. A row that does not run (``run:`` chose others) keeps the paper's numbers and the settings it
+would train with, and leaves ours blank, as Table 2 does for the paper's other systems.
 The architecture columns are the paper's (N, d_model, d_ff, h, d_k, d_v, P_drop, eps_ls, train steps,
 positional encoding) and are read from the settings each run trained with (its ``summary.json``).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aiayn import config as cfg
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, PPL_KEYS, SACREBLEU_LABEL, SUMMARY_KEYS,
@@ -43,11 +46,21 @@ MODEL_KEYS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout",
 
 
 def rows_in_order(config: dict) -> list[tuple[str, str]]:
-    """``[(task, experiment)]`` of Table 3: the paper's order first, then the config's; first task of each."""
+    """``[(task, experiment)]`` of the Table 3 rows that run: the paper's order first, then the config's;
+    the first task of each that runs."""
+    ran = [row for row in all_rows(config) if row in cfg.runs(config, "table3")]
+    return ran
+
+
+def all_rows(config: dict) -> list[tuple[str, str]]:
+    """``[(task, experiment)]`` of every Table 3 row of the config, run or not, in the table's order."""
     names = [exp for exp, spec in config["experiments"].items() if "table3" in spec["tables"]]
     known = [row for row in paper.TABLE3_ORDER if row in names]
     ordered = known + [exp for exp in names if exp not in paper.TABLE3_ORDER]
-    return [(config["experiments"][exp]["tasks"][0], exp) for exp in ordered]
+    first = {}
+    for task, exp in cfg.runs(config, "table3"):
+        first.setdefault(exp, task)
+    return [(first.get(exp, config["experiments"][exp]["tasks"][0]), exp) for exp in ordered]
 
 
 def inputs(config: dict, results_dir: Path) -> list[Path]:
@@ -64,7 +77,9 @@ def build(config: dict, results_dir: Path) -> Table:
     """Table 3 from the metric files under ``results_dir`` (see :func:`inputs`)."""
     by_name = {row["row"]: row for row in paper.load("table3")}
     bleu_notes = BleuNotes()
-    rows = [_row(results_dir, task, exp, by_name, bleu_notes) for task, exp in rows_in_order(config)]
+    ran = rows_in_order(config)
+    rows = [_row(results_dir, task, exp, by_name, bleu_notes) if (task, exp) in ran
+            else _not_run(config, task, exp, by_name) for task, exp in all_rows(config)]
     notes = [
         "Dev set (newstest2013), last checkpoint, no averaging, as in the paper; PPL per word-piece, in the "
         "precision each run trained in (train.precision). "
@@ -98,6 +113,15 @@ def _row(results_dir: Path, task: str, exp: str, by_name: dict[str, dict[str, st
     row["ppl_delta"] = paper.delta(row["ppl_ours"], row["ppl_paper"])
     row["bleu_delta"] = paper.delta(row["bleu_ours"], row["bleu_paper"])
     return row
+
+
+def _not_run(config: dict, task: str, exp: str, by_name: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A row that did not run: the settings it would train with and the paper's numbers; ours blank."""
+    prow = by_name.get(exp, {})
+    return {"row": exp, **settings_columns(cfg.resolve(config, exp, task), Path("config")),
+            "ppl_paper": paper.or_none(prow.get("ppl_dev")), "bleu_paper": paper.or_none(prow.get("bleu_dev")),
+            "params_paper": paper.or_none(prow.get("params_millions") or (by_name["base"]["params_millions"]
+                                                                         if prow else None))}
 
 
 def settings_columns(settings: Any, source: Path) -> dict[str, Any]:

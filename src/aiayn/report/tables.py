@@ -1,8 +1,10 @@
-"""Render the paper's Tables 2, 3 and 4 with our numbers beside the paper's.
+"""Render the paper's Tables 2, 3 and 4 with our numbers beside the paper's, and the experiments table.
 
 ``python -m aiayn.report.tables --config CONFIG_YAML --results-dir R --out-dir R/tables
-[--tables table2 table3 table4] [--log F]`` reads the metric files of docs/ARCHITECTURE.md under ``R`` and
-writes ``<table>.{md,csv,tex}`` for each table asked for (default: all three) to the out dir, atomically.
+[--tables table2 table3 table4 experiments] [--log F]`` reads the metric files of docs/ARCHITECTURE.md
+under ``R`` and writes ``<table>.{md,csv,tex}`` for each table asked for (default: all four) to the out
+dir, atomically. ``experiments`` lists every run with its settings, scores and cost
+(:mod:`aiayn.report.experiments`).
 Every file a table needs is checked before anything is written: a missing one is an error naming it.
 Each table ends with a footer saying what produced it (config file, git commit, date).
 """
@@ -17,13 +19,13 @@ from pathlib import Path
 
 from aiayn import config as cfg
 from aiayn.io import atomic_output, setup_logging
-from aiayn.report import table2, table3, table4
+from aiayn.report import experiments, table2, table3, table4
 from aiayn.report.layout import RENDERERS, Table
 from aiayn.report.metrics import MetricFileError, report_parser, require
 
 log = logging.getLogger(__name__)
 
-BUILDERS = {"table2": table2, "table3": table3, "table4": table4}
+BUILDERS = {"table2": table2, "table3": table3, "table4": table4, "experiments": experiments}
 
 
 def git_commit(directory: Path) -> str | None:
@@ -47,12 +49,12 @@ def provenance(config_path: Path, commit: str | None, when: datetime.datetime) -
 
 
 def inputs(config: dict, results_dir: Path, names: list[str] | None = None) -> list[Path]:
-    """Every metric file tables ``names`` (default: 2, 3 and 4) read; the workflow's tables rule takes them."""
+    """Every metric file tables ``names`` (default: all) read; the workflow's tables rule takes them."""
     return list(dict.fromkeys(path for name in (names or BUILDERS) for path in BUILDERS[name].inputs(config, results_dir)))
 
 
 def build_tables(config: dict, results_dir: Path, footer: str, names: list[str] | None = None) -> list[Table]:
-    """Tables ``names`` (default: 2, 3 and 4); raises :class:`~aiayn.report.metrics.MetricFileError` before
+    """Tables ``names`` (default: all); raises :class:`~aiayn.report.metrics.MetricFileError` before
     building anything if an input of any of them is missing."""
     require(inputs(config, results_dir, names))
     tables = [BUILDERS[name].build(config, results_dir) for name in (names or BUILDERS)]
