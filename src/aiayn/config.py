@@ -60,7 +60,8 @@ def load(path: str | Path) -> dict:
 def prune(config: Any) -> Any:
     """``config`` without what an overlay deleted with ``null``.
 
-    ``tasks.<t>: null``, ``sources.<s>: null`` and ``experiments.<e>: null`` remove that entry; a
+    ``tasks.<t>: null``, ``sources.<s>: null``, ``sources.<s>.files.<lang>: null`` and
+    ``experiments.<e>: null`` remove that entry; a
     removed task also leaves every experiment's ``tasks`` (and ``task_overrides``), and an experiment
     left without a task is removed, with a log line. ``null`` for a key of an experiment's ``model``,
     ``train``, ``average`` or ``decode`` (also under ``task_overrides``) removes the override, so
@@ -74,6 +75,9 @@ def prune(config: Any) -> Any:
         if isinstance(config.get(key), dict):
             deleted[key] = {name for name, value in config[key].items() if value is None}
             config[key] = {name: value for name, value in config[key].items() if value is not None}
+    for source in (config.get("sources") or {}).values():
+        if isinstance(source, dict) and isinstance(source.get("files"), dict):
+            source["files"] = {lang: url for lang, url in source["files"].items() if url is not None}
     experiments = config.get("experiments")
     if not isinstance(experiments, dict):
         return config

@@ -4,9 +4,15 @@ import json
 import re
 
 from aiayn import config as aiayn_config
+from aiayn.data import sources as data_sources
 from aiayn.data.download import archive_name
+from aiayn.report.experiments import table_runs
 from aiayn.report.tables import inputs as table_inputs
 
+# An overlay's null deletes an entry (aiayn.config.prune); Snakemake's merged config is edited in place.
+_pruned = aiayn_config.prune(config)
+config.clear()
+config.update(_pruned)
 aiayn_config.validate(config, source="config (config.yaml plus --configfile overlays)")
 
 D = config["data_dir"]
@@ -16,7 +22,10 @@ SOURCES = config["sources"]
 TRANSLATION = [t for t, spec in TASKS.items() if spec["kind"] == "translation"]
 PARSING = [t for t, spec in TASKS.items() if spec["kind"] == "parsing"]
 EXPERIMENTS = list(config["experiments"])
-ARCHIVE_URLS = {archive_name(source["url"]): source["url"] for source in SOURCES.values()}
+ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if data_sources.is_archive(source)]
+FILE_CORPORA = [c for c in SOURCES if c not in ARCHIVE_CORPORA]
+ARCHIVE_URLS = data_sources.downloads(SOURCES, ARCHIVE_CORPORA)
+DOWNLOADS = data_sources.downloads(SOURCES)
 SETTINGS = {path: json.dumps(value, sort_keys=True) for path, value in aiayn_config.settings_files(config).items()}
 
 
@@ -30,11 +39,13 @@ wildcard_constraints:
     ptask=_alternatives(PARSING),
     exp=_alternatives(EXPERIMENTS),
     corpus=_alternatives(SOURCES),
+    acorpus=_alternatives(ARCHIVE_CORPORA),
+    fcorpus=_alternatives(FILE_CORPORA),
+    download=_alternatives(DOWNLOADS),
     split="train|dev|test",
     ckpt="avg|last",
     lang="[a-z]{2}",
     side="[a-z]+",
-    archive=r"[^/]+",
 
 
 def sides(task):
@@ -59,10 +70,13 @@ def raw_text(task, split, side):
     return f"{D}/raw/{task}/{split_corpus(task, split)}.{side}"
 
 
-def mirror_copy(wildcards):
-    """A local mirror's copy of an archive is a download's input, so a rule that fills the mirror runs first."""
-    mirror = config["data"].get("mirror")
-    return [f"{mirror}/{wildcards.archive}"] if mirror and "://" not in mirror else []
+def local_copy(wildcards):
+    """What a download reads when it is local, as its input: a local source file itself, or a local
+    mirror's copy of a remote one (so that a rule that fills the mirror runs first)."""
+    url, mirror = DOWNLOADS[wildcards.download], config["data"].get("mirror")
+    if data_sources.is_local(url):
+        return [str(data_sources.local_path(url))]
+    return [f"{mirror}/{archive_name(url)}"] if mirror and "://" not in mirror else []
 
 
 def checkpoint(wildcards):
@@ -91,7 +105,7 @@ def _tables_requested():
             )
             continue
         wanted.append(table)
-    return wanted
+    return wanted + (["experiments"] if table_runs(config) else [])
 
 
 TABLES = _tables_requested()

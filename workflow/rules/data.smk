@@ -37,17 +37,18 @@ if "demo" in config:
             " --trees {params.demo[trees]} --log {log}"
 
 
+# An archive, or one side of a plain-file source (D/downloads/<corpus>/<lang>/<file name>).
 rule download:
     input:
         settings=f"{D}/settings/download.json",
-        mirror_copy=mirror_copy,
+        local_copy=local_copy,
         lock=config["data"].get("lock") or [],
     output:
-        f"{D}/downloads/{{archive}}",
+        f"{D}/downloads/{{download}}",
     params:
-        url=lambda w: ARCHIVE_URLS[w.archive],
+        url=lambda w: DOWNLOADS[w.download],
     log:
-        f"{D}/logs/download/{{archive}}.log",
+        f"{D}/logs/download/{{download}}.log",
     localrule: True
     retries: 2
     conda:
@@ -58,17 +59,31 @@ rule download:
 
 rule extract:
     input:
-        archive=lambda w: f"{D}/downloads/{archive_name(SOURCES[w.corpus]['url'])}",
+        archive=lambda w: f"{D}/downloads/{data_sources.download_path(SOURCES, w.acorpus, w.lang)}",
     output:
-        f"{D}/raw/{{ttask}}/{{corpus}}.{{lang}}",
+        f"{D}/raw/{{ttask}}/{{acorpus}}.{{lang}}",
     params:
-        member=lambda w: SOURCES[w.corpus]["members"][w.ttask][w.lang],
+        member=lambda w: SOURCES[w.acorpus]["members"][w.ttask][w.lang],
     log:
-        f"{D}/logs/extract/{{ttask}}/{{corpus}}.{{lang}}.log",
+        f"{D}/logs/extract/{{ttask}}/{{acorpus}}.{{lang}}.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.data.extract --archive {input.archive} --member {params.member} --out {output} --log {log}"
+
+
+# A plain-file source (sources.<corpus>.files): one file per side, decompressed and converted to text.
+rule convert:
+    input:
+        lambda w: f"{D}/downloads/{data_sources.download_path(SOURCES, w.fcorpus, w.lang)}",
+    output:
+        f"{D}/raw/{{ttask}}/{{fcorpus}}.{{lang}}",
+    log:
+        f"{D}/logs/extract/{{ttask}}/{{fcorpus}}.{{lang}}.log",
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.data.extract --file {input} --out {output} --log {log}"
 
 
 rule tokenize:
