@@ -181,7 +181,7 @@ def test_cli_writes_every_table_with_provenance(results, tmp_path):
     out = results_dir / "tables"
     assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{n}.{s}" for n in ("table2", "table3", "table4", "experiments") for s in ("md", "csv", "tex"))
+        f"{n}.{s}" for n in ("table2", "table3", "table4", "experiments") for s in ("md", "csv", "tex", "html"))
     for path in out.glob("*.md"):
         assert f"from config {config_path}, git commit " in path.read_text()
     frame = pd.read_csv(out / "table3.csv")
@@ -219,7 +219,7 @@ def test_only_the_tables_asked_for_and_only_their_inputs(results, tmp_path):
     assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
                  "--tables", "table2", "table3"]) == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"table{n}.{s}" for n in (2, 3) for s in ("md", "csv", "tex"))
+        f"table{n}.{s}" for n in (2, 3) for s in ("md", "csv", "tex", "html"))
 
 
 def test_en_fr_block_follows_en_de_with_its_own_paper_rows(results):

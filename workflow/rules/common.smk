@@ -112,5 +112,5 @@ TABLES = _tables_requested()
 
 
 def all_targets():
-    targets = [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex")]
+    targets = [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex", "html")]
     return targets + [f"{R}/plots"]

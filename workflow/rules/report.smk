@@ -6,8 +6,8 @@ rule tables:
         config=f"{R}/config.json",
         metrics=[str(path) for path in table_inputs(config, R, TABLES)],
     output:
-        [report(f"{R}/tables/{t}.md", caption=f"../report/{t}.rst", category="Tables") for t in TABLES],
-        [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("csv", "tex")],
+        [report(f"{R}/tables/{t}.html", caption=f"../report/{t}.rst", category="Tables") for t in TABLES],
+        [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex")],
     params:
         results=lambda w, input: os.path.dirname(input.config),
         out_dir=lambda w, output: os.path.dirname(output[0]),

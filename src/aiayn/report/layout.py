@@ -1,4 +1,4 @@
-"""A small table model and its three renderings: Markdown, CSV and LaTeX (booktabs).
+"""A small table model and its four renderings: Markdown, CSV, LaTeX (booktabs) and HTML (the report).
 
 A :class:`Table` is a list of columns and a list of rows (``{column key: value}``). Cell values are:
 
@@ -14,6 +14,7 @@ precision, ``n/a`` for NaN (pandas reads it as NaN), an empty field for nothing.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import math
 from dataclasses import dataclass, field
@@ -168,4 +169,24 @@ def render_latex(table: Table) -> str:
     return "\n".join(lines)
 
 
-RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex}
+_CSS = ("body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse}"
+        "th,td{border:1px solid #bbb;padding:3px 6px}th{background:#eee}td.num{text-align:right}"
+        "li,p{color:#333;font-size:12px}")
+
+
+def render_html(table: Table) -> str:
+    """A standalone HTML page (what the Snakemake report shows): the title, the table, its notes, the footer."""
+    header = "".join(f"<th>{html.escape(c.header)}</th>" for c in table.columns)
+    body = "".join(
+        "<tr>" + "".join(f'<td{"" if c.kind == "text" else " class=num"}>'
+                         f"{html.escape(format_cell(row.get(c.key), c.kind))}</td>" for c in table.columns) + "</tr>\n"
+        for row in table.rows)
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in table.notes)
+    footer = f"<p><i>{html.escape(table.footer)}</i></p>" if table.footer else ""
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(table.title)}</title>"
+            f"<style>{_CSS}</style></head><body>\n<h2>{html.escape(table.title)}</h2>\n"
+            f"<table><thead><tr>{header}</tr></thead><tbody>\n{body}</tbody></table>\n"
+            f"<ul>{notes}</ul>{footer}\n</body></html>\n")
+
+
+RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex, "html": render_html}

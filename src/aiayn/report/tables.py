@@ -2,7 +2,7 @@
 
 ``python -m aiayn.report.tables --config CONFIG_YAML --results-dir R --out-dir R/tables
 [--tables table2 table3 table4 experiments] [--log F]`` reads the metric files of docs/ARCHITECTURE.md
-under ``R`` and writes ``<table>.{md,csv,tex}`` for each table asked for (default: all four) to the out
+under ``R`` and writes ``<table>.{md,csv,tex,html}`` for each table asked for (default: all four) to the out
 dir, atomically. ``experiments`` lists every run with its settings, scores and cost
 (:mod:`aiayn.report.experiments`).
 Every file a table needs is checked before anything is written: a missing one is an error naming it.
@@ -64,7 +64,7 @@ def build_tables(config: dict, results_dir: Path, footer: str, names: list[str] 
 
 
 def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
-    """Write ``<name>.{md,csv,tex}`` for every table, atomically; returns the paths written."""
+    """Write ``<name>.{md,csv,tex,html}`` for every table, atomically; returns the paths written."""
     written = []
     for table in tables:
         for suffix, render in RENDERERS.items():
