@@ -215,3 +215,12 @@ def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
     kept = sum(len(b) for b in trainer.stream.sampler.batches)
     longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths))
     assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)
+
+
+def test_progress_line_golden():
+    from aiayn.train.metrics import progress_line
+
+    line = progress_line(200, 1000, 5210.4, 6.12341, 3.5e-4, 0.95)
+    assert line == "step 200/1000 (20.0%) | 5210 tokens/s | loss 6.1234 | lr 3.50e-04 | ETA 0:12:40"
+    assert progress_line(1000, 1000, 1.0, 1.0, 1.0, 9.0).endswith("ETA 0:00:00")
+    assert progress_line(0, 100, 1.0, 1.0, 1.0, 3600.0).endswith("ETA 100:00:00")

@@ -66,3 +66,14 @@ def _tensorboard_writer(folder: Path):
     except ImportError:
         return None
     return SummaryWriter(str(folder))
+
+
+def progress_line(step: int, total: int, tokens_per_s: float, loss: float, lr: float, seconds_per_step: float) -> str:
+    """The progress line logged every ``train.log_every_steps`` steps (the rule's log and the console):
+    ``step 200/1000 (20.0%) | 5210 tokens/s | loss 6.1234 | lr 3.50e-04 | ETA 0:12:40``, where the ETA is
+    ``(total - step) x seconds_per_step`` (the mean over the steps since the last line)."""
+    remaining = max(total - step, 0) * seconds_per_step
+    eta = f"{int(remaining // 3600)}:{int(remaining % 3600 // 60):02d}:{int(remaining % 60):02d}"
+    return (f"step {step}/{total} ({100.0 * step / total:.1f}%) | {tokens_per_s:.0f} tokens/s | loss {loss:.4f} | "
+            f"lr {lr:.2e} | ETA {eta}")
+

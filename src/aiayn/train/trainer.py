@@ -32,7 +32,7 @@ from aiayn.train.checkpoint import (checkpoint_path, list_checkpoints, publish_l
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
-from aiayn.train.metrics import MetricsLog
+from aiayn.train.metrics import MetricsLog, progress_line
 from aiayn.train.schedule import learning_rate
 from aiayn.train.settings import TrainConfig, resolve_precision
 
@@ -269,6 +269,8 @@ class Trainer:
         metrics.write({"step": result["step"], "lr": result["lr"], "loss": self.progress.train_loss,
                        "nll": window.nll / max(window.tokens, 1.0), "grad_norm": result["grad_norm"],
                        "tokens_per_s": tokens_per_s, "mfu": self.mfu(tokens_per_s), "elapsed": elapsed})
+        log.info("%s", progress_line(result["step"], self.cfg.train_steps, tokens_per_s, self.progress.train_loss,
+                                     result["lr"], seconds / max(window.steps, 1)))
 
     def run(self) -> int:
         """Train to ``train_steps`` (or ``max_steps_this_run`` more steps); returns an exit status."""
