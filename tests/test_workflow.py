@@ -1,6 +1,8 @@
 """The Snakemake workflow: lint, the paper's DAG (every experiment and table reachable), and that looking
 at the workflow (a dry run, lint) writes nothing."""
 
+import re
+
 import yaml
 
 from workflow_helpers import ROOT, snakemake, snapshot
@@ -37,9 +39,10 @@ def test_paper_dag_reaches_every_experiment_and_table(tmp_path):
         assert f"results/tables/{table}.md" in out
     assert "http://statmt.org/wmt14/test-full.tgz" in out
     assert out.count("python -m aiayn.train ") == 23
-    # data.tokenize.normalize_punctuation {source: true, target: false}: only targets skip normalization
-    tokenize = [line for line in out.splitlines() if "python -m aiayn.data.tokenize" in line]
-    assert tokenize and all(("--no-normalize-punctuation" in line) == ("--lang en " not in line) for line in tokenize)
+    # each tokenize job reads its task and language's settings (normalization per side: tests/test_config.py)
+    tokenize = re.findall(r"python -m aiayn.data.tokenize --lang (\w+) .*--settings data/settings/[\w-]+/tokenize\.(\w+)\.json",
+                          out)
+    assert tokenize and all(lang == settings for lang, settings in tokenize)
 
 
 def test_paper_dag_without_treebank_skips_table4_with_a_warning(tmp_path):
@@ -55,3 +58,31 @@ def test_invalid_config_fails_at_parse_time_naming_the_key(tmp_path):
     assert result.returncode != 0
     message = result.stdout + result.stderr
     assert "defaults.model" in message and "d_modle" in message
+
+
+def _planned(result) -> dict[str, int]:
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M)}
+
+
+def test_one_experiment_alone_and_null_drops_tasks(tmp_path):
+    """`run:` limits the DAG to one experiment (and what its tables need); `null` in an overlay deletes a
+    task, and the experiments that trained on it keep their other tasks."""
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(yaml.safe_dump({"run": {"experiments": ["C1"]}}))
+    jobs = _planned(snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(alone), "--dry-run"))
+    assert jobs["train"] == 1 and jobs["perplexity"] == 1 and "average" not in jobs
+    dropped = tmp_path / "dropped.yaml"
+    dropped.write_text(yaml.safe_dump({"tasks": {"en-fr": None, "wsj": None}, "experiments": {"big": None}}))
+    result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(dropped), "--dry-run",
+                       "--printshellcmds")
+    assert _planned(result)["train"] == 19
+    assert "results/en-fr/" not in result.stdout and "data/raw/en-fr/" not in result.stdout
+    assert "results/en-de/big/" not in result.stdout and "results/en-de/base/" in result.stdout
+
+
+def test_unknown_run_choice_is_an_error_naming_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"run": {"experiments": ["C9"]}}))
+    result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(bad), "--dry-run", check=False)
+    assert result.returncode != 0 and "run.experiments: unknown experiment 'C9'" in result.stdout + result.stderr
