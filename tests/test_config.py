@@ -227,3 +227,69 @@ def test_a_decode_change_touches_only_that_runs_decode_file(paper):
     after = cfg.settings_files(cfg.deep_merge(paper, {"experiments": {"A2": {"model": {"d_ff": 128}}}}))
     changed = sorted(path for path in before if before[path] != after[path])
     assert changed == ["results/config.json", "results/en-de/A2/settings/train.json"]
+
+
+def test_run_choice_limits_runs_and_names_unknown_keys(paper):
+    config = copy.deepcopy(paper)
+    config["run"] = {"tasks": ["en-fr"], "experiments": ["base", "big"]}
+    cfg.validate(config)
+    assert cfg.runs(config) == [("en-fr", "base"), ("en-fr", "big")] and cfg.runs(config, "table3") == cfg.runs(config)
+    for run, message in (({"tasks": ["de-en"]}, "run.tasks: unknown task 'de-en'"),
+                         ({"experiments": ["base", "Z"]}, "run.experiments: unknown experiment 'Z'"),
+                         ({"tasks": ["wsj"], "experiments": ["A1"]}, "run.experiments: 'A1' trains on")):
+        config["run"] = run
+        with pytest.raises(cfg.ConfigError, match=re.escape(message)):
+            cfg.validate(config)
+
+
+def test_null_deletes_entries_and_overrides(paper):
+    overlay = {"tasks": {"en-fr": None}, "experiments": {"A1": None, "parser": {"model": {"dropout": None}}},
+               "sources": {"un": None}}
+    merged = cfg.deep_merge(paper, overlay)
+    merged["tasks"]["en-fr"], merged["sources"]["un"] = None, None   # deep_merge keeps a null as Snakemake does
+    config = cfg.prune(merged)
+    cfg.validate(config)
+    assert "en-fr" not in config["tasks"] and "A1" not in config["experiments"] and "un" not in config["sources"]
+    assert config["experiments"]["base"]["tasks"] == ["en-de"] and "en-fr" not in config["experiments"]["big"]["task_overrides"]
+    assert cfg.resolve(config, "parser", "wsj")["model"]["dropout"] == 0.1
+    assert cfg.prune(paper) == paper
+    typo = copy.deepcopy(paper)
+    typo["experiments"]["A1"]["tasks"] = ["en-dee"]
+    with pytest.raises(cfg.ConfigError, match="experiments.A1.tasks: unknown task 'en-dee'"):
+        cfg.validate(cfg.prune(typo))
+
+
+def test_plain_file_sources_are_checked_naming_the_key(paper, tmp_path):
+    config = copy.deepcopy(paper)
+    here = tmp_path / "dev.en.xz"
+    here.write_bytes(b"")
+    config["sources"]["mine"] = {"files": {"en": str(here), "de": str(tmp_path / "dev.de")}}
+    config["tasks"]["en-de"]["dev"] = "mine"
+    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files.de: no such file"):
+        cfg.validate(config)
+    config["sources"]["mine"]["files"]["de"] = "https://example.org/dev.tgz"
+    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files.de: .* is an archive"):
+        cfg.validate(config)
+    config["sources"]["mine"]["files"]["de"] = "ftp://example.org/dev.de"
+    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files.de: unsupported URL scheme 'ftp'"):
+        cfg.validate(config)
+    config["sources"]["mine"]["files"] = {"en": str(here)}
+    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files lacks language\(s\) \['de'\]"):
+        cfg.validate(config)
+    config["sources"]["mine"]["files"]["de"] = "https://example.org/dev.de.gz"
+    cfg.validate(config)   # a URL is checked against the lock when it is downloaded
+    config["run"] = {"tasks": ["en-fr"]}
+    config["sources"]["mine"]["files"]["de"] = str(tmp_path / "absent")
+    cfg.validate(config)   # a source no chosen run reads is not opened
+
+
+def test_own_corpus_template_names_its_placeholder_files(paper, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = cfg.prune(cfg.deep_merge(paper, yaml.safe_load((ROOT / "configs/own-corpus.yaml").read_text())))
+    with pytest.raises(cfg.ConfigError, match=r"sources.my_train.files.en: no such file 'corpus/train.en.gz'"):
+        cfg.validate(config)
+    for name in ("train.en.gz", "train.de.gz", "dev.en", "dev.de", "test.en", "test.de"):
+        (tmp_path / "corpus").mkdir(exist_ok=True)
+        (tmp_path / "corpus" / name).write_bytes(b"")
+    cfg.validate(config)
+    assert cfg.runs(config) == [("mine", "base")]

@@ -160,10 +160,10 @@ def _check_choice(config: dict, source: str) -> None:
         for name in choice.get(key) or []:
             if name not in known:
                 raise ConfigError(f"{source}: run.{key}: unknown {key[:-1]} {name!r}; known: {sorted(known)}")
-    if choice.get("tasks") is None:
+    if choice.get("tasks") is None or choice.get("experiments") is None:
         return
-    for exp in choice.get("experiments") or config["experiments"]:
-        if choice.get("experiments") and not set(config["experiments"][exp]["tasks"]) & set(choice["tasks"]):
+    for exp in choice["experiments"]:
+        if not set(config["experiments"][exp]["tasks"]) & set(choice["tasks"]):
             raise ConfigError(f"{source}: run.experiments: {exp!r} trains on {config['experiments'][exp]['tasks']}, "
                               f"none of them in run.tasks {choice['tasks']} (set experiments.{exp}.tasks)")
 
@@ -171,9 +171,9 @@ def _check_choice(config: dict, source: str) -> None:
 def _check_files(config: dict, source: str) -> None:
     """Every plain file of a source that a chosen run reads can be read (:func:`aiayn.data.sources.file_problem`)."""
     tasks = config["tasks"]
-    used = {c for task, _ in runs(config) if tasks[task]["kind"] == "translation"
-            for c in [*tasks[task]["train"], tasks[task]["dev"], tasks[task]["test"]]}
-    for corpus in sorted(used):
+    used = dict.fromkeys(c for task, _ in runs(config) if tasks[task]["kind"] == "translation"
+                         for c in [*tasks[task]["train"], tasks[task]["dev"], tasks[task]["test"]])
+    for corpus in used:
         for lang, url in config["sources"][corpus].get("files", {}).items():
             problem = data_sources.file_problem(url)
             if problem:
