@@ -45,3 +45,13 @@ def test_cli_writes_one_csv_row_per_experiment(capsys):
 def test_cli_rejects_tiny_vocabulary():
     with pytest.raises(SystemExit):
         main([str(CONFIG), "--vocab-size", "2"])
+
+
+def test_overlays_merge_and_run_limits_the_rows(tmp_path, capsys):
+    overlay = tmp_path / "variation.yaml"
+    overlay.write_text("experiments: {F1: {tasks: [en-de], tables: [table3], model: {d_ff: 3072}}}\n"
+                       "run: {experiments: [base, F1]}\n")
+    assert main([str(CONFIG), str(overlay), "--vocab-size", "37000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(",")[0] for line in lines[1:]] == ["base", "F1"]
+    assert lines[2].startswith("F1,6,512,3072,8,64,64,0.1,0.1,100000,sinusoid,")

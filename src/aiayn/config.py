@@ -47,13 +47,17 @@ def schema() -> dict:
     return yaml.safe_load(text)
 
 
-def load(path: str | Path) -> dict:
-    """Read, prune (:func:`prune`) and validate a config file (YAML, or JSON as the workflow records a
-    run's config); raises :class:`ConfigError` naming the file and key."""
-    with open(path, encoding="utf-8") as handle:
-        config = json.load(handle) if str(path).endswith(".json") else yaml.safe_load(handle)
+def load(path: str | Path, *overlays: str | Path) -> dict:
+    """Read a config file (YAML, or JSON as the workflow records a run's config) and ``overlays`` merged
+    onto it in order (as ``--configfile`` does), then prune (:func:`prune`) and validate it; raises
+    :class:`ConfigError` naming the file(s) and key."""
+    config: Any = {}
+    for name in (path, *overlays):
+        with open(name, encoding="utf-8") as handle:
+            layer = json.load(handle) if str(name).endswith(".json") else yaml.safe_load(handle)
+        config = deep_merge(config, layer) if isinstance(config, dict) and isinstance(layer, dict) else layer
     config = prune(config)
-    validate(config, source=str(path))
+    validate(config, source=" + ".join(str(name) for name in (path, *overlays)))
     return config
 
 

@@ -1,9 +1,10 @@
 """Describe every run of a config: its Table 3 columns and its parameter count, as CSV on stdout.
 
-    aiayn-describe config.yaml [--vocab-size 37000]
+    aiayn-describe config.yaml [overlay.yaml ...] [--vocab-size 37000]
 
-One row per experiment, described on its first task (EN-DE for every Table 3 row; big's EN-FR
-dropout override is not shown). Parameters are counted on a model built on the meta device (no
+One row per experiment that runs (all, or those ``run:`` chooses), described on its first task that
+runs (EN-DE for every Table 3 row; big's EN-FR dropout override is not shown). Overlays merge onto the
+config in order, as ``--configfile`` does. Parameters are counted on a model built on the meta device (no
 memory, instant), with that task's ``vocab_size`` unless ``--vocab-size`` is given.
 """
 
@@ -32,10 +33,11 @@ def model_parameters(model_settings: dict, vocab_size: int) -> int:
 
 
 def describe(config: dict, vocab_size: int | None = None) -> list[dict]:
-    """One dict per experiment (on its first task) with the columns of :data:`COLUMNS`."""
-    rows = []
-    for experiment, spec in config["experiments"].items():
-        task = spec["tasks"][0]
+    """One dict per experiment that runs (on its first task) with the columns of :data:`COLUMNS`."""
+    rows, first = [], {}
+    for task, experiment in configlib.runs(config):
+        first.setdefault(experiment, task)
+    for experiment, task in first.items():
         settings = configlib.resolve(config, experiment, task)
         model, train = settings["model"], settings["train"]
         vocab = vocab_size or configlib.vocab_size(config["tasks"][task])
@@ -56,12 +58,12 @@ def write_csv(rows: list[dict], out: IO[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aiayn-describe", description=__doc__.splitlines()[0])
-    parser.add_argument("config", help="workflow config file (config.yaml)")
+    parser.add_argument("config", nargs="+", help="workflow config file (config.yaml), then any overlays")
     parser.add_argument("--vocab-size", type=int, default=None, help="count parameters with this vocabulary size")
     args = parser.parse_args(argv)
     if args.vocab_size is not None and args.vocab_size < 4:
         parser.error("--vocab-size must be at least 4 (pad, unk, bos, eos)")
-    write_csv(describe(configlib.load(args.config), args.vocab_size), sys.stdout)
+    write_csv(describe(configlib.load(*args.config), args.vocab_size), sys.stdout)
     return 0
 
 
