@@ -41,3 +41,24 @@ def test_uncaught_errors_reach_the_log_file(tmp_path):
     assert result.returncode == 1
     assert "ValueError: data/x.txt line 3: bad token" in log.read_text()
     assert "bad token" in result.stderr
+
+
+def test_progress_log_says_how_far_at_most_every_interval(caplog):
+    import logging
+
+    from aiayn.io import ProgressLog
+
+    now = [0.0]
+    logger = logging.getLogger("aiayn.test.progress")
+    every = ProgressLog(logger, 1000, "beam search, sentences", every_seconds=30, clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="aiayn.test.progress"):
+        for _ in range(9):        # 100 sentences every 10 s: a line at 30 s, 60 s, 90 s
+            now[0] += 10
+            every(100)
+        now[0] += 1
+        every(100)                # the last batch always logs
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["beam search, sentences: 300/1000 (30%), 10.0/s, ETA 0:01:10",
+                     "beam search, sentences: 600/1000 (60%), 10.0/s, ETA 0:00:40",
+                     "beam search, sentences: 900/1000 (90%), 10.0/s, ETA 0:00:10",
+                     "beam search, sentences: 1000/1000 (100%), 11.0/s, ETA 0:00:00"]

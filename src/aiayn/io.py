@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -101,3 +102,29 @@ def _log_uncaught(exc_type, exc, tb) -> None:
         sys.__excepthook__(exc_type, exc, tb)
         return
     logging.getLogger("aiayn").critical("%s: %s", exc_type.__name__, exc, exc_info=(exc_type, exc, tb))
+
+
+class ProgressLog:
+    """A log line about a long loop at most every ``every_seconds``: ``what: done/total (pct), rate/s, ETA``.
+
+    Call it with the count of items just finished (e.g. as a decoder's per-batch callback), so that a stage
+    whose stderr is a log file (no progress bar) still says how far it is. ``clock`` is injectable for tests.
+    """
+
+    def __init__(self, logger: logging.Logger, total: int, what: str, every_seconds: float = 30.0,
+                 clock=None) -> None:
+        self.logger, self.total, self.what, self.every = logger, total, what, every_seconds
+        self.clock = clock or time.monotonic
+        self.done, self.start = 0, self.clock()
+        self.last = self.start
+
+    def __call__(self, finished: int) -> None:
+        self.done += finished
+        now = self.clock()
+        if now - self.last < self.every and self.done < self.total:
+            return
+        self.last = now
+        rate = self.done / max(now - self.start, 1e-9)
+        left = (self.total - self.done) / rate if rate > 0 else 0.0
+        self.logger.info("%s: %d/%d (%.0f%%), %.1f/s, ETA %d:%02d:%02d", self.what, self.done, self.total,
+                         100.0 * self.done / max(self.total, 1), rate, left // 3600, left % 3600 // 60, left % 60)

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from aiayn import settings
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
 from aiayn.decode.settings import DecodeConfig
-from aiayn.io import atomic_output, open_text, setup_logging
+from aiayn.io import ProgressLog, atomic_output, open_text, setup_logging
 from aiayn.model import load_model
 
 log = logging.getLogger(__name__)
@@ -67,10 +67,11 @@ def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: Spe
               device: torch.device) -> list[Hypothesis | None]:
     """Best hypothesis per source in input order; ``None`` for an empty source (no decoding)."""
     todo = [i for i, sentence in enumerate(sources) if sentence]
+    every = ProgressLog(log, len(todo), "beam search, sentences")
     with tqdm(total=len(todo), unit="sent", disable=None, desc="beam search") as progress:
         hyps = translate_sentences(
             model, [sources[i] for i in todo], max_sentences=opts.max_sentences, device=device,
-            ids=ids, on_batch=progress.update, beam_size=opts.beam_size,
+            ids=ids, on_batch=lambda n: (progress.update(n), every(n)), beam_size=opts.beam_size,
             length_penalty_alpha=opts.length_penalty, max_len_a=opts.max_len_a,
             max_len_b=opts.max_len_b, early_stop=opts.early_stop)
     results: list[Hypothesis | None] = [None] * len(sources)
