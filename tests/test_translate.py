@@ -55,13 +55,16 @@ def test_translate_cli_keeps_lines_and_matches_beam_search(setup):
 
 def test_flags_override_checkpoint_settings():
     args = argparse.Namespace(beam_size=5, length_penalty=None, max_len_a=None, max_len_b=200.0,
-                              max_sentences=None, early_stop=False, checkpoint="c.pt")
+                              max_sentences=None, early_stop=False, precision=None, checkpoint="c.pt")
     assert translate.decode_settings({"decode": DECODE}, args) == DECODE | {
-        "beam_size": 5, "max_len_b": 200.0, "early_stop": False}
+        "beam_size": 5, "max_len_b": 200.0, "early_stop": False, "precision": "auto"}
+    assert translate.decode_settings({"decode": DECODE | {"precision": "fp32"}}, args)["precision"] == "fp32"
+    assert translate.decode_settings({"decode": DECODE}, argparse.Namespace(**vars(args) | {"precision": "bf16"}))[
+        "precision"] == "bf16"
     with pytest.raises(ValueError, match=r"c\.pt: settings\['decode'\] lacks \['beam_size'"):
         translate.decode_settings({"decode": {}}, argparse.Namespace(**vars(args) | {"beam_size": None}))
     everything = argparse.Namespace(beam_size=4, length_penalty=0.6, max_len_a=1, max_len_b=50,
-                                    max_sentences=8, early_stop=True, checkpoint="c.pt")
+                                    max_sentences=8, early_stop=True, precision=None, checkpoint="c.pt")
     assert translate.decode_settings({}, everything)["early_stop"] is True
 
 
@@ -71,3 +74,24 @@ def test_vocabulary_mismatch_refused(setup):
     with pytest.raises(ValueError, match=r"vocabulary of avg\.pt .* does not match spm\.model"):
         translate.check_vocabulary("avg.pt", vocab, "spm.model", sp)
     assert translate.check_vocabulary("avg.pt", vocab | {"size": sp.get_piece_size()}, "spm.model", sp) == SpecialIds()
+
+
+def test_a_gpu_that_cannot_be_used_is_a_clear_error_not_a_cpu_run(setup, monkeypatch):
+    from aiayn.train.distributed import GpuUnavailableError
+
+    root, _, _ = setup
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):
+        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
+                        str(root / "test.en"), "--output", str(root / "never.txt"), "--device", "cuda:1"])
+    assert not (root / "never.txt").exists()
+
+
+def test_bf16_decoding_runs_and_keeps_the_lines(setup):
+    root, _, _ = setup
+    out = root / "bf16.hyp.tok"
+    assert translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
+                           str(root / "test.en"), "--output", str(out), "--threads", "1", "--device", "cpu",
+                           "--precision", "bf16"]) == 0
+    got = out.read_text(encoding="utf-8").split("\n")
+    assert len(got) == 6 and got[1] == "" and all(got[i] for i in (0, 2, 3, 4))

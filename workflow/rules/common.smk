@@ -231,6 +231,6 @@ def decode_flags(wildcards):
     flags = (
         f"--beam-size {opts['beam_size']} --length-penalty {opts['length_penalty']}"
         f" --max-len-a {opts['max_len_a']} --max-len-b {opts['max_len_b']}"
-        f" --max-sentences {opts['max_sentences']}"
+        f" --max-sentences {opts['max_sentences']} --precision {opts.get('precision', 'auto')}"
     )
     return flags + (" --early-stop" if opts["early_stop"] else " --no-early-stop")

@@ -13,6 +13,8 @@ rule translate:
     params:
         flags=decode_flags,
     threads: config["threads"]["decode"]
+    resources:
+        gpu=lambda w: min(1, settings(w)["train"]["gpus"]),
     log:
         f"{R}/{{task}}/{{exp}}/logs/{{split}}-{{ckpt}}.translate.log",
     conda:
@@ -80,6 +82,8 @@ rule perplexity:
     params:
         data=lambda w: f"{D}/bin/{w.task}/dev",
     threads: config["threads"]["decode"]
+    resources:
+        gpu=lambda w: min(1, settings(w)["train"]["gpus"]),
     log:
         f"{R}/{{task}}/{{exp}}/logs/dev-last.ppl.log",
     conda:

@@ -4,12 +4,17 @@ CLI::
 
     python -m aiayn.decode.translate --checkpoint C --spm M --input F --output F
         [--beam-size K] [--length-penalty A] [--max-len-a A] [--max-len-b B] [--[no-]early-stop]
-        [--max-sentences N] [--threads N] [--device D] [--log F]
+        [--max-sentences N] [--precision P] [--threads N] [--device D] [--gpu-lock-dir D] [--log F]
 
 The input holds sentencepiece pieces, space separated, one sentence per line (the encode stage). The
 output holds ``sp.decode(ids)`` of the best hypothesis, one line per input line; an empty input line
 gives an empty output line. Decoding settings default to the checkpoint's ``settings["decode"]``;
-flags override them.
+flags override them. Only the checkpoint's weights are read (onto the CPU, then the device).
+
+``--device auto`` claims a free GPU as training does (:func:`aiayn.train.distributed.resolve_device`).
+``precision`` (``decode.precision``; ``auto`` where a checkpoint's settings lack it): ``auto`` decodes
+in bf16 autocast on GPUs with bf16 tensor cores and in fp32 elsewhere (:mod:`aiayn.train.precision`);
+the log-probabilities that rank hypotheses are always computed in fp32 from the logits.
 """
 
 from __future__ import annotations
@@ -27,12 +32,17 @@ from tqdm import tqdm
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.model import load_model
+from aiayn.train.distributed import resolve_device
+from aiayn.train.precision import PRECISIONS, autocast_for, enable_tf32, resolve_precision
 
 log = logging.getLogger(__name__)
 
 # flag name -> key of settings["decode"]
 OVERRIDES = {"beam_size": "beam_size", "length_penalty": "length_penalty", "max_len_a": "max_len_a",
-             "max_len_b": "max_len_b", "max_sentences": "max_sentences", "early_stop": "early_stop"}
+             "max_len_b": "max_len_b", "max_sentences": "max_sentences", "early_stop": "early_stop",
+             "precision": "precision"}
+# Settings that checkpoints written before they existed lack, and their values then.
+LATER_DEFAULTS = {"precision": "auto"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,7 @@ def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.S
 
 def decode_settings(checkpoint_settings: dict, args: argparse.Namespace) -> dict[str, Any]:
     """``settings["decode"]`` of the checkpoint with every flag that was given applied on top."""
-    settings = dict(checkpoint_settings.get("decode", {}))
+    settings = LATER_DEFAULTS | dict(checkpoint_settings.get("decode", {}))
     for flag, key in OVERRIDES.items():
         if getattr(args, flag) is not None:
             settings[key] = getattr(args, flag)
@@ -108,8 +118,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="stop a sentence once no live hypothesis can beat the finished ones (the paper's)"
                              "; --no-early-stop decodes every sentence to its limit")
     parser.add_argument("--max-sentences", type=int, help="sentences per batch; default decode.max_sentences")
+    parser.add_argument("--precision", choices=PRECISIONS, help="auto (bf16 on GPUs that have it), fp32 or bf16")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
-    parser.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
     parser.add_argument("--log", help="log file (appended)")
     return parser.parse_args(argv)
 
@@ -119,18 +131,26 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     sp = spm.SentencePieceProcessor(model_file=args.spm)
-    model, checkpoint = load_model(args.checkpoint, device)
-    ids = check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
-    settings = decode_settings(checkpoint["settings"], args)
-    sources = read_sources(args.input, sp)
-    if sources.unknown_pieces:
-        log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
-    log.info("decoding %d sentences of %s on %s with %s", len(sources.ids), args.input, device, settings)
-    start = time.perf_counter()
-    hyps = translate(model, sources.ids, settings, ids, device)
-    seconds = max(time.perf_counter() - start, 1e-9)
+    device, claim = resolve_device(args.device, args.gpu_lock_dir)
+    try:
+        model, checkpoint = load_model(args.checkpoint, device)
+        ids = check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
+        settings = decode_settings(checkpoint["settings"], args)
+        sources = read_sources(args.input, sp)
+        if sources.unknown_pieces:
+            log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
+        precision = resolve_precision(settings["precision"], device)
+        enable_tf32(device)
+        log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, device,
+                 precision, settings)
+        start = time.perf_counter()
+        with autocast_for(precision, device):
+            hyps = translate(model, sources.ids, settings, ids, device)
+        seconds = max(time.perf_counter() - start, 1e-9)
+    finally:
+        if claim is not None:
+            claim.release()
     tokens = sum(len(h.tokens) for h in hyps if h is not None)
     log.info("%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",
              len(hyps), tokens, seconds, len(hyps) / seconds, tokens / seconds)

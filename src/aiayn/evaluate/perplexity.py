@@ -1,9 +1,12 @@
 """Per word-piece perplexity of a checkpoint on a binarized split (paper Table 3, "PPL (dev)").
 
     python -m aiayn.evaluate.perplexity --checkpoint C --data D/bin/<task>/dev --output F.json
+        [--max-tokens N] [--precision P] [--device D] [--gpu-lock-dir D] [--threads N] [--log F]
 
 PPL = exp(-(1/N) sum_i log p(y_i | y_<i, x)) over every target word-piece and every eos (N of them),
-teacher-forced, without label smoothing; padding is not counted.
+teacher-forced, without label smoothing; padding is not counted. Only the checkpoint's weights are
+read (onto the CPU, then the device); ``--device auto`` claims a free GPU as training does, and
+``--precision auto`` scores in bf16 autocast where the GPU has bf16 tensor cores (fp32 elsewhere).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from torch import nn
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import setup_logging, write_json
 from aiayn.train.batching import collate, make_batches
+from aiayn.train.distributed import resolve_device
 from aiayn.train.loss import label_smoothed_loss
+from aiayn.train.precision import PRECISIONS, autocast_for, enable_tf32, resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +52,7 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device:
     for indices in batches:
         batch = collate(corpus, indices).to(device)
         with autocast or contextlib.nullcontext():
-            logits = model(batch.src, batch.tgt_in)
+            logits = model(batch.src, batch.tgt_in, batch.src_padded)
         _, batch_nll, n = label_smoothed_loss(logits, batch.tgt_out, 0.0)
         nll += float(batch_nll)
         tokens += int(n)
@@ -70,8 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="binarized split directory, e.g. data/bin/en-de/dev")
     parser.add_argument("--output", required=True, help="JSON file to write (ppl, nll_per_token, tokens, sentences)")
     parser.add_argument("--max-tokens", type=int, default=8000, help="padded tokens per side per batch")
+    parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="auto (bf16 on GPUs that have it), fp32, bf16")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda when available)")
+    parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
     parser.add_argument("--log", default=None, help="also log to this file")
     args = parser.parse_args(argv)
     setup_logging(args.log)
@@ -79,15 +86,20 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     corpus = ShardedCorpus(args.data)
-    model, checkpoint = load_model(args.checkpoint, device)
-    if corpus.vocab_size != checkpoint["vocab"]["size"]:
-        raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
-                         f"{args.checkpoint} was trained with {checkpoint['vocab']['size']}")
-    max_len = model.cfg.max_positions if model.cfg.positional == "learned" else None
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else None
-    report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len, autocast))
+    device, claim = resolve_device(args.device, args.gpu_lock_dir)
+    try:
+        model, checkpoint = load_model(args.checkpoint, device)
+        if corpus.vocab_size != checkpoint["vocab"]["size"]:
+            raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
+                             f"{args.checkpoint} was trained with {checkpoint['vocab']['size']}")
+        max_len = model.cfg.max_positions if model.cfg.positional == "learned" else None
+        enable_tf32(device)
+        autocast = autocast_for(resolve_precision(args.precision, device), device)
+        report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len, autocast))
+    finally:
+        if claim is not None:
+            claim.release()
     write_json(args.output, report)
     log.info("%s on %s: ppl %.3f over %d tokens, %d sentences", args.checkpoint, args.data,
              report["ppl"], report["tokens"], report["sentences"])
