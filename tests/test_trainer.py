@@ -266,3 +266,27 @@ def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
     kept = sum(len(b) for b in trainer.stream.sampler.batches)
     longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths))
     assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)
+
+
+def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
+    """torch.compile(dynamic=True) on CPU (inductor): batches of many shapes, one graph per mask mode."""
+    from torch._dynamo.utils import counters
+
+    torch.set_num_threads(1)
+    data = make_task(tmp_path / "toy", n_train=200, seed=3)
+    losses = {}
+    torch._dynamo.reset()
+    counters.clear()
+    for compiled in (False, True):
+        run = settings(train_steps=24, dev_every_steps=0, checkpoint_steps=0, log_every_steps=1, compile=compiled)
+        run["model"]["dropout"] = 0.0
+        trainer = Trainer(run, data, tmp_path / str(compiled), CPU)
+        shapes = set()
+        original = trainer.micro_step
+        trainer.micro_step = lambda batch: shapes.add(tuple(batch.src.shape) + tuple(batch.tgt_in.shape)) or original(batch)
+        assert trainer.run() == 0
+        rows = list(csv.DictReader(open(tmp_path / str(compiled) / "log.csv")))
+        losses[compiled] = [float(r["loss"]) for r in rows if r["loss"]]
+    assert len(shapes) >= 10 and len(losses[True]) == 24
+    assert losses[True] == pytest.approx(losses[False], rel=1e-4)
+    assert 1 <= counters["stats"]["unique_graphs"] <= 3  # padded and unpadded sources

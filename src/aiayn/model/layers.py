@@ -132,7 +132,7 @@ class DecoderLayer(nn.Module):
         q, k, v = self.self_attn.project_self(self.res_self.inner(x))
         if cache is not None:
             k, v = cache.append(layer, k, v)  # (N, h, t+1, d_k), (N, h, t+1, d_v)
-        y = self.self_attn.attend(q, k, v, causal=cache is None and x.shape[1] > 1)
+        y = self.self_attn.attend(q, k, v, causal=cache is None)  # a Python bool, also under torch.compile
         x = self.res_self.outer(x, y)
         h = self.res_cross.inner(x)
         if cache is not None and cache.beam_size > 1:
