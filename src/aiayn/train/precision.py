@@ -4,8 +4,11 @@
 cores), fp32 elsewhere (older GPUs emulate bf16, slower than fp32; a CPU's fp32 is its fast path).
 On a GPU, fp32 matrix products use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation).
 
-The paper trained in fp32 on P100 GPUs, which have neither bf16 nor TF32. ``precision: fp32`` is the
-closest here; bf16 autocast keeps weights, optimizer state, softmax, layer norms and the loss in fp32.
+Deviation from paper: the paper trained (and decoded) in fp32 on P100 GPUs, which have neither bf16
+nor TF32; ``auto`` uses bf16 autocast on GPUs that have bf16 tensor cores (weights, optimizer state,
+softmax, layer norms and the loss stay fp32) and TF32 for fp32 matrix products there.
+``train.precision: fp32`` and ``decode.precision: fp32`` restore fp32 storage and arithmetic; with
+NVIDIA_TF32_OVERRIDE=0 in the environment the matrix products are full fp32 as well.
 """
 
 from __future__ import annotations
