@@ -1,4 +1,5 @@
 import csv
+import dataclasses
 import datetime
 import json
 import math
@@ -128,25 +129,32 @@ def test_non_finite_step_is_skipped_or_stops(data, tmp_path):
 
 
 def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int | None = None) -> None:
-    """One of two gloo ranks; ``stop_rank`` gets a stop signal during step 2. Writes its exit status."""
+    """One of two gloo ranks; ``stop_rank`` gets a stop signal during step 5, and rank 0's clock calls for
+    a checkpoint during step 2. Writes its exit status, last step and the steps it saved at."""
     torch.set_num_threads(1)
     torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2,
                                          timeout=datetime.timedelta(seconds=30))
     try:
-        run = settings(train_steps=3 if stop_rank is None else 8, dev_every_steps=0)
+        run = settings(train_steps=3 if stop_rank is None else 12, dev_every_steps=0)
         run["model"]["dropout"] = 0.0
         trainer = Trainer(run, Path(data), Path(out), DistEnv(rank, 2, torch.device("cpu")))
         assert trainer.plan.passes == 1 and trainer.plan.tokens_per_pass == 64
+        saves, original_save = [], trainer.save
+        trainer.save = lambda: saves.append(trainer.progress.step) or original_save()
+        if stop_rank is not None:
+            trainer.cfg = dataclasses.replace(trainer.cfg, checkpoint_steps=0)
+            trainer._time_to_save = lambda: rank == 0 and trainer.progress.step == 1
         if rank == stop_rank:
             original = trainer.micro_step
 
             def micro_step(batch):
-                trainer.stop_requested = trainer.stop_requested or trainer.progress.step == 1
+                trainer.stop_requested = trainer.stop_requested or trainer.progress.step == 4
                 return original(batch)
 
             trainer.micro_step = micro_step
         status = trainer.run()
-        Path(out, f"rank{rank}.json").write_text(json.dumps({"status": status, "step": trainer.progress.step}))
+        Path(out, f"rank{rank}.json").write_text(json.dumps({"status": status, "step": trainer.progress.step,
+                                                             "saves": saves}))
     finally:
         torch.distributed.destroy_process_group()
 
@@ -174,10 +182,11 @@ def test_a_stop_signal_on_one_rank_stops_every_rank_at_the_same_step(data, tmp_p
     out = tmp_path / "two"
     mp.spawn(_ddp_worker, args=(str(data), str(out), str(tmp_path / "init"), 1), nprocs=2, join=True)
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
-    assert ranks[0] == ranks[1] and ranks[0]["status"] == 143 and 2 <= ranks[0]["step"] < 8
-    assert [p.name for p in (out / "checkpoints").iterdir()] == [f"ckpt_{ranks[0]['step']:08d}.pt"]
-    assert torch.load(out / "checkpoints" / f"ckpt_{ranks[0]['step']:08d}.pt", weights_only=True)["data_state"] == {
-        "epoch": 1, "position": ranks[0]["step"]}
+    assert ranks[0] == ranks[1] and ranks[0]["status"] == 143 and 5 <= ranks[0]["step"] < 12
+    # rank 0's clock asked for a checkpoint during step 2: both ranks saved once for it, at one step
+    assert ranks[0]["saves"] == [3, ranks[0]["step"]]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000003.pt", f"ckpt_{ranks[0]['step']:08d}.pt"]
+    assert torch.load(out / "checkpoints" / f"ckpt_{ranks[0]['step']:08d}.pt", weights_only=True)["step"] == ranks[0]["step"]
 
 
 def test_resume_onto_a_gpu_reads_the_checkpoint_on_the_cpu(data, tmp_path, monkeypatch):

@@ -133,7 +133,8 @@ def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: i
     can never be generated.
     """
     log_p = F.log_softmax(logits.float(), dim=-1)
-    log_p[:, [ids.pad, ids.bos]] = -math.inf
+    log_p[:, ids.pad] = -math.inf  # two slice fills: no index tensor to copy to the device
+    log_p[:, ids.bos] = -math.inf
     n, vocab = log_probs.size(0), log_p.size(-1)
     total = (log_probs.reshape(-1, 1) + log_p).reshape(n, beam_size * vocab)
     width = 2 * beam_size if beam_size > 1 else 1

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+import time
+
 import torch
 from torch import Tensor
 
@@ -36,6 +38,7 @@ class StepResult:
     save: bool
     grad_norm: float
     skipped: bool
+    queued_at: float  # time.perf_counter() when the host had queued the step
 
 
 def step_seed(seed: int, step: int, rank: int) -> int:
@@ -47,9 +50,9 @@ def flags(stop: bool, save: bool, device: torch.device) -> Tensor:
     """This rank's (stop, save) requests as a float64 (2,) tensor, made on the device (no copy from the host)."""
     out = torch.zeros(2, dtype=torch.float64, device=device)
     if stop:
-        out[0] = 1.0
+        out[0].fill_(1.0)
     if save:
-        out[1] = 1.0
+        out[1].fill_(1.0)
     return out
 
 
@@ -81,7 +84,7 @@ class PendingResults:
 
     def __init__(self, device: torch.device):
         self.device = device
-        self.queue: deque[tuple[int, float, Tensor, object]] = deque()
+        self.queue: deque[tuple[int, float, Tensor, object, float]] = deque()
 
     def push(self, step: int, lr: float, stats: Tensor, grad_norm: Tensor, skipped: Tensor) -> None:
         """Start copying one step's statistics to the host (asynchronous on CUDA)."""
@@ -93,15 +96,15 @@ class PendingResults:
             event = torch.cuda.Event()
             event.record()
             values = host
-        self.queue.append((step, lr, values, event))
+        self.queue.append((step, lr, values, event, time.perf_counter()))
 
     def ready(self, lag: int = 1) -> list[StepResult]:
         """The results of all but the newest ``lag`` steps, oldest first (waiting for their copies)."""
         out = []
         while len(self.queue) > lag:
-            step, lr, values, event = self.queue.popleft()
+            step, lr, values, event, queued_at = self.queue.popleft()
             if event is not None:
                 event.synchronize()
             loss, nll, tgt, src, stop, save, grad_norm, skipped = values.tolist()
-            out.append(StepResult(step, lr, loss, nll, tgt, src, stop > 0, save > 0, grad_norm, skipped > 0))
+            out.append(StepResult(step, lr, loss, nll, tgt, src, stop > 0, save > 0, grad_norm, skipped > 0, queued_at))
         return out

@@ -75,7 +75,7 @@ class Window:
     tokens: float = 0.0
     steps: int = 0
     timed_tokens: float = 0.0  # tokens since ``start`` in this process (throughput), not checkpointed
-    start: float = dataclasses.field(default_factory=time.perf_counter)
+    start: float = dataclasses.field(default_factory=time.perf_counter)  # when the window's first step began
 
     def sums(self) -> dict:
         """What a checkpoint keeps, so that a resumed run logs the same rows."""
@@ -124,7 +124,7 @@ class Trainer:
         self.consecutive_skips, self.max_consecutive_skips = 0, MAX_CONSECUTIVE_SKIPS
         self.stop_requested = False  # this rank's signal handler
         self.stop_agreed = self.save_agreed = False  # what all ranks read from one step's statistics
-        self.last_save = time.perf_counter()
+        self.last_save, self.saved_step = time.perf_counter(), 0
 
     def _batches(self) -> list:
         batches, dropped = make_batches(self.train_data.src_lengths, self.train_data.tgt_lengths,
@@ -172,7 +172,7 @@ class Trainer:
         """Account for the steps whose statistics have arrived (all of them with ``lag=0``)."""
         for result in self.pending.ready(lag):
             self.stop_agreed |= result.stop
-            self.save_agreed |= result.save
+            self.save_agreed |= result.save and result.step > self.saved_step  # requests before a save are met
             if result.skipped:
                 self._skip(result)
                 continue
@@ -207,7 +207,7 @@ class Trainer:
             save_checkpoint(path, self.state_dict())
             rotate(self.out_dir, self.cfg.keep_checkpoints)
             log.info("saved %s", path)
-        self.last_save, self.save_agreed = time.perf_counter(), False
+        self.last_save, self.save_agreed, self.saved_step = time.perf_counter(), False, self.progress.step
         return path
 
     def resume(self) -> bool:
@@ -269,10 +269,12 @@ class Trainer:
         if metrics and (result.step % self.cfg.log_every_steps == 0 or result.step == self.cfg.train_steps):
             self.log_window(window, result, metrics, elapsed)
             bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result.lr:.2e}")
-            self.window = Window()
+            self.window = Window(start=result.queued_at)
 
     def log_window(self, window: Window, result: StepResult, metrics: MetricsLog, elapsed: float) -> None:
-        seconds = time.perf_counter() - window.start
+        """A ``log.csv`` row; throughput over the time the window's steps took to queue (the host runs
+        at most one step ahead of the device, so over a window this is the device's pace)."""
+        seconds = result.queued_at - window.start
         tokens_per_s = window.timed_tokens / seconds if seconds > 0 else 0.0
         self.progress.train_loss = window.loss / max(window.tokens, 1.0)
         metrics.write({"step": result.step, "lr": result.lr, "loss": self.progress.train_loss,
