@@ -299,3 +299,14 @@ def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
     assert len(shapes) >= 10 and len(losses[True]) == 24
     assert losses[True] == pytest.approx(losses[False], rel=1e-4)
     assert 1 <= counters["stats"]["unique_graphs"] <= 3  # padded and unpadded sources
+
+
+def test_gpus_that_cannot_be_used_fail_before_training(data, tmp_path, monkeypatch):
+    from aiayn.train.distributed import GpuUnavailableError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with pytest.raises(GpuUnavailableError, match=r"train\.gpus=1 but .*gpus: 0"):
+        main(["--data", str(data), "--settings", json.dumps(settings(gpus=1)), "--out-dir", str(tmp_path / "o"),
+              "--gpu-lock-dir", str(tmp_path / "locks")])
+    assert not (tmp_path / "o").exists()

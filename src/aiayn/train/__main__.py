@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -17,8 +18,8 @@ import torch
 
 from aiayn.io import setup_logging
 from aiayn.model import ModelConfig
-from aiayn.train.distributed import claim_gpus_if_shared, init_from_environment, relaunch_under_torchrun, \
-    should_relaunch
+from aiayn.train.distributed import check_cuda, claim_gpus_if_shared, init_from_environment, \
+    relaunch_under_torchrun, should_relaunch
 from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import Trainer
 
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(threads)
     claim = claim_gpus_if_shared(train_cfg.gpus, args.gpu_lock_dir)
     try:
+        if "LOCAL_RANK" not in os.environ:
+            check_cuda(train_cfg.gpus)  # before any worker starts: a clear error, never a CPU run
         if should_relaunch(train_cfg.gpus):
             return relaunch_under_torchrun(argv, train_cfg.gpus)
         env = init_from_environment(train_cfg.gpus)
