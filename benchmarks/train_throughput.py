@@ -10,7 +10,7 @@ update, on 20,000 synthetic pairs of 10-40 word ids (vocabulary 10,000), the sha
 per update (its tokens/s covers everything the loop does between two rows: batches, step,
 bookkeeping), the median of updates 11-50. With ``--fairseq-bin DIR`` (a virtual environment's
 ``bin`` holding ``fairseq-preprocess`` and ``fairseq-train``) fairseq-train runs the same data and
-shape, its own ``wps`` per update (log interval 1) over updates 11-50; ``--rounds N`` alternates the
+shape, its own ``wps`` per update (log interval 1) over updates 11-50 (``--updates`` changes 50); ``--rounds N`` alternates the
 two N times (ours, fairseq, ours, fairseq, ...) so that load from other jobs hits both alike, and
 reports each round's ratio and their median, with the load average before and after.
 GPU: the paper's base and big models at 25,000 target tokens per step (two forward passes of
@@ -82,21 +82,21 @@ def time_updates(trainer: Trainer, updates: int) -> list[float]:
     return rates
 
 
-def cpu_benchmark(work: Path, threads: int, round_: int = 0) -> dict:
-    """``Trainer.run`` for 50 updates; tokens/s per update from its ``log.csv``, median of updates 11-50."""
+def cpu_benchmark(work: Path, threads: int, round_: int = 0, updates: int = 50) -> dict:
+    """``Trainer.run`` for ``updates`` updates; tokens/s per update from its ``log.csv``, median from update 11."""
     torch.set_num_threads(threads)
     data = work / "data"
     if not (data / "train" / "manifest.json").exists():
         synthetic_task(data, 20000, 10000, (10, 41))
     run = settings(CPU_MODEL, 4096, 4096, "fp32")
-    run["train"].update(train_steps=50, log_every_steps=1, checkpoint_steps=0)
+    run["train"].update(train_steps=updates, log_every_steps=1, checkpoint_steps=0)
     out = work / f"out-{round_}"
     Trainer(run, data, out, DistEnv(0, 1, torch.device("cpu"))).run()
     with open(out / "log.csv", encoding="utf-8") as handle:
         rates = {int(r["step"]): float(r["tokens_per_s"]) for r in csv.DictReader(handle) if r["tokens_per_s"]}
-    window = [rates[u] for u in sorted(rates) if 11 <= u <= 50]
-    return {"device": "cpu", "toolkit": "aiayn", "threads": threads,
-            "median_tokens_per_s_updates_11_50": statistics.median(window), "min": min(window), "max": max(window)}
+    window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
+    return {"device": "cpu", "toolkit": "aiayn", "threads": threads, "updates": f"11-{updates}",
+            "median_tokens_per_s": statistics.median(window), "min": min(window), "max": max(window)}
 
 
 def export_text(split_dir: Path, prefix: Path) -> None:
@@ -108,8 +108,8 @@ def export_text(split_dir: Path, prefix: Path) -> None:
                 out.write(" ".join(f"w{t}" for t in getattr(corpus, side)(i)) + "\n")
 
 
-def fairseq_benchmark(work: Path, bin_dir: Path, threads: int) -> dict:
-    """fairseq-train on the same data and shape; median ``wps`` (target tokens/s) of updates 11-50."""
+def fairseq_benchmark(work: Path, bin_dir: Path, threads: int, updates: int = 50) -> dict:
+    """fairseq-train on the same data and shape; median ``wps`` (target tokens/s) from update 11."""
     data = work / "data"
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     if not (work / "fairseq-bin").exists():
@@ -124,7 +124,7 @@ def fairseq_benchmark(work: Path, bin_dir: Path, threads: int) -> dict:
             "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings", "--dropout", "0.1"]
     train = ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "7e-4", "--lr-scheduler", "inverse_sqrt",
              "--warmup-updates", "4000", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-             "--max-tokens", "4096", "--max-update", "50", "--cpu", "--num-workers", "0", "--disable-validation",
+             "--max-tokens", "4096", "--max-update", str(updates), "--cpu", "--num-workers", "0", "--disable-validation",
              "--no-save", "--seed", "1", "--log-format", "json", "--log-interval", "1"]
     run = subprocess.run([str(bin_dir / "fairseq-train"), str(work / "fairseq-bin"), *arch, *train],
                          check=True, env=env, capture_output=True, text=True)
@@ -134,9 +134,9 @@ def fairseq_benchmark(work: Path, bin_dir: Path, threads: int) -> dict:
         if start >= 0 and '"wps"' in line:
             entry = json.loads(line[start:])
             rates[int(entry["num_updates"])] = float(entry["wps"])
-    window = [rates[u] for u in sorted(rates) if 11 <= u <= 50]
-    return {"device": "cpu", "toolkit": "fairseq", "threads": threads,
-            "median_tokens_per_s_updates_11_50": statistics.median(window), "min": min(window), "max": max(window)}
+    window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
+    return {"device": "cpu", "toolkit": "fairseq", "threads": threads, "updates": f"11-{updates}",
+            "median_tokens_per_s": statistics.median(window), "min": min(window), "max": max(window)}
 
 
 def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
@@ -157,17 +157,17 @@ def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
     return result
 
 
-def side_by_side(work: Path, threads: int, rounds: int, fairseq_bin: Path | None) -> dict:
+def side_by_side(work: Path, threads: int, rounds: int, fairseq_bin: Path | None, updates: int = 50) -> dict:
     """``rounds`` alternations of ours and fairseq's (if given) on the same data; ratios per round."""
     runs, ratios = [], []
     load_before = os.getloadavg()
     for round_ in range(rounds):
-        ours = cpu_benchmark(work, threads, round_) | {"round": round_ + 1}
+        ours = cpu_benchmark(work, threads, round_, updates) | {"round": round_ + 1}
         runs.append(ours)
         if fairseq_bin:
-            theirs = fairseq_benchmark(work, fairseq_bin, threads) | {"round": round_ + 1}
+            theirs = fairseq_benchmark(work, fairseq_bin, threads, updates) | {"round": round_ + 1}
             runs.append(theirs)
-            ratios.append(ours["median_tokens_per_s_updates_11_50"] / theirs["median_tokens_per_s_updates_11_50"])
+            ratios.append(ours["median_tokens_per_s"] / theirs["median_tokens_per_s"])
     result = {"runs": runs, "load_average_before": load_before, "load_average_after": os.getloadavg()}
     if ratios:
         result |= {"aiayn_vs_fairseq_per_round": [round(r, 3) for r in ratios],
@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1, help="CPU: alternate ours and fairseq's this many times")
+    parser.add_argument("--updates", type=int, default=50, help="CPU: updates per run (the median is from update 11)")
     parser.add_argument("--gpu", action="store_true", help="benchmark the paper's models on CUDA instead")
     parser.add_argument("--models", nargs="+", default=["base", "big"], choices=sorted(PAPER_MODELS))
     parser.add_argument("--no-profile", action="store_true")
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.gpu:
             results = [gpu_benchmark(Path(tmp), name, not args.no_profile) for name in args.models]
         else:
-            results = side_by_side(Path(tmp), args.threads, args.rounds, args.fairseq_bin)
+            results = side_by_side(Path(tmp), args.threads, args.rounds, args.fairseq_bin, args.updates)
     text = json.dumps(results, indent=2)
     print(text)
     if args.output:
