@@ -96,7 +96,10 @@ def throughput(work: Path, name: str, model: dict, compiled: bool, args, device:
 
 
 def train_command(data: Path, settings: dict, out: Path, threads: int) -> list[str]:
-    return [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", json.dumps(settings),
+    """``python -m aiayn.train`` on ``data`` into ``out`` with ``settings`` (written beside ``out``)."""
+    path = out.with_name(f"{out.name}.settings.json")
+    path.write_text(json.dumps(settings), encoding="utf-8")
+    return [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", str(path),
             "--out-dir", str(out), "--threads", str(threads)]
 
 

@@ -311,7 +311,9 @@ def test_gpus_that_cannot_be_used_fail_before_training(data, tmp_path, monkeypat
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(settings(gpus=1)))
     with pytest.raises(GpuUnavailableError, match=r"train\.gpus=1 but .*gpus: 0"):
-        main(["--data", str(data), "--settings", json.dumps(settings(gpus=1)), "--out-dir", str(tmp_path / "o"),
+        main(["--data", str(data), "--settings", str(path), "--out-dir", str(tmp_path / "o"),
               "--gpu-lock-dir", str(tmp_path / "locks")])
     assert not (tmp_path / "o").exists()
