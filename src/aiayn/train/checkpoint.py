@@ -17,6 +17,7 @@ on its hardware.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
 import re
@@ -28,6 +29,7 @@ import torch
 from aiayn.io import atomic_path
 
 CKPT_RE = re.compile(r"^ckpt_(\d{8})\.pt$")
+log = logging.getLogger(__name__)
 
 
 def checkpoint_path(out_dir: Path, step: int) -> Path:
@@ -86,6 +88,15 @@ def publish_last(out_dir: Path, source: Path) -> Path:
     return target
 
 
+def load_checkpoint(path: Path) -> dict:
+    """A checkpoint's contents on the CPU (``weights_only``): callers move what must move.
+
+    Loading straight onto a GPU would put the generator states there too (``torch.set_rng_state``
+    takes CPU tensors only) and fill GPU memory with whatever the caller does not need.
+    """
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
 def rng_state() -> dict:
     """Python, numpy, torch and CUDA generator states, as tensors and plain values (weights_only-safe)."""
     version, internal, gauss = random.getstate()
@@ -102,14 +113,25 @@ def rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
-    """Restore what :func:`rng_state` captured."""
+    """Restore what :func:`rng_state` captured (its tensors may sit on any device).
+
+    CUDA generators are restored for the GPUs both runs have: a job requeued onto fewer visible
+    GPUs restores the first ones and logs how many it left out.
+    """
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     n = state["numpy"]
-    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    keys = n["keys"].cpu().numpy().astype(np.uint32)
+    np.random.set_state((n["kind"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"].cpu())
+    saved = state.get("cuda") or []
+    if saved and torch.cuda.is_available():
+        visible = torch.cuda.device_count()
+        for index, generator in enumerate(saved[:visible]):
+            torch.cuda.set_rng_state(generator.cpu(), index)
+        if len(saved) > visible:
+            log.warning("restored %d of %d saved CUDA generator states (%d GPU(s) visible now)",
+                     visible, len(saved), visible)
 
 
 # Train settings that do not change what a resumed run computes: extending training, how often it
