@@ -86,14 +86,12 @@ def _row(config: dict, results_dir: Path, task: str, exp: str, notes: BleuNotes)
         "tokens_per_second": number(summary, "tokens_tgt") / seconds if seconds > 0 else float("nan"),
         "hardware": f"{summary['world_size']} x {summary['gpu_model']}",
     }
-    for split in ("dev", "test"):
-        path = paths.get(f"{split}_bleu" if split == "dev" else "test")
-        if path is None or path.name.endswith(".evalb.json"):
-            continue
+    scores = [("dev", paths.get("dev_bleu")), ("test", paths.get("test"))]
+    for split, path in [(split, path) for split, path in scores if path and path.name.endswith(".bleu.json")]:
         bleu = read_metrics(path, BLEU_KEYS)
         notes.record(bleu, f"{task}/{exp} {split}")
         row[f"{split}_bleu"], row[f"{split}_sacrebleu"] = number(bleu, "paper_bleu"), number(bleu, "sacrebleu")
-    if "test" in paths and paths["test"].name.endswith(".evalb.json"):
+    if paths.get("test") and paths["test"].name.endswith(".evalb.json"):
         row["test_f1"] = number(read_metrics(paths["test"], EVALB_KEYS), "f1")
     return row
 

@@ -48,8 +48,8 @@ MODEL_KEYS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout",
 def rows_in_order(config: dict) -> list[tuple[str, str]]:
     """``[(task, experiment)]`` of the Table 3 rows that run: the paper's order first, then the config's;
     the first task of each that runs."""
-    ran = [row for row in all_rows(config) if row in cfg.runs(config, "table3")]
-    return ran
+    chosen = cfg.runs(config, "table3")
+    return [row for row in all_rows(config) if row in chosen]
 
 
 def all_rows(config: dict) -> list[tuple[str, str]]:
