@@ -29,7 +29,7 @@ def sinusoid_table(n_positions: int, d_model: int) -> Tensor:
 class PositionalEncoding(nn.Module):
     """Positions 0.. added to the scaled embeddings: fixed sinusoids, or learned (Table 3 row E).
 
-    Learned positions are an embedding of ``max_positions`` rows, normal with std d_model^-0.5;
+    Learned positions are an embedding of ``max_positions`` rows (initialised by :mod:`aiayn.model.init`);
     sinusoids have no limit (the table grows on demand and is not saved in checkpoints).
     """
 
@@ -38,7 +38,6 @@ class PositionalEncoding(nn.Module):
         self.kind, self.d_model, self.max_positions = cfg.positional, cfg.d_model, cfg.max_positions
         if self.kind == "learned":
             self.table = nn.Embedding(cfg.max_positions, cfg.d_model)
-            nn.init.normal_(self.table.weight, std=cfg.d_model ** -0.5)
         else:
             self.register_buffer("sinusoids", sinusoid_table(cfg.max_positions, cfg.d_model), persistent=False)
 
@@ -56,14 +55,14 @@ class PositionalEncoding(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3); ``relu_dropout`` on the hidden layer (t2t knob)."""
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3); ``relu_dropout`` on the hidden layer (t2t knob).
+
+    Initialisation: :mod:`aiayn.model.init`.
+    """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.w1, self.w2 = nn.Linear(cfg.d_model, cfg.d_ff), nn.Linear(cfg.d_ff, cfg.d_model)
-        for linear in (self.w1, self.w2):
-            nn.init.xavier_uniform_(linear.weight)
-            nn.init.zeros_(linear.bias)
         self.relu_dropout = cfg.relu_dropout
 
     def forward(self, x: Tensor) -> Tensor:  # (B, T, d_model) -> (B, T, d_model)
@@ -99,7 +98,8 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True,
+                                       cfg.attention_bias)
         self.ffn = FeedForward(cfg)
         self.res_attn, self.res_ffn = Residual(cfg), Residual(cfg)
 
@@ -115,8 +115,10 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, False)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True,
+                                            cfg.attention_bias)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, False,
+                                             cfg.attention_bias)
         self.ffn = FeedForward(cfg)
         self.res_self, self.res_cross, self.res_ffn = Residual(cfg), Residual(cfg), Residual(cfg)
 
