@@ -68,6 +68,8 @@ VARIANTS: dict[str, tuple[dict, InitScheme | None, str]] = {
     "fairseq-init-ffn-weight": ({"init": "fairseq"}, _mixed("fairseq", ffn_weight="xavier"), "fairseq init, Xavier FFN weights"),
     "fairseq-init-ffn-bias": ({"init": "fairseq"}, _mixed("fairseq", ffn_bias="zero"), "fairseq init, zero FFN biases"),
     "fairseq-init-qkv-gain": ({"init": "fairseq"}, _mixed("fairseq", qkv_gain=1.0), "fairseq init, q/k/v gain 1"),
+    "fairseq-init-out-linear": ({"init": "fairseq"}, _mixed("fairseq", out_weight="linear"),
+                                "fairseq init, W^O as nn.Linear's default"),
 }
 
 
@@ -87,11 +89,15 @@ def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
 
 
 def run_key(name: str, args: argparse.Namespace, seed: int) -> str:
-    """Directory name of one run: a hash of everything that shapes its curve (two names that resolve
-    to the same settings, e.g. ``ours`` and the variant equal to the defaults, share one run)."""
+    """Directory name of one run: a hash of everything that shapes its curve except the step count (two
+    names that resolve to the same settings, e.g. ``ours`` and the variant equal to the defaults, share
+    one run). Neither schedule depends on the step count, so a longer run's curve serves a shorter one."""
     changes, scheme = VARIANTS[name][:2] if name in VARIANTS else ({}, None)
-    shape = ["fairseq" if name == "fairseq" else "aiayn", settings(args, changes, seed), repr(scheme),
-             args.vocab_size, args.dev_lines]
+    config = settings(args, changes, seed)
+    config["train"]["train_steps"] = 0
+    if name == "fairseq":  # fairseq builds its own model: only the settings it is given count
+        config["model"] = {key: config["model"][key] for key in ("n_layers", "d_model", "d_ff", "n_heads", "dropout")}
+    shape = ["fairseq" if name == "fairseq" else "aiayn", config, repr(scheme), args.vocab_size, args.dev_lines]
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -120,23 +126,33 @@ def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Pa
 
 
 def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
-    """One run's curve, trained now unless ``runs/<key>/curve.json`` already holds it."""
+    """One run's curve up to ``--steps``, trained now unless ``runs/<key>/curve.json`` holds at least as
+    many steps (then cut to ``--steps``; the run's last dev perplexity is only kept at ``--steps``)."""
     folder = work / "runs" / run_key(name, args, seed)
     if (folder / "curve.json").exists():
-        return read_json(folder / "curve.json")
+        curve = read_json(folder / "curve.json")
+        if curve["steps"] >= args.steps:
+            return truncate(curve, args.steps)
     folder.mkdir(parents=True, exist_ok=True)
-    log.info("training %s, seed %d -> %s", name, seed, folder)
+    log.info("training %s, seed %d, %d steps -> %s", name, seed, args.steps, folder)
     if name == "fairseq":
         data = fairseq_preprocess(args.fairseq_python, work)
         config = settings(args, {}, seed)
         curve = run_fairseq(args.fairseq_python, data, config["model"], config["train"], args.steps, args.window,
                             args.dev_every, seed, args.threads, folder / "fairseq.log")
     else:
-        curve = run_ours(work, name, args, seed, folder / "train")
+        curve = run_ours(work, name, args, seed, folder / f"train-{args.steps}")
     curve = {key: {str(k): v for k, v in values.items()} if isinstance(values, dict) else values
              for key, values in curve.items()}
+    curve["steps"] = args.steps
     write_json(folder / "curve.json", curve)
     return curve
+
+
+def truncate(curve: dict, steps: int) -> dict:
+    """The curve up to ``steps``: per-step entries beyond it dropped (``tokens_per_step`` is the full run's)."""
+    return {key: {k: v for k, v in values.items() if int(k) <= steps} if isinstance(values, dict) else values
+            for key, values in curve.items()} | {"steps": steps}
 
 
 def summarize(curves: list[dict], key: str, step: int) -> tuple[float, float, float] | None:

@@ -8,11 +8,14 @@ margins a correct scheme misses with probability below 1e-4.
 """
 
 import math
+from importlib.resources import files
 
 import pytest
 import torch
+import yaml
 
 from aiayn.model import ModelConfig, Transformer
+from aiayn.model.config import INIT_SCHEMES
 from aiayn.model.init import SCHEMES, InitScheme, initialize, linear_bound, xavier_bound
 
 D, F, H, DK, DV, V = 64, 256, 4, 16, 12, 300
@@ -80,23 +83,27 @@ def check(name: str, values: torch.Tensor, law: tuple) -> None:
         assert values.mean().abs() < 5 * law[1] / math.sqrt(n), name
 
 
+def check_parameter(name: str, param: torch.Tensor, law: tuple | list[tuple]) -> None:
+    """One parameter against its law; a fused projection block by block, the padding row zero."""
+    if name.endswith("embed.weight"):
+        assert torch.count_nonzero(param[0]) == 0  # padding row
+        check(name, param[1:], law)
+    elif isinstance(law, list):  # row blocks of a fused projection
+        sizes = [QK] * (len(law) - 1) + [VV]
+        assert sum(sizes) == param.shape[0]
+        for block, block_law in zip(param.split(sizes), law):
+            check(name, block, block_law)
+    else:
+        check(name, param, law)
+
+
 @pytest.mark.parametrize("attention_bias", [False, True])
 @pytest.mark.parametrize("init", sorted(SCHEMES))
 def test_every_parameter_follows_its_scheme(init, attention_bias):
     model = model_of(init, attention_bias)
     laws = expected_laws(init)
     for name, param in model.named_parameters():
-        law = law_of(name, laws)
-        if name == "embed.weight":
-            assert torch.count_nonzero(param[0]) == 0  # padding row
-            check(name, param[1:], law)
-        elif isinstance(law, list):  # row blocks of a fused projection
-            sizes = [QK] * (len(law) - 1) + [VV]
-            assert sum(sizes) == param.shape[0]
-            for block, block_law in zip(param.split(sizes), law):
-                check(name, block, block_law)
-        else:
-            check(name, param, law)
+        check_parameter(name, param, law_of(name, laws))
 
 
 def test_bounds_golden():
@@ -142,3 +149,18 @@ def test_scheme_and_config_errors():
     with pytest.raises(ValueError, match="InitScheme.ffn_bias"):
         InitScheme(ffn_bias="normal")
     assert ModelConfig.from_dict({"init": "fairseq", "attention_bias": True}).attention_bias
+
+
+def test_mixed_scheme_changes_only_its_field():
+    """An ablation's scheme (fairseq's, W^O as nn.Linear's default) moves W^O and nothing else."""
+    model = model_of("fairseq")
+    torch.manual_seed(5)
+    initialize(model, SCHEMES["fairseq"].replace(out_weight="linear"))
+    laws = expected_laws("fairseq") | {"out.weight": uniform(linear_bound(VV))}
+    for name, param in model.named_parameters():
+        check_parameter(name, param, law_of(name, laws))
+
+
+def test_config_schema_and_schemes_name_the_same_options():
+    schema = yaml.safe_load(files("aiayn.resources").joinpath("config.schema.yaml").read_text(encoding="utf-8"))
+    assert set(INIT_SCHEMES) == set(SCHEMES) == set(schema["$defs"]["model"]["properties"]["init"]["enum"])

@@ -53,6 +53,7 @@ class InitScheme:
     ffn_weight:     "xavier" or "linear" (nn.Linear's default, U(+-1/sqrt(fan_in))).
     ffn_bias:       "zero" or "linear" (U(+-1/sqrt(fan_in))).
     attention_bias: q, k, v biases (when the model has them): "zero" or "linear".
+    out_weight:     W^O: "xavier" (every scheme) or "linear".
     """
 
     qkv: str = "separate"
@@ -60,10 +61,12 @@ class InitScheme:
     ffn_weight: str = "xavier"
     ffn_bias: str = "zero"
     attention_bias: str = "zero"
+    out_weight: str = "xavier"
 
     def __post_init__(self) -> None:
         choices = {"qkv": ("separate", "fused"), "ffn_weight": ("xavier", "linear"),
-                   "ffn_bias": ("zero", "linear"), "attention_bias": ("zero", "linear")}
+                   "ffn_bias": ("zero", "linear"), "attention_bias": ("zero", "linear"),
+                   "out_weight": ("xavier", "linear")}
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ValueError(f"InitScheme.{key} must be one of {allowed}, got {getattr(self, key)!r}")
@@ -115,14 +118,15 @@ def _projection(linear: nn.Linear, sizes: list[int], scheme: InitScheme) -> None
 
 
 def init_attention(attn: MultiHeadAttention, scheme: InitScheme) -> None:
-    """W^Q, W^K, W^V (and their biases) by ``scheme``; W^O Xavier-uniform, its bias 0."""
+    """W^Q, W^K, W^V (and their biases) and W^O by ``scheme``; the bias of W^O 0."""
     qk, vv = attn.n_heads * attn.d_k, attn.n_heads * attn.d_v
     if attn.self_attention:
         _projection(attn.qkv, [qk, qk, vv], scheme)
     else:
         _projection(attn.q, [qk], scheme)
         _projection(attn.kv, [qk, vv], scheme)
-    _uniform(attn.out.weight, xavier_bound(attn.out.in_features, attn.out.out_features))
+    fan_in, fan_out = attn.out.in_features, attn.out.out_features
+    _uniform(attn.out.weight, xavier_bound(fan_in, fan_out) if scheme.out_weight == "xavier" else linear_bound(fan_in))
     if attn.out.bias is not None:
         _uniform(attn.out.bias, 0.0)
 
