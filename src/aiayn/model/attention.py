@@ -12,17 +12,8 @@ from __future__ import annotations
 
 import math
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-
-def _xavier_rows(weight: Tensor, sizes: list[int]) -> None:
-    """Xavier-uniform init of each row block of a fused projection, as if it were its own matrix."""
-    start = 0
-    for size in sizes:
-        nn.init.xavier_uniform_(weight[start:start + size])
-        start += size
 
 
 class MultiHeadAttention(nn.Module):
@@ -30,27 +21,24 @@ class MultiHeadAttention(nn.Module):
 
     Self-attention uses one fused projection ``qkv: d_model -> h (2 d_k + d_v)``; encoder-decoder
     attention projects queries with ``q`` and the encoder memory with ``kv`` (computed once per
-    sentence when decoding incrementally). Weights are Xavier-uniform per projection (fairseq and
-    tensor2tensor both use Xavier-uniform). As in the paper's equations and tensor2tensor, the
-    attention projections have no biases (fairseq adds them).
+    sentence when decoding incrementally). As in the paper's equations the projections have no
+    biases; ``bias=True`` (``model.attention_bias``) adds them to all four, as fairseq and the 2017
+    tensor2tensor code do. Initialisation: :mod:`aiayn.model.init`.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, attention_dropout: float, self_attention: bool):
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, attention_dropout: float,
+                 self_attention: bool, bias: bool = False):
         super().__init__()
         self.n_heads, self.d_k, self.d_v = n_heads, d_k, d_v
         self.self_attention = self_attention
         self.attention_dropout = attention_dropout
         qk, vv = n_heads * d_k, n_heads * d_v
         if self_attention:
-            self.qkv = nn.Linear(d_model, 2 * qk + vv, bias=False)
-            _xavier_rows(self.qkv.weight, [qk, qk, vv])
+            self.qkv = nn.Linear(d_model, 2 * qk + vv, bias=bias)
         else:
-            self.q = nn.Linear(d_model, qk, bias=False)
-            self.kv = nn.Linear(d_model, qk + vv, bias=False)
-            nn.init.xavier_uniform_(self.q.weight)
-            _xavier_rows(self.kv.weight, [qk, vv])
-        self.out = nn.Linear(vv, d_model, bias=False)
-        nn.init.xavier_uniform_(self.out.weight)
+            self.q = nn.Linear(d_model, qk, bias=bias)
+            self.kv = nn.Linear(d_model, qk + vv, bias=bias)
+        self.out = nn.Linear(vv, d_model, bias=bias)
 
     def _heads(self, x: Tensor, size: int) -> Tensor:
         """(B, T, h * size) -> (B, h, T, size)."""

@@ -8,6 +8,8 @@ from typing import Any, Mapping
 
 from aiayn.settings import check_known_keys
 
+INIT_SCHEMES = ("t2t", "xavier", "fairseq")  # aiayn.model.init.SCHEMES
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -17,6 +19,8 @@ class ModelConfig:
     pre-softmax projection is the target embedding matrix (both: the paper, section 3.4).
     ``d_k`` and ``d_v`` are per-head sizes independent of ``d_model / n_heads`` (Table 3 rows A, B vary
     them), so the projections are ``d_model -> n_heads * d_k`` and ``n_heads * d_v -> d_model``.
+    ``init`` names how parameters start (:mod:`aiayn.model.init`; the paper states none);
+    ``attention_bias`` adds biases to the attention projections, which the paper's equations lack.
     """
 
     n_layers: int = 6
@@ -34,6 +38,8 @@ class ModelConfig:
     layer_norm_eps: float = 1e-6
     share_embeddings: bool = True
     share_softmax: bool = True
+    init: str = "fairseq"  # aiayn.model.init: the paper states none
+    attention_bias: bool = False
 
     def __post_init__(self) -> None:
         for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "max_positions"):
@@ -46,6 +52,8 @@ class ModelConfig:
             raise ValueError(f"model.positional must be 'sinusoid' or 'learned', got {self.positional!r}")
         if self.norm not in ("post", "pre"):
             raise ValueError(f"model.norm must be 'post' or 'pre', got {self.norm!r}")
+        if self.init not in INIT_SCHEMES:
+            raise ValueError(f"model.init must be one of {', '.join(INIT_SCHEMES)}, got {self.init!r}")
         if self.positional == "sinusoid" and self.d_model % 2:
             raise ValueError(f"model.d_model must be even for sinusoidal positions, got {self.d_model}")
 

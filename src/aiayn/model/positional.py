@@ -26,7 +26,7 @@ def sinusoid_table(n_positions: int, d_model: int) -> Tensor:
 class PositionalEncoding(nn.Module):
     """Positions 0.. added to the scaled embeddings: fixed sinusoids, or learned (Table 3 row E).
 
-    Learned positions are an embedding of ``max_positions`` rows, normal with std d_model^-0.5;
+    Learned positions are an embedding of ``max_positions`` rows (initialised by :mod:`aiayn.model.init`);
     sinusoids have no limit (the table grows on demand and is not saved in checkpoints).
     """
 
@@ -35,7 +35,6 @@ class PositionalEncoding(nn.Module):
         self.kind, self.d_model, self.max_positions = cfg.positional, cfg.d_model, cfg.max_positions
         if self.kind == "learned":
             self.table = nn.Embedding(cfg.max_positions, cfg.d_model)
-            nn.init.normal_(self.table.weight, std=cfg.d_model ** -0.5)
         else:
             self.register_buffer("sinusoids", sinusoid_table(cfg.max_positions, cfg.d_model), persistent=False)
 

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from aiayn.model.cache import DecoderCache, EncoderOut
 from aiayn.model.config import ModelConfig
+from aiayn.model.init import SCHEMES, initialize
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
 
@@ -23,33 +24,31 @@ class Transformer(nn.Module):
     (unscaled): logits = h E^T. ``share_embeddings: false`` gives the target its own embedding;
     ``share_softmax: false`` gives the projection its own matrix W (V, d_model), logits = h W^T
     (tensor2tensor's parsing preset).
-    Embeddings are normal with std d_model^-0.5 (tensor2tensor and fairseq), the padding row zeroed;
-    projections Xavier-uniform (see :mod:`aiayn.model.attention`, :mod:`aiayn.model.layers`).
-    Pre-norm stacks end with a final LayerNorm; post-norm stacks (the paper) do not.
+    Parameters start as ``model.init`` says (:mod:`aiayn.model.init`), drawn from torch's global
+    generator. Pre-norm stacks end with a final LayerNorm; post-norm stacks (the paper) do not.
     """
 
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int = 0):
         super().__init__()
         self.cfg, self.vocab_size, self.pad_id = cfg, vocab_size, pad_id
-        self.embed = self._embedding(vocab_size, cfg.d_model, pad_id)
+        self.embed = nn.Embedding(vocab_size, cfg.d_model)
         if not cfg.share_embeddings:
-            self.tgt_embed = self._embedding(vocab_size, cfg.d_model, pad_id)
+            self.tgt_embed = nn.Embedding(vocab_size, cfg.d_model)
         if not cfg.share_softmax:
-            self.out_proj = self._embedding(vocab_size, cfg.d_model, pad_id)
+            self.out_proj = nn.Embedding(vocab_size, cfg.d_model)
         self.src_pos, self.tgt_pos = PositionalEncoding(cfg), PositionalEncoding(cfg)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
         pre = cfg.norm == "pre"
         self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if pre else nn.Identity()
         self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if pre else nn.Identity()
+        initialize(self, SCHEMES[cfg.init])
 
-    @staticmethod
-    def _embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
-        table = nn.Embedding(vocab_size, d_model)
-        nn.init.normal_(table.weight, std=d_model ** -0.5)
-        with torch.no_grad():
-            table.weight[pad_id].zero_()
-        return table
+    def token_tables(self) -> list[nn.Embedding]:
+        """The (V, d_model) token matrices: the source embedding, the target's unless shared
+        (``share_embeddings``), the pre-softmax projection unless shared (``share_softmax``)."""
+        extra = [] if self.cfg.share_embeddings else [self.tgt_embed]
+        return [self.embed, *extra, *([] if self.cfg.share_softmax else [self.out_proj])]
 
     def _embed(self, tokens: Tensor, table: nn.Embedding, pos: PositionalEncoding, start: int = 0) -> Tensor:
         """Dropout(E[tokens] * sqrt(d_model) + PE): (B, T) -> (B, T, d_model) (section 3.4, 5.4)."""

@@ -1,0 +1,264 @@
+"""Learning parity with fairseq: the same real BPE'd text, settings and seeds; both learning curves.
+
+    PYTHONPATH=src python benchmarks/learning_parity.py --work /tmp/parity --runs fairseq ours \\
+        --fairseq-python /work/venvs/fairseq/bin/python --seeds 1 2 --threads 1
+
+Data (``parity_data.py``): about 16.7k real EN-DE pairs (WMT training sample and newstest2012/2013/
+2014) through our tokenize, clean, BPE (shared, ``--vocab-size``) and binarize stages; the last
+``--dev-lines`` lines of newstest2013 are the held-out dev set. Then each named run trains:
+
+- ``fairseq``: fairseq-train on the same piece files with the equivalent recipe (``parity_fairseq.py``);
+- any name of :data:`VARIANTS`: :class:`aiayn.train.trainer.Trainer` (the real trainer) with that model.
+
+Both: ``--layers``+``--layers`` layers, ``--d-model``, ``--heads`` heads, ``--d-ff``, dropout 0.1,
+shared embeddings, label smoothing 0.1, Adam (0.9, 0.98, 1e-9), the paper's schedule with
+``--warmup`` steps (peak d_model^-0.5 warmup^-0.5), ``--max-tokens`` padded tokens per step,
+``--steps`` steps, seeds ``--seeds``. Printed side by side: train NLL in nats per target token
+(end-of-sentence included, no smoothing, measured in the training forward pass with dropout) as the
+mean over the ``--window`` steps ending at each reported step, and dev perplexity (no dropout, per
+target token with end-of-sentence) at every ``--dev-every`` steps and the last: each system's mean
+over seeds with the [min, max] of its seeds. Finished runs are kept under ``--work/runs`` (keyed by
+every setting) and not rerun. Curves are deterministic per seed: they are valid on a loaded machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from parity_data import fairseq_preprocess, prepare  # noqa: E402
+from parity_fairseq import run_fairseq  # noqa: E402
+
+from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
+from aiayn.model import ModelConfig  # noqa: E402
+from aiayn.model.init import SCHEMES, InitScheme, initialize  # noqa: E402
+from aiayn.train.distributed import DistEnv  # noqa: E402
+from aiayn.train.schedule import learning_rate  # noqa: E402
+from aiayn.train.trainer import Trainer  # noqa: E402
+
+log = logging.getLogger("learning_parity")
+WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
+
+
+def _mixed(base: str, **changes) -> InitScheme:
+    return SCHEMES[base].replace(**changes)
+
+
+# name: (model settings changed from the defaults, initialisation scheme replacing model.init's, what it is)
+VARIANTS: dict[str, tuple[dict, InitScheme | None, str]] = {
+    "ours": ({}, None, "this project's defaults"),
+    "xavier": ({"init": "xavier"}, None, "model.init: xavier (Xavier per projection, zero FFN biases)"),
+    "t2t": ({"init": "t2t"}, None, "model.init: t2t (tensor2tensor 2017: Xavier over fused projections)"),
+    "fairseq-init": ({"init": "fairseq", "attention_bias": True}, None, "model.init: fairseq + attention_bias"),
+    "fairseq-init-nobias": ({"init": "fairseq"}, None, "model.init: fairseq, no attention biases"),
+    "xavier+ffn-weight": ({"init": "xavier"}, _mixed("xavier", ffn_weight="linear"), "xavier, FFN weights as nn.Linear's default"),
+    "xavier+ffn-bias": ({"init": "xavier"}, _mixed("xavier", ffn_bias="linear"), "xavier, FFN biases as nn.Linear's default"),
+    "xavier+qkv-gain": ({"init": "xavier"}, _mixed("xavier", qkv_gain=2 ** -0.5), "xavier, q/k/v gain 1/sqrt(2)"),
+    "xavier+attn-bias": ({"init": "xavier", "attention_bias": True}, _mixed("xavier", attention_bias="linear"),
+                         "xavier, attention biases as fairseq (q/k/v nn.Linear default, output zero)"),
+    "fairseq-init-ffn-weight": ({"init": "fairseq"}, _mixed("fairseq", ffn_weight="xavier"), "fairseq init, Xavier FFN weights"),
+    "fairseq-init-ffn-bias": ({"init": "fairseq"}, _mixed("fairseq", ffn_bias="zero"), "fairseq init, zero FFN biases"),
+    "fairseq-init-qkv-gain": ({"init": "fairseq"}, _mixed("fairseq", qkv_gain=1.0), "fairseq init, q/k/v gain 1"),
+    "fairseq-init-out-linear": ({"init": "fairseq"}, _mixed("fairseq", out_weight="linear"),
+                                "fairseq init, W^O as nn.Linear's default"),
+}
+
+
+def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
+    """The run's settings: the model of ``--layers/--d-model/...`` (every key, defaults filled in) and
+    the trainer's train section."""
+    model = {"n_layers": args.layers, "d_model": args.d_model, "d_ff": args.d_ff, "n_heads": args.heads,
+             "d_k": args.d_model // args.heads, "d_v": args.d_model // args.heads, "dropout": 0.1,
+             "share_embeddings": True, **model_changes}
+    model = ModelConfig.from_dict(model).to_dict()
+    train = {"train_steps": args.steps, "label_smoothing": 0.1, "max_tokens": args.max_tokens,
+             "max_tokens_per_batch": args.max_tokens, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
+             "warmup_steps": args.warmup, "lr_scale": 1.0, "seed": seed, "precision": "fp32", "gpus": 0,
+             "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": args.window,
+             "dev_every_steps": args.dev_every}
+    return {"experiment": "learning_parity", "task": "en-de", "model": model, "train": train}
+
+
+def run_key(name: str, args: argparse.Namespace, seed: int) -> str:
+    """Directory name of one run: a hash of everything that shapes its curve except the step count (two
+    names that resolve to the same settings, e.g. ``ours`` and the variant equal to the defaults, share
+    one run). Neither schedule depends on the step count, so a longer run's curve serves a shorter one."""
+    changes, scheme = VARIANTS[name][:2] if name in VARIANTS else ({}, None)
+    config = settings(args, changes, seed)
+    config["train"]["train_steps"] = 0
+    if name == "fairseq":  # fairseq builds its own model: only the settings it is given count
+        config["model"] = {key: config["model"][key] for key in ("n_layers", "d_model", "d_ff", "n_heads", "dropout")}
+    shape = ["fairseq" if name == "fairseq" else "aiayn", config, repr(scheme), args.vocab_size, args.dev_lines]
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Path) -> dict:
+    """Train with our Trainer; returns its curve from ``log.csv`` (nll window means, dev_ppl rows)."""
+    changes, scheme, _ = VARIANTS[name]
+    torch.set_num_threads(args.threads)
+    trainer = Trainer(settings(args, changes, seed), work / "bin", out, DistEnv(0, 1, torch.device("cpu")))
+    if scheme is not None:
+        torch.manual_seed(seed)
+        initialize(trainer.raw_model, scheme)
+    if trainer.run():
+        raise RuntimeError(f"{name} seed {seed}: training stopped early")
+    curve: dict = {"train_nll": {}, "lr": {}, "dev_ppl": {}}
+    with open(out / "log.csv", encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            step = int(row["step"])
+            if row["nll"]:
+                curve["train_nll"][step] = float(row["nll"])
+                curve["lr"][step] = learning_rate(step + 1, args.d_model, args.warmup)
+            if row["dev_ppl"]:
+                curve["dev_ppl"][step] = float(row["dev_ppl"])
+    summary = read_json(out / "summary.json")
+    curve["tokens_per_step"] = summary["tokens_tgt"] / summary["steps"]
+    return curve
+
+
+def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
+    """One run's curve up to ``--steps``, trained now unless ``runs/<key>/curve.json`` holds at least as
+    many steps (then cut to ``--steps``; the run's last dev perplexity is only kept at ``--steps``)."""
+    folder = work / "runs" / run_key(name, args, seed)
+    if (folder / "curve.json").exists():
+        curve = read_json(folder / "curve.json")
+        if curve["steps"] >= args.steps:
+            return truncate(curve, args.steps)
+    folder.mkdir(parents=True, exist_ok=True)
+    log.info("training %s, seed %d, %d steps -> %s", name, seed, args.steps, folder)
+    if name == "fairseq":
+        data = fairseq_preprocess(args.fairseq_python, work)
+        config = settings(args, {}, seed)
+        curve = run_fairseq(args.fairseq_python, data, config["model"], config["train"], args.steps, args.window,
+                            args.dev_every, seed, args.threads, folder / "fairseq.log")
+    else:
+        curve = run_ours(work, name, args, seed, folder / f"train-{args.steps}")
+    curve = {key: {str(k): v for k, v in values.items()} if isinstance(values, dict) else values
+             for key, values in curve.items()}
+    curve["steps"] = args.steps
+    write_json(folder / "curve.json", curve)
+    return curve
+
+
+def truncate(curve: dict, steps: int) -> dict:
+    """The curve up to ``steps``: per-step entries beyond it dropped (``tokens_per_step`` is the full run's)."""
+    return {key: {k: v for k, v in values.items() if int(k) <= steps} if isinstance(values, dict) else values
+            for key, values in curve.items()} | {"steps": steps}
+
+
+def summarize(curves: list[dict], key: str, step: int) -> tuple[float, float, float] | None:
+    """(mean, min, max) over seeds of one curve's value at ``step``; None when a seed lacks it."""
+    values = [c[key].get(str(step)) for c in curves]
+    if not values or any(v is None for v in values):
+        return None
+    return sum(values) / len(values), min(values), max(values)
+
+
+def cell(stats: tuple[float, float, float] | None, digits: int) -> str:
+    if stats is None:
+        return "-"
+    mean, low, high = stats
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def table(results: dict[str, list[dict]], key: str, steps: list[int], digits: int) -> str:
+    """A markdown table: one row per step, one column per run name (mean [min, max] over seeds)."""
+    names = list(results)
+    lines = ["| step | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for step in steps:
+        lines.append(f"| {step} | " + " | ".join(cell(summarize(results[n], key, step), digits) for n in names) + " |")
+    return "\n".join(lines)
+
+
+def verdict(results: dict[str, list[dict]], steps: list[int]) -> str:
+    """Each run against the first: differences of the seed means, and whether the [min, max] ranges over
+    seeds overlap (the first run's spread is the yardstick)."""
+    names = list(results)
+    lines = [f"| run | step | train NLL - {names[0]} | dev PPL - {names[0]} | seed ranges overlap (NLL, PPL) |",
+             "|---|---|---|---|---|"]
+    for name in names[1:]:
+        for step in steps:
+            cells, overlaps = [], []
+            for key, digits in (("train_nll", 3), ("dev_ppl", 2)):
+                ref, own = summarize(results[names[0]], key, step), summarize(results[name], key, step)
+                if ref is None or own is None:
+                    cells.append("-")
+                    overlaps.append("-")
+                    continue
+                cells.append(f"{own[0] - ref[0]:+.{digits}f}")
+                overlaps.append("yes" if own[1] <= ref[2] and ref[1] <= own[2] else "no")
+            lines.append(f"| {name} | {step} | {cells[0]} | {cells[1]} | {', '.join(overlaps)} |")
+    return "\n".join(lines)
+
+
+def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
+    train_steps = list(range(args.window, args.steps + 1, args.window))
+    dev_steps = sorted({*range(args.dev_every, args.steps + 1, args.dev_every), args.steps})
+    lr_steps = [s for s in (1, args.warmup // 2, args.warmup, args.steps) if s in train_steps]
+    tokens = "; ".join(f"{name} {sum(c['tokens_per_step'] for c in curves) / len(curves):.0f}"
+                       for name, curves in results.items())
+    return "\n\n".join([
+        f"target tokens per step (end-of-sentence included), mean over the run and seeds: {tokens}",
+        f"train NLL (nats per target token, mean of the {args.window} steps up to each step), mean [min, max] over seeds",
+        table(results, "train_nll", train_steps, 3),
+        "dev perplexity (per target token, end-of-sentence included), mean [min, max] over seeds",
+        table(results, "dev_ppl", dev_steps, 2),
+        "learning rate of the update after each step (fairseq: as logged)",
+        table(results, "lr", lr_steps, 7),
+        "against the first run at the dev steps",
+        verdict(results, dev_steps)])
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True, help="data, runs and results go here")
+    parser.add_argument("--runs", nargs="+", default=["fairseq", "ours"],
+                        help=f"fairseq and/or model variants: {', '.join(VARIANTS)}")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--fairseq-python", default="/work/venvs/fairseq/bin/python")
+    parser.add_argument("--wmt", type=Path, default=WMT, help="the shared data/wmt folder")
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--dev-lines", type=int, default=1000, help="last lines of newstest2013 held out as dev")
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--d-ff", type=int, default=1024)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--max-tokens", type=int, default=3500, help="padded tokens per side per step")
+    parser.add_argument("--warmup", type=int, default=400)
+    parser.add_argument("--window", type=int, default=50, help="steps averaged into each train NLL figure")
+    parser.add_argument("--dev-every", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--output", type=Path, default=None, help="also write the tables here (markdown)")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.runs if name != "fairseq" and name not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown run name(s) {unknown}: use fairseq or one of {', '.join(VARIANTS)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging()
+    args.work.mkdir(parents=True, exist_ok=True)
+    data = prepare(args.wmt, args.work, args.vocab_size, args.dev_lines)
+    log.info("data: %s", data)
+    results = {name: [run(args.work, name, args, seed) for seed in args.seeds] for name in args.runs}
+    text = report(results, args)
+    print(text)
+    if args.output:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    return 0 if all(math.isfinite(v) for c in results.values() for s in c for v in s["train_nll"].values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
