@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import gzip
 import io
 import json
@@ -31,7 +32,14 @@ INPUT_ERRORS = (ValueError, OSError)
 
 
 def _temporary_beside(path: Path) -> tuple[int, str]:
-    """A temporary file beside ``path`` with the permissions a plain ``open`` would give (umask)."""
+    """A temporary file beside ``path`` with the permissions a plain ``open`` would give (umask).
+
+    Temporary files of ``path`` that a killed process left behind are deleted first: one job writes
+    a given output at a time (Snakemake's lock), so none of them is in use.
+    """
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
