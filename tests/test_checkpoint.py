@@ -1,6 +1,10 @@
+import logging
+
 import pytest
+import torch
 
 from aiayn.train import checkpoint
+from aiayn.train import checkpoint as ck
 
 
 def touch(out_dir, *steps):
@@ -41,3 +45,29 @@ def test_rotation_without_step_spacing_keeps_the_newest(tmp_path):
     touch(tmp_path, 7, 19, 23)
     checkpoint.rotate(tmp_path, keep=2)
     assert names(tmp_path) == [19, 23]
+
+
+def _state(step, value=1.0):
+    return {"model": {"w": torch.full((2,), value), "n": torch.tensor([step])}, "settings": {}, "vocab": {},
+            "step": step}
+
+
+def test_resume_sets_corrupt_checkpoints_aside_and_takes_the_newest_good_one(tmp_path, caplog):
+    for step in (2, 4, 6):
+        ck.save_checkpoint(ck.checkpoint_path(tmp_path, step), _state(step))
+    newest = ck.checkpoint_path(tmp_path, 6)
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])      # a torn write
+    ck.checkpoint_path(tmp_path, 4).write_bytes(b"")                             # an empty file
+    with caplog.at_level(logging.WARNING):
+        step, path, state = ck.newest_good_checkpoint(tmp_path)
+    assert (step, path.name, state["step"]) == (2, "ckpt_00000002.pt", 2)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "ckpt_00000002.pt", "ckpt_00000004.pt.corrupt", "ckpt_00000006.pt.corrupt"]
+    assert "ckpt_00000006.pt: not a readable checkpoint" in caplog.text and "set aside" in caplog.text
+
+
+def test_a_checkpoint_with_non_finite_weights_is_never_written(tmp_path):
+    ck.save_checkpoint(ck.checkpoint_path(tmp_path, 2), _state(2))
+    with pytest.raises(ck.NonFiniteWeights, match=r"step 4: weights \['w'\] are not finite"):
+        ck.save_checkpoint(ck.checkpoint_path(tmp_path, 4), _state(4, float("inf")))
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]

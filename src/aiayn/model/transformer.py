@@ -13,6 +13,7 @@ from aiayn.model.cache import DecoderCache, EncoderOut
 from aiayn.model.config import ModelConfig
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
+from aiayn.train.checkpoint import load_checkpoint
 
 
 class Transformer(nn.Module):
@@ -110,10 +111,7 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> t
     Returns (model in eval mode on ``device``, the checkpoint dict). Checkpoints are read with
     ``weights_only=True``: they hold tensors and plain Python values only.
     """
-    checkpoint = torch.load(path, map_location=device, weights_only=True)
-    for key in ("model", "settings", "vocab"):
-        if key not in checkpoint:
-            raise ValueError(f"{path}: not a checkpoint of this project (no {key!r} entry)")
+    checkpoint = load_checkpoint(path, device)  # verified: a corrupt file is refused, naming it
     cfg = ModelConfig.from_dict(checkpoint["settings"]["model"])
     vocab = checkpoint["vocab"]
     model = Transformer(cfg, int(vocab["size"]), pad_id=int(vocab.get("pad_id", 0)))

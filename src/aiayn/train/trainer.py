@@ -27,7 +27,7 @@ from aiayn.data.shards import ShardedCorpus
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
 from aiayn.train.batching import BOS, EOS, PAD, UNK, BatchSampler, BatchStream, collate, make_batches
-from aiayn.train.checkpoint import (checkpoint_path, list_checkpoints, publish_last, rng_state, rotate,
+from aiayn.train.checkpoint import (checkpoint_path, newest_good_checkpoint, publish_last, rng_state, rotate,
                                     save_checkpoint, set_aside, set_rng_state, trajectory_changes)
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name
 from aiayn.train.evaluation import corpus_nll, perplexity_report
@@ -216,11 +216,10 @@ class Trainer:
 
     def resume(self) -> bool:
         """Load the latest checkpoint under ``out_dir`` if there is one; returns whether it did."""
-        found = list_checkpoints(self.out_dir)
-        if not found:
+        newest = newest_good_checkpoint(self.out_dir, self.env.device)  # corrupt ones are set aside
+        if newest is None:
             return False
-        step, path = found[-1]
-        state = torch.load(path, map_location=self.env.device, weights_only=True)
+        step, path, state = newest
         changed = trajectory_changes(state, self.settings, self.vocab)
         if changed:
             aside = set_aside(self.out_dir / "checkpoints")
