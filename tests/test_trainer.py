@@ -285,3 +285,11 @@ def test_resume_skips_a_corrupt_newest_checkpoint(data, tmp_path, caplog):
     assert (split / "checkpoints" / "ckpt_00000004.pt.corrupt").exists()
     whole, resumed = final_state(tmp_path / "whole"), final_state(split)
     assert all(torch.equal(value, resumed["model"][key]) for key, value in whole["model"].items())
+
+
+def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
+    tiny = make_task(tmp_path / "tiny", n_train=3)
+    with pytest.raises(ValueError, match=r"tiny/train: 3 sentence pairs, \d+ target tokens: less than one batch "
+                                         r"\(train.max_tokens_per_batch 64\)"):
+        Trainer(settings(), tiny, tmp_path / "out", CPU)
+    assert not (tmp_path / "out").exists()

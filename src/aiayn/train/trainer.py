@@ -26,7 +26,8 @@ from tqdm import tqdm
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
-from aiayn.train.batching import BOS, EOS, PAD, UNK, BatchSampler, BatchStream, collate, make_batches
+from aiayn.train.batching import (BOS, EOS, PAD, UNK, BatchSampler, BatchStream, check_at_least_one_batch,
+                                  collate, make_batches)
 from aiayn.train.checkpoint import (checkpoint_path, newest_good_checkpoint, publish_last, rng_state, rotate,
                                     save_checkpoint, set_aside, set_rng_state, trajectory_changes)
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name
@@ -136,6 +137,8 @@ class Trainer:
     def _batches(self) -> list:
         batches, dropped = make_batches(self.train_data.src_lengths, self.train_data.tgt_lengths,
                                         self.cfg.max_tokens_per_batch, self.max_len)
+        check_at_least_one_batch(str(self.train_data.dir), self.train_data.tgt_lengths, batches,
+                                 self.cfg.max_tokens_per_batch)
         log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped "
                  "(a side longer than the batch budget%s)", len(batches), self.cfg.max_tokens_per_batch,
                  dropped, len(self.train_data), f" or max_positions={self.max_len}" if self.max_len else "")
