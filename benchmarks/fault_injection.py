@@ -1,7 +1,8 @@
 """Faults measured: kill the workflow at random moments of every stage, recover, compare with a clean run.
 
-Runs a cut-down test config (config.yaml + configs/demo.yaml + configs/test.yaml, fewer experiments)
-in two copies of the workflow: once uninterrupted, once with K faults. Each fault waits until a job
+Runs a cut-down test config (config.yaml + configs/demo.yaml + configs/test.yaml, with fewer
+experiments, each trained ``--train-steps`` steps so that training lasts long enough to be hit
+between checkpoints) in two copies of the workflow: once uninterrupted, once with K faults. Each fault waits until a job
 of the next stage kind starts (download, extract, tokenize, BPE, binarize, train, average, translate,
 score, tables; kinds in pipeline order, repeated until K), waits a random delay drawn with the seed,
 then signals the whole process group (Snakemake and its jobs): SIGKILL, or SIGTERM with ``--sigterm``
@@ -21,7 +22,7 @@ and looks for anything half-written: a temporary file or directory left behind, 
 parse, a checkpoint that does not load, shards whose checksums differ from their manifest.
 
     python benchmarks/fault_injection.py --kills 20 --seed 1
-    python benchmarks/fault_injection.py --kills 6 --seed 2 --sigterm
+    python benchmarks/fault_injection.py --kills 10 --seed 2 --sigterm --reuse-reference
 
 Prints the figures; not a test. Every job runs with one thread (configs/test.yaml).
 """
@@ -48,26 +49,28 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAYS = [ROOT / "config.yaml", ROOT / "configs/demo.yaml", ROOT / "configs/test.yaml"]
-# Stage kinds in pipeline order, the rules of each, and the longest delay (s) after a job starts.
+# Stage kinds in pipeline order, the rules of each, and the delays (s) after a job starts that a
+# fault is drawn from: a job's first second or two is Python starting; training runs for tens of
+# seconds (--train-steps), so its faults fall after its first checkpoints.
 KINDS = {
-    "download": (("demo_mirror", "download"), 1.0),
-    "extract": (("extract",), 1.5),
-    "tokenize": (("tokenize", "clean_en_de", "clean_en_fr", "treebank"), 2.0),
-    "bpe": (("bpe_learn", "bpe_encode"), 2.0),
-    "binarize": (("binarize",), 2.0),
-    "train": (("train",), 12.0),
-    "average": (("average",), 2.0),
-    "translate": (("translate", "detokenize", "trees"), 3.0),
-    "score": (("bleu", "perplexity", "evalb", "flat_baseline"), 2.0),
-    "tables": (("tables", "plots"), 3.0),
+    "download": (("demo_mirror", "download"), (0.0, 1.0)),
+    "extract": (("extract",), (0.0, 1.5)),
+    "tokenize": (("tokenize", "clean_en_de", "clean_en_fr", "treebank"), (0.0, 2.0)),
+    "bpe": (("bpe_learn", "bpe_encode"), (0.0, 2.0)),
+    "binarize": (("binarize",), (0.0, 2.0)),
+    "train": (("train",), (4.0, 20.0)),
+    "average": (("average",), (0.0, 2.0)),
+    "translate": (("translate", "detokenize", "trees"), (0.0, 3.0)),
+    "score": (("bleu", "perplexity", "evalb", "flat_baseline"), (0.0, 2.0)),
+    "tables": (("tables", "plots"), (0.0, 3.0)),
 }
 RULE_KIND = {rule: kind for kind, (rules, _) in KINDS.items() for rule in rules}
 CLOCK_COLUMN = re.compile(r"cost_ours_paper_method|training cost, paper's method")
 
 
-def merged_config(experiments: list[str]) -> dict:
+def merged_config(experiments: list[str], train_steps: int) -> dict:
     """The overlays merged as Snakemake merges --configfile (dicts deep, the rest replaced), with
-    only ``experiments`` kept."""
+    only ``experiments`` kept, each trained ``train_steps`` steps."""
     def merge(base, over):
         for key, value in over.items():
             base[key] = merge(base.get(key, {}), value) if isinstance(value, dict) and isinstance(
@@ -77,6 +80,9 @@ def merged_config(experiments: list[str]) -> dict:
     for path in OVERLAYS:
         merge(config, yaml.safe_load(path.read_text()))
     config["experiments"] = {name: spec for name, spec in config["experiments"].items() if name in experiments}
+    for section in [config["defaults"], *config["experiments"].values()]:
+        if "train_steps" in section.get("train", {}) or section is config["defaults"]:
+            section.setdefault("train", {})["train_steps"] = train_steps
     return config
 
 
@@ -129,6 +135,16 @@ class Run:
         os.killpg(self.proc.pid, signum)
         return rules
 
+    def wait_group(self) -> None:
+        """Wait until every process of the group has exited (a trainer stopping on SIGTERM saves a
+        checkpoint first), as a scheduler does before it runs the job again."""
+        while True:
+            try:
+                os.killpg(self.proc.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+
 
 def wait_for_kind(run: Run, kind: str) -> str | None:
     """Block until a job of ``kind`` starts; its rule, or None if the run ended first."""
@@ -156,13 +172,14 @@ def inject(workdir: Path, kills: int, seed: int, signum: int, cores: int) -> dic
         if hit is None:
             faults.append({"target": kind, "hit": None, "note": f"run ended (status {run.wait()})"})
             break
-        delay = rng.uniform(0, KINDS[RULE_KIND[hit]][1])
+        delay = rng.uniform(*KINDS[RULE_KIND[hit]][1])
         time.sleep(delay)
         if run.proc.poll() is not None:
             faults.append({"target": kind, "hit": None, "note": "run ended during the delay"})
             break
         rules = run.signal(signum)
         status = run.wait()
+        run.wait_group()
         faults.append({"target": kind, "hit": RULE_KIND.get(hit), "delay": round(delay, 2), "running": rules,
                        "status": status})
         print(f"fault {i + 1}/{kills}: {signal.Signals(signum).name} {delay:.2f} s after {hit} started; "
@@ -290,6 +307,8 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=1, help="seeds the delays")
     parser.add_argument("--sigterm", action="store_true", help="SIGTERM instead of SIGKILL")
     parser.add_argument("--experiments", default="base,big,A1,parser", help="experiments kept (every stage kind)")
+    parser.add_argument("--train-steps", type=int, default=96,
+                        help="steps of every training (configs/test.yaml: 24, a few seconds)")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/aiayn-faults"))
     parser.add_argument("--reuse-reference", action="store_true", help="keep an earlier uninterrupted run")
@@ -298,7 +317,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    config = merged_config(args.experiments.split(","))
+    config = merged_config(args.experiments.split(","), args.train_steps)
     signum = signal.SIGTERM if args.sigterm else signal.SIGKILL
     reference, faulted = args.workdir / "reference", args.workdir / "faulted"
     start = time.perf_counter()
@@ -327,7 +346,8 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
         if fault.get("hit"):
             hits[fault["hit"]] = hits.get(fault["hit"], 0) + 1
     name = "SIGTERM" if args.sigterm else "SIGKILL"
-    print(f"\n{name} faults, K={args.kills}, seed {args.seed}, experiments {args.experiments}, --cores {args.cores}")
+    print(f"\n{name} faults, K={args.kills}, seed {args.seed}, experiments {args.experiments}, "
+          f"{args.train_steps} training steps, --cores {args.cores}")
     print(f"wall time: uninterrupted {clean_seconds:.0f} s, with faults {faulted_seconds:.0f} s")
     print(f"faults injected: {sum(1 for f in result['faults'] if f.get('hit'))} "
           f"(by stage kind: {', '.join(f'{k} {hits.get(k, 0)}' for k in KINDS)})")
