@@ -1,9 +1,11 @@
-"""Beam-search speed on CPU: incremental (cached) decoding against recomputing the prefix each step.
+"""Beam-search speed on CPU, side by side with fairseq-generate (and, optionally, without the cache).
 
 Model: d_model 256, 3 + 3 layers, 4 heads (d_k = d_v = 64), d_ff 1024, shared embeddings, word-level
 synthetic vocabulary; sources of 10-40 random words. The same 500 sentences are decoded with beam 4,
-alpha 0.6, early stop, batches of 64, once with the cache and once without, side by side in one run.
-Both must produce the same hypotheses.
+alpha 0.6, early stop, batches of 64. ``--rounds N`` alternates ours and fairseq-generate N times
+(ours, fairseq, ours, fairseq, ...) so that load from other jobs hits both alike, and reports each
+round's ratio and their median, with the load average before and after. ``--uncached`` also decodes
+once recomputing the prefix every step (the reference the cache must match: same hypotheses).
 
 Output length: a randomly initialised model (``--train-steps 0``, the default) almost never ends a
 sentence, so the limit is |x| + 0: every hypothesis has the source's length, as a trained model's
@@ -11,16 +13,10 @@ would. With ``--train-steps N`` the model is first trained on a copy task (targe
 ends sentences itself, and the limit is the paper's |x| + 50 (about 400 steps; minutes on an idle
 machine).
 
-    PYTHONPATH=src python benchmarks/decode_speed.py --threads 2 [--train-steps 400 --trained F.pt]
-        [--fairseq-python /tmp/fsq/bin/python]   # also fairseq-generate, same shape and sentences
+    PYTHONPATH=src python benchmarks/decode_speed.py --threads 2 --rounds 2 \
+        --fairseq-python /work/venvs/fairseq/bin/python [--uncached] [--train-steps 400 --trained F.pt]
 
 Prints one JSON object; numbers depend on the machine and on other jobs running beside it.
-
-One run, 2-core shared machine under heavy load from other jobs (load average 4.5-6), torch 2.13 CPU,
-2 threads, random init, 500 sentences (mean 25.4 output words): cached 3.60 sentences/s (91 words/s),
-uncached 1.43 sentences/s (2.5x slower), fairseq-generate 0.12.3.1 2.84 sentences/s (80 tokens/s,
-eos included; its limit follows the batch's longest source, so its outputs average 27.2 words):
-cached / fairseq = 1.27. On an idle machine peers.md reports about 37 sentences/s for fairseq.
 """
 
 from __future__ import annotations
@@ -28,7 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -64,16 +62,18 @@ def copy_batch(sentences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, 
     return src, tgt_in, tgt_out
 
 
-def train_copy_model(vocab: int, steps: int, batch: int, seed: int) -> Transformer:
-    """A model trained with Adam (lr 1e-3 after 50 warm-up steps) on the copy task, cross-entropy."""
+def train_copy_model(vocab: int, steps: int, batch: int, seed: int, shape: dict | None = None,
+                     device: torch.device | str = "cpu") -> Transformer:
+    """A model (``shape``, default :data:`SHAPE`) trained with Adam (lr 1e-3 after 50 warm-up steps)
+    on the copy task, cross-entropy, on ``device``."""
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
-    model = Transformer(ModelConfig.from_dict(SHAPE), vocab)
+    model = Transformer(ModelConfig.from_dict(shape or SHAPE), vocab).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 50))
     model.train()
     for step in range(1, steps + 1):
-        src, tgt_in, tgt_out = copy_batch(random_sentences(batch, vocab, generator))
+        src, tgt_in, tgt_out = (t.to(device) for t in copy_batch(random_sentences(batch, vocab, generator)))
         logits = model(src, tgt_in)
         loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1), ignore_index=IDS.pad)
         optimizer.zero_grad(set_to_none=True)
@@ -100,6 +100,44 @@ def summary(hyps: list, seconds: float, sources: list[list[int]]) -> dict:
             "exact_copies": exact}
 
 
+def load_or_make_model(args) -> tuple[Transformer, bool]:
+    """The benchmark's model (random, trained on the copy task, or loaded) and whether it was trained."""
+    trained = args.train_steps > 0 or bool(args.trained and Path(args.trained).exists())
+    if args.trained and Path(args.trained).exists():
+        model = Transformer(ModelConfig.from_dict(SHAPE), args.vocab)
+        model.load_state_dict(torch.load(args.trained, weights_only=True))
+        return model.eval(), trained
+    if not trained:
+        torch.manual_seed(1)
+        return Transformer(ModelConfig.from_dict(SHAPE), args.vocab).eval(), trained
+    model = train_copy_model(args.vocab, args.train_steps, batch=64, seed=1)
+    if args.trained:
+        torch.save(model.state_dict(), args.trained)
+    return model, trained
+
+
+def side_by_side(args, model, sources: list[list[int]], max_len_b: float) -> dict:
+    """``--rounds`` alternations of our cached beam search and fairseq-generate (if given)."""
+    if args.fairseq_python:
+        from fairseq_peer import fairseq_prepare, fairseq_time
+
+        fairseq_prepare(args.fairseq_python, Path(args.work), sources, args.vocab, args.threads)
+    load_before, rounds, ratios = os.getloadavg(), [], []
+    for _ in range(args.rounds):
+        hyps, seconds = timed_decode(model, sources, args.batch, max_len_b)
+        entry = {"aiayn": summary(hyps, seconds, sources)}
+        if args.fairseq_python:
+            entry["fairseq"] = fairseq_time(args.fairseq_python, Path(args.work), args.batch, args.threads, int(max_len_b))
+            ratios.append(entry["aiayn"]["sentences_per_s"] / entry["fairseq"]["sentences_per_s"])
+        rounds.append(entry)
+    result = {"rounds": rounds, "load_average_before": load_before, "load_average_after": os.getloadavg(),
+              "hypotheses": hyps}
+    if ratios:
+        result |= {"aiayn_vs_fairseq_per_round": [round(r, 3) for r in ratios],
+                   "aiayn_vs_fairseq_median": round(statistics.median(ratios), 3)}
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab", type=int, default=1000, help="words + 4 specials")
@@ -107,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentences", type=int, default=500)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1, help="alternate ours and fairseq-generate this many times")
+    parser.add_argument("--uncached", action="store_true", help="also decode without the cache (the reference)")
     parser.add_argument("--trained", help="reuse (or save) the trained copy model here")
     parser.add_argument("--fairseq-python", help="python of a fairseq virtualenv: add fairseq-generate")
     parser.add_argument("--work", default="/tmp/decode_speed", help="scratch directory for fairseq")
@@ -114,35 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args.log)
     torch.set_num_threads(args.threads)
-    trained = args.train_steps > 0 or bool(args.trained and Path(args.trained).exists())
+    model, trained = load_or_make_model(args)
     max_len_b = 50.0 if trained else 0.0
-    if args.trained and Path(args.trained).exists():
-        model = Transformer(ModelConfig.from_dict(SHAPE), args.vocab)
-        model.load_state_dict(torch.load(args.trained, weights_only=True))
-        model.eval()
-    elif not trained:
-        torch.manual_seed(1)
-        model = Transformer(ModelConfig.from_dict(SHAPE), args.vocab).eval()
-    else:
-        model = train_copy_model(args.vocab, args.train_steps, batch=64, seed=1)
-        if args.trained:
-            torch.save(model.state_dict(), args.trained)
     sources = random_sentences(args.sentences, args.vocab, torch.Generator().manual_seed(1234))
-    cached, cached_s = timed_decode(model, sources, args.batch, max_len_b)
-    uncached, uncached_s = timed_decode(UncachedDecoding(model), sources, args.batch, max_len_b)
+    runs = side_by_side(args, model, sources, max_len_b)
+    cached = runs.pop("hypotheses")
     result = {"machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
               "torch": torch.__version__, "shape": SHAPE, "vocab": args.vocab, "sentences": args.sentences,
-              "batch": args.batch, "trained_steps": args.train_steps, "max_len": f"|x| + {max_len_b:g}", "cached": summary(cached, cached_s, sources),
-              "uncached": summary(uncached, uncached_s, sources),
-              "same_hypotheses": sum(a.tokens == b.tokens for a, b in zip(cached, uncached)),
-              "speedup": round(uncached_s / cached_s, 2)}
-    if args.fairseq_python:
-        from fairseq_peer import fairseq_generate
-
-        peer = fairseq_generate(args.fairseq_python, Path(args.work), sources, args.vocab, args.batch,
-                                args.threads, int(max_len_b))
-        result["fairseq"] = peer
-        result["cached_vs_fairseq"] = round(result["cached"]["sentences_per_s"] / peer["sentences_per_s"], 2)
+              "batch": args.batch, "trained_steps": args.train_steps, "max_len": f"|x| + {max_len_b:g}", **runs}
+    if args.uncached:
+        uncached, uncached_s = timed_decode(UncachedDecoding(model), sources, args.batch, max_len_b)
+        result["uncached"] = summary(uncached, uncached_s, sources)
+        result["same_hypotheses_uncached"] = sum(a.tokens == b.tokens for a, b in zip(cached, uncached))
     print(json.dumps(result, indent=2))
     return 0
 

@@ -44,9 +44,8 @@ def _run(python: str, module: str, args: list[str], threads: int) -> str:
     return done.stdout + done.stderr
 
 
-def fairseq_generate(python: str, work: Path, sources: list[list[int]], vocab: int, batch: int,
-                     threads: int, max_len_b: int) -> dict:
-    """Preprocess, make a one-update checkpoint, then time beam-4 generation of ``sources``."""
+def fairseq_prepare(python: str, work: Path, sources: list[list[int]], vocab: int, threads: int) -> Path:
+    """Preprocess the sentences and make a one-update checkpoint; returns the binarized data directory."""
     write_corpus(work, sources, vocab)
     data = work / "bin"
     _run(python, "fairseq_cli.preprocess", ["--source-lang", "src", "--target-lang", "tgt",
@@ -56,8 +55,13 @@ def fairseq_generate(python: str, work: Path, sources: list[list[int]], vocab: i
     _run(python, "fairseq_cli.train", [str(data), *ARCH, "--optimizer", "adam", "--lr", "1e-4",
          "--max-tokens", "4096", "--max-update", "1", "--save-dir", str(work / "ckpt"), "--cpu",
          "--disable-validation", "--no-progress-bar", "--no-epoch-checkpoints", "--seed", "1"], threads)
+    return data
+
+
+def fairseq_time(python: str, work: Path, batch: int, threads: int, max_len_b: int) -> dict:
+    """Time beam-4 generation of the prepared sentences (fairseq-generate's own timer)."""
     # fairseq counts the source eos in |x| and appends eos after max_len tokens: b - 1 gives |x| + b.
-    output = _run(python, "fairseq_cli.generate", [str(data), "--path", str(work / "ckpt" / "checkpoint_last.pt"),
+    output = _run(python, "fairseq_cli.generate", [str(work / "bin"), "--path", str(work / "ckpt" / "checkpoint_last.pt"),
                   "--gen-subset", "test", "--beam", "4", "--lenpen", "0.6", "--max-len-a", "1",
                   "--max-len-b", str(max_len_b - 1), "--batch-size", str(batch),
                   "--required-batch-size-multiple", "1", "--cpu", "--quiet"], threads)

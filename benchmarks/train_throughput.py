@@ -1,21 +1,27 @@
 """Training throughput of :class:`aiayn.train.trainer.Trainer`: target tokens per second per update.
 
-    PYTHONPATH=src python benchmarks/train_throughput.py --threads 2            # CPU, the peers.md shape
-    PYTHONPATH=src python benchmarks/train_throughput.py --gpu --models base big  # GPU, bf16, paper batch
+    PYTHONPATH=src python benchmarks/train_throughput.py --threads 2 --rounds 2 \
+        --fairseq-bin /work/venvs/fairseq/bin                                      # CPU, side by side
+    PYTHONPATH=src python benchmarks/train_throughput.py --gpu --models base big   # GPU, bf16, paper batch
 
 CPU: d_model 256, 3+3 layers, 4 heads, d_ff 1024, shared embeddings, about 4096 target tokens per
-batch, on 20,000 synthetic pairs of 10-40 word ids (vocabulary 10,000), the shape of
-``../shared/reference/peers.md``; prints the median tokens/s of updates 11-50. With
-``--fairseq-bin DIR`` (a virtual environment's ``bin`` holding ``fairseq-preprocess`` and
-``fairseq-train``), the same data and shape then run through fairseq, side by side.
+update, on 20,000 synthetic pairs of 10-40 word ids (vocabulary 10,000), the shape of
+``../shared/reference/peers.md``. End to end: ``Trainer.run`` for 50 updates with a ``log.csv`` row
+per update (its tokens/s covers everything the loop does between two rows: batches, step,
+bookkeeping), the median of updates 11-50. With ``--fairseq-bin DIR`` (a virtual environment's
+``bin`` holding ``fairseq-preprocess`` and ``fairseq-train``) fairseq-train runs the same data and
+shape, its own ``wps`` per update (log interval 1) over updates 11-50 (``--updates`` changes 50); ``--rounds N`` alternates the
+two N times (ours, fairseq, ours, fairseq, ...) so that load from other jobs hits both alike, and
+reports each round's ratio and their median, with the load average before and after.
 GPU: the paper's base and big models at 25,000 target tokens per step (two forward passes of
 12,500), bf16 autocast; prints tokens/s, MFU and a torch.profiler summary of a few steps.
-Run it once on an idle machine: other jobs on the same cores change the figures a lot.
+Run it on an idle machine: other jobs on the same cores change the figures a lot.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import logging
 import os
@@ -62,26 +68,35 @@ def settings(model: dict, max_tokens: int, per_batch: int, precision: str) -> di
 
 
 def time_updates(trainer: Trainer, updates: int) -> list[float]:
-    """Target tokens per second of each of ``updates`` optimizer steps."""
+    """Target tokens per second of each of ``updates`` optimizer steps (this rank's tokens)."""
     rates = []
     for _ in range(updates):
         if trainer.env.device.type == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
-        result = trainer.train_step()
+        tokens = trainer.train_step()
         if trainer.env.device.type == "cuda":
             torch.cuda.synchronize()
-        rates.append(result["tokens"] / (time.perf_counter() - start))
+        rates.append(tokens / (time.perf_counter() - start))
+    trainer.pending.ready(lag=0)
     return rates
 
 
-def cpu_benchmark(work: Path, threads: int) -> dict:
+def cpu_benchmark(work: Path, threads: int, round_: int = 0, updates: int = 50) -> dict:
+    """``Trainer.run`` for ``updates`` updates; tokens/s per update from its ``log.csv``, median from update 11."""
     torch.set_num_threads(threads)
-    data = synthetic_task(work / "data", 20000, 10000, (10, 41))
-    trainer = Trainer(settings(CPU_MODEL, 4096, 4096, "fp32"), data, work / "out", DistEnv(0, 1, torch.device("cpu")))
-    rates = time_updates(trainer, 50)
-    return {"device": "cpu", "toolkit": "aiayn", "threads": threads, "median_tokens_per_s_updates_11_50": statistics.median(rates[10:]),
-            "min": min(rates[10:]), "max": max(rates[10:])}
+    data = work / "data"
+    if not (data / "train" / "manifest.json").exists():
+        synthetic_task(data, 20000, 10000, (10, 41))
+    run = settings(CPU_MODEL, 4096, 4096, "fp32")
+    run["train"].update(train_steps=updates, log_every_steps=1, checkpoint_steps=0)
+    out = work / f"out-{round_}"
+    Trainer(run, data, out, DistEnv(0, 1, torch.device("cpu"))).run()
+    with open(out / "log.csv", encoding="utf-8") as handle:
+        rates = {int(r["step"]): float(r["tokens_per_s"]) for r in csv.DictReader(handle) if r["tokens_per_s"]}
+    window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
+    return {"device": "cpu", "toolkit": "aiayn", "threads": threads, "updates": f"11-{updates}",
+            "median_tokens_per_s": statistics.median(window), "min": min(window), "max": max(window)}
 
 
 def export_text(split_dir: Path, prefix: Path) -> None:
@@ -93,21 +108,23 @@ def export_text(split_dir: Path, prefix: Path) -> None:
                 out.write(" ".join(f"w{t}" for t in getattr(corpus, side)(i)) + "\n")
 
 
-def fairseq_benchmark(work: Path, bin_dir: Path, threads: int) -> dict:
-    """fairseq-train on the same data and shape; median ``wps`` (target tokens/s) of updates 11-50."""
+def fairseq_benchmark(work: Path, bin_dir: Path, threads: int, updates: int = 50) -> dict:
+    """fairseq-train on the same data and shape; median ``wps`` (target tokens/s) from update 11."""
     data = work / "data"
-    for split, name in (("train", "train"), ("dev", "valid")):
-        export_text(data / split, work / name)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    subprocess.run([str(bin_dir / "fairseq-preprocess"), "--source-lang", "src", "--target-lang", "tgt",
-                    "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--joined-dictionary",
-                    "--destdir", str(work / "fairseq-bin"), "--workers", "1"], check=True, env=env, capture_output=True)
+    if not (work / "fairseq-bin").exists():
+        for split, name in (("train", "train"), ("dev", "valid")):
+            export_text(data / split, work / name)
+        subprocess.run([str(bin_dir / "fairseq-preprocess"), "--source-lang", "src", "--target-lang", "tgt",
+                        "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--joined-dictionary",
+                        "--destdir", str(work / "fairseq-bin"), "--workers", "1"], check=True, env=env,
+                       capture_output=True)
     arch = ["--arch", "transformer", "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
             "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
             "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings", "--dropout", "0.1"]
     train = ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "7e-4", "--lr-scheduler", "inverse_sqrt",
              "--warmup-updates", "4000", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-             "--max-tokens", "4096", "--max-update", "50", "--cpu", "--num-workers", "0", "--disable-validation",
+             "--max-tokens", "4096", "--max-update", str(updates), "--cpu", "--num-workers", "0", "--disable-validation",
              "--no-save", "--seed", "1", "--log-format", "json", "--log-interval", "1"]
     run = subprocess.run([str(bin_dir / "fairseq-train"), str(work / "fairseq-bin"), *arch, *train],
                          check=True, env=env, capture_output=True, text=True)
@@ -117,9 +134,9 @@ def fairseq_benchmark(work: Path, bin_dir: Path, threads: int) -> dict:
         if start >= 0 and '"wps"' in line:
             entry = json.loads(line[start:])
             rates[int(entry["num_updates"])] = float(entry["wps"])
-    window = [rates[u] for u in sorted(rates) if 11 <= u <= 50]
-    return {"device": "cpu", "toolkit": "fairseq", "threads": threads,
-            "median_tokens_per_s_updates_11_50": statistics.median(window), "min": min(window), "max": max(window)}
+    window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
+    return {"device": "cpu", "toolkit": "fairseq", "threads": threads, "updates": f"11-{updates}",
+            "median_tokens_per_s": statistics.median(window), "min": min(window), "max": max(window)}
 
 
 def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
@@ -140,9 +157,29 @@ def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
     return result
 
 
+def side_by_side(work: Path, threads: int, rounds: int, fairseq_bin: Path | None, updates: int = 50) -> dict:
+    """``rounds`` alternations of ours and fairseq's (if given) on the same data; ratios per round."""
+    runs, ratios = [], []
+    load_before = os.getloadavg()
+    for round_ in range(rounds):
+        ours = cpu_benchmark(work, threads, round_, updates) | {"round": round_ + 1}
+        runs.append(ours)
+        if fairseq_bin:
+            theirs = fairseq_benchmark(work, fairseq_bin, threads, updates) | {"round": round_ + 1}
+            runs.append(theirs)
+            ratios.append(ours["median_tokens_per_s"] / theirs["median_tokens_per_s"])
+    result = {"runs": runs, "load_average_before": load_before, "load_average_after": os.getloadavg()}
+    if ratios:
+        result |= {"aiayn_vs_fairseq_per_round": [round(r, 3) for r in ratios],
+                   "aiayn_vs_fairseq_median": round(statistics.median(ratios), 3)}
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1, help="CPU: alternate ours and fairseq's this many times")
+    parser.add_argument("--updates", type=int, default=50, help="CPU: updates per run (the median is from update 11)")
     parser.add_argument("--gpu", action="store_true", help="benchmark the paper's models on CUDA instead")
     parser.add_argument("--models", nargs="+", default=["base", "big"], choices=sorted(PAPER_MODELS))
     parser.add_argument("--no-profile", action="store_true")
@@ -154,9 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.gpu:
             results = [gpu_benchmark(Path(tmp), name, not args.no_profile) for name in args.models]
         else:
-            results = [cpu_benchmark(Path(tmp), args.threads)]
-            if args.fairseq_bin:
-                results.append(fairseq_benchmark(Path(tmp), args.fairseq_bin, args.threads))
+            results = side_by_side(Path(tmp), args.threads, args.rounds, args.fairseq_bin, args.updates)
     text = json.dumps(results, indent=2)
     print(text)
     if args.output:

@@ -21,16 +21,19 @@ class FakeEncoderOut:
 
 
 class FakeCache:
-    def __init__(self, enc: FakeEncoderOut):
-        self.enc = enc
-        self.keys = enc.memory[:, 0, 0].long().tolist()
+    """Per row (sentence b's beams at rows b K .. b K + K - 1): its source key and its prefix."""
+
+    def __init__(self, enc: FakeEncoderOut, beam_size: int):
+        self.enc, self.beam_size = enc, beam_size
+        self.keys = [k for k in enc.memory[:, 0, 0].long().tolist() for _ in range(beam_size)]
         self.prefixes: list[tuple[int, ...]] = [() for _ in self.keys]
 
-    def reorder(self, index: torch.Tensor) -> None:
-        self.enc = self.enc.index_select(index)
-        index = index.tolist()
-        self.keys = [self.keys[i] for i in index]
-        self.prefixes = [self.prefixes[i] for i in index]
+    def reorder(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
+        if sentences is not None:
+            self.enc = self.enc.index_select(sentences)
+        rows = rows.tolist()
+        self.keys = [self.keys[i] for i in rows]
+        self.prefixes = [self.prefixes[i] for i in rows]
 
 
 class FakeModel:
@@ -52,8 +55,8 @@ class FakeModel:
     def encode(self, src: torch.Tensor) -> FakeEncoderOut:
         return FakeEncoderOut(src.float().unsqueeze(-1), src.eq(PAD))
 
-    def new_cache(self, enc: FakeEncoderOut) -> FakeCache:
-        return FakeCache(enc)
+    def new_cache(self, enc: FakeEncoderOut, beam_size: int = 1, max_len: int | None = None) -> FakeCache:
+        return FakeCache(enc, beam_size)
 
     def decode(self, tgt_in: torch.Tensor, enc: FakeEncoderOut, cache: FakeCache | None = None) -> torch.Tensor:
         self.calls += 1
@@ -62,6 +65,7 @@ class FakeModel:
             rows = [[self.log_probs(k, tuple(seq[1:t + 1])) for t in range(len(seq))]
                     for k, seq in zip(keys, tgt_in.tolist())]
             return torch.stack([torch.stack(r) for r in rows])
+        keys = [k for k in keys for _ in range(cache.beam_size)]
         assert keys == cache.keys, "encoder output and cache rows out of step"
         cache.prefixes = [p + (t,) for p, t in zip(cache.prefixes, tgt_in[:, 0].tolist())]
         return torch.stack([self.log_probs(k, p[1:]) for k, p in zip(keys, cache.prefixes)]).unsqueeze(1)

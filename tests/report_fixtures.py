@@ -54,7 +54,7 @@ def summary(config: dict, task: str, exp: str, params: int, wall_seconds: float)
     settings["train"]["precision"] = "fp32"
     return {"experiment": exp, "task": task, "params": params, "steps": 100000, "wall_seconds": wall_seconds,
             "tokens_src": 10**9, "tokens_tgt": 10**9, "flops_per_token": 3.0e8, "train_flops": 3.0e17,
-            "device": "cuda", "gpu_model": "P100", "world_size": 8, "final_train_loss": 2.0,
+            "device": "cuda", "precision": "fp32", "gpu_model": "P100", "world_size": 8, "final_train_loss": 2.0,
             "final_dev_ppl": 5.0, "settings": settings}
 
 

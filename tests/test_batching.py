@@ -77,3 +77,53 @@ def test_collate_adds_eos_and_bos(tmp_path):
     assert batch.tgt_in.tolist() == [[2, 10, 11, 0], [2, 13, 14, 15]]
     assert batch.tgt_out.tolist() == [[10, 11, 3, 0], [13, 14, 15, 3]]
     assert (batch.src_tokens, batch.tgt_tokens) == (6, 7)
+
+
+def reference_batches(src_lengths, tgt_lengths, max_tokens, max_len=None, drop_oversize=True):
+    """The packing rule pair by pair: add a pair unless (n + 1) * max(longest src, longest tgt) > budget."""
+    src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
+    longest = np.maximum(src_need, tgt_need)
+    drop = (longest > max_len if max_len else np.zeros(len(longest), bool)) | (
+        (longest > max_tokens) if drop_oversize else False)
+    order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
+    batches, current, s_max, t_max = [], [], 0, 0
+    for i in order[~drop[order]].tolist():
+        s, t = max(s_max, src_need[i]), max(t_max, tgt_need[i])
+        if current and (len(current) + 1) * max(s, t) > max_tokens:
+            batches.append(current)
+            current, s, t = [], src_need[i], tgt_need[i]
+        current.append(i)
+        s_max, t_max = s, t
+    return batches + ([current] if current else []), int(drop.sum())
+
+
+@pytest.mark.parametrize("seed, max_tokens, max_len, drop_oversize", [
+    (0, 64, None, True), (1, 64, 20, True), (2, 40, None, False), (3, 1000, None, True), (4, 7, 25, False)])
+def test_vectorised_packing_equals_the_pair_by_pair_rule(seed, max_tokens, max_len, drop_oversize):
+    rng = np.random.default_rng(seed)
+    src, tgt = rng.integers(0, 60, 3000), rng.integers(0, 60, 3000)
+    got, dropped = make_batches(src, tgt, max_tokens, max_len, drop_oversize=drop_oversize)
+    want, want_dropped = reference_batches(src, tgt, max_tokens, max_len, drop_oversize)
+    assert [b.tolist() for b in got] == want and dropped == want_dropped
+
+
+def test_collate_across_shards_equals_pair_by_pair(tmp_path):
+    rng = np.random.default_rng(5)
+    pairs = [(rng.integers(4, 50, rng.integers(1, 30)), rng.integers(4, 50, rng.integers(1, 30))) for _ in range(300)]
+    with ShardWriter(tmp_path / "t", vocab_size=50, max_shard_mb=0.002) as writer:
+        for a, b in pairs:
+            writer.add(a, b)
+    corpus = ShardedCorpus(tmp_path / "t")
+    assert len(corpus.manifest["shards"]) >= 3
+    indices = rng.permutation(300)[:57]
+    batch = collate(corpus, indices)
+    for row, i in enumerate(indices):
+        a, b = pairs[i]
+        assert batch.src[row, : len(a) + 1].tolist() == [*a, 3] and not batch.src[row, len(a) + 1:].any()
+        assert batch.tgt_in[row, : len(b) + 1].tolist() == [2, *b] and not batch.tgt_in[row, len(b) + 1:].any()
+        assert batch.tgt_out[row, : len(b) + 1].tolist() == [*b, 3] and not batch.tgt_out[row, len(b) + 1:].any()
+    assert batch.src_tokens == sum(len(pairs[i][0]) + 1 for i in indices) and batch.src_padded
+    same = [i for i in range(300) if len(pairs[i][0]) == len(pairs[indices[0]][0])]
+    assert not collate(corpus, same).src_padded
+    with pytest.raises(IndexError):
+        collate(corpus, [0, 300])

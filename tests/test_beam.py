@@ -132,8 +132,8 @@ class EosBias:
     def encode(self, src):
         return self.model.encode(src)
 
-    def new_cache(self, enc):
-        return self.model.new_cache(enc)
+    def new_cache(self, enc, beam_size=1, max_len=None):
+        return self.model.new_cache(enc, beam_size, max_len)
 
     def decode(self, tgt_in, enc, cache=None):
         logits = self.model.decode(tgt_in, enc, cache)

@@ -1,10 +1,13 @@
 import logging
+import random
 
+import numpy as np
 import pytest
 import torch
 
 from aiayn.train import checkpoint
 from aiayn.train import checkpoint as ck
+from aiayn.train.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 
 
 def touch(out_dir, *steps):
@@ -71,3 +74,55 @@ def test_a_checkpoint_with_non_finite_weights_is_never_written(tmp_path):
     with pytest.raises(ck.NonFiniteWeights, match=r"step 4: weights \['w'\] are not finite"):
         ck.save_checkpoint(ck.checkpoint_path(tmp_path, 4), _state(4, float("inf")))
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]
+def test_rng_state_round_trip(tmp_path):
+    random.seed(3), np.random.seed(3), torch.manual_seed(3)
+    state = rng_state()
+    want = (random.random(), np.random.rand(), torch.rand(1).item())
+    save_checkpoint(tmp_path / "c.pt", _state(0) | {"rng": state})
+    set_rng_state(load_checkpoint(tmp_path / "c.pt")["rng"])
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == want
+
+
+def test_checkpoints_load_onto_the_cpu_whatever_the_caller_trains_on(tmp_path, monkeypatch):
+    save_checkpoint(tmp_path / "c.pt", _state(0) | {"w": torch.ones(2), "rng": rng_state()})
+    seen = []
+    real_load = torch.load
+
+    def load(*args, **kwargs):
+        seen.append(kwargs.get("map_location"))
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "load", load)
+    state = load_checkpoint(tmp_path / "c.pt")
+    assert torch.device(seen[0]) == torch.device("cpu") and state["w"].device.type == "cpu"
+
+
+class FakeCudaRng:
+    """torch.cuda's generator functions on a machine with ``count`` GPUs."""
+
+    def __init__(self, count: int):
+        self.count, self.set = count, {}
+
+    def set_rng_state(self, state, device="cuda"):
+        index = torch.device(device).index or 0 if not isinstance(device, int) else device
+        if index >= self.count:
+            raise RuntimeError(f"CUDA error: invalid device ordinal {index}")
+        assert state.device.type == "cpu" and state.dtype == torch.uint8
+        self.set[index] = state
+
+
+@pytest.mark.parametrize("saved, visible", [(2, 1), (1, 2), (2, 2)])
+def test_cuda_generators_restore_onto_fewer_or_more_gpus(monkeypatch, caplog, saved, visible):
+    fake = FakeCudaRng(visible)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: visible)
+    monkeypatch.setattr(torch.cuda, "set_rng_state", fake.set_rng_state)
+    monkeypatch.setattr(torch.cuda.random, "set_rng_state", fake.set_rng_state)
+    state = rng_state()
+    state["cuda"] = [torch.full((16,), i, dtype=torch.uint8) for i in range(saved)]
+    set_rng_state(state)
+    assert sorted(fake.set) == list(range(min(saved, visible)))
+    assert all(int(fake.set[i][0]) == i for i in fake.set)
+    if saved > visible:
+        assert "1 of 2 saved CUDA generator states" in caplog.text
+

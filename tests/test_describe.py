@@ -32,7 +32,7 @@ def test_cli_writes_one_csv_row_per_experiment(capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert tuple(rows[0]) == COLUMNS == (
         "experiment", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "label_smoothing",
-        "train_steps", "positional", "params")
+        "train_steps", "positional", "params", "gpus", "tokens_per_step", "passes", "tokens_per_pass")
     assert [r["experiment"] for r in rows] == list(configlib.load(CONFIG)["experiments"])
     by_exp = {r["experiment"]: r for r in rows}
     assert by_exp["E"]["positional"] == "learned"
@@ -45,3 +45,20 @@ def test_cli_writes_one_csv_row_per_experiment(capsys):
 def test_cli_rejects_tiny_vocabulary():
     with pytest.raises(SystemExit):
         main([str(CONFIG), "--vocab-size", "2"])
+
+
+@pytest.mark.parametrize("gpus", range(1, 9))
+def test_cli_gpus_shows_the_papers_step_on_any_number_of_gpus(capsys, gpus):
+    assert main([str(CONFIG), "--gpus", str(gpus)]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    for row in rows:
+        assert int(row["gpus"]) == gpus
+        per_pass, step = int(row["tokens_per_pass"]), int(row["tokens_per_step"])
+        assert abs(step - 25000) <= per_pass and step == gpus * int(row["passes"]) * per_pass
+    base = next(r for r in rows if r["experiment"] == "base")
+    assert (base["passes"], base["tokens_per_pass"]) == {1: ("2", "12500"), 8: ("1", "3125")}.get(gpus, (base["passes"], base["tokens_per_pass"]))
+
+
+def test_cli_rejects_zero_gpus():
+    with pytest.raises(SystemExit):
+        main([str(CONFIG), "--gpus", "0"])

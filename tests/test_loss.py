@@ -32,3 +32,55 @@ def test_no_smoothing_is_nll_and_uniform_logits_golden():
     assert loss.item() == pytest.approx(math.log(8)) and nll.item() == pytest.approx(math.log(8)) and n.item() == 1
     loss, _, _ = label_smoothed_loss(logits, target, 0.1)
     assert loss.item() == pytest.approx(math.log(8))
+
+
+def reference_loss(logits, target, smoothing, pad_id=0):
+    """The definition: -sum_tokens sum_c q(c) log p(c), with autograd through log_softmax."""
+    vocab = logits.shape[-1]
+    q = smoothed_targets(target.reshape(-1), vocab, smoothing, pad_id)
+    lprobs = F.log_softmax(logits.float().reshape(-1, vocab), dim=-1)
+    gold = lprobs.gather(1, target.reshape(-1, 1)).squeeze(1)
+    return -(q * lprobs).sum(), -(gold * target.reshape(-1).ne(pad_id)).sum()
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+@pytest.mark.parametrize("chunk_rows", [1, 3, 7, 1000])
+def test_chunked_loss_value_and_gradient_equal_the_definition(smoothing, chunk_rows):
+    torch.manual_seed(1)
+    logits = (3 * torch.randn(4, 5, 11)).requires_grad_()
+    target = torch.randint(1, 11, (4, 5))
+    target[0, 3:] = 0
+    target[2, 1:] = 0
+    loss, nll, n = label_smoothed_loss(logits, target, smoothing, chunk_rows=chunk_rows)
+    loss.backward()
+    ref = logits.detach().clone().requires_grad_()
+    want_loss, want_nll = reference_loss(ref, target, smoothing)
+    want_loss.backward()
+    torch.testing.assert_close(loss, want_loss, rtol=1e-5, atol=0)
+    torch.testing.assert_close(nll, want_nll, rtol=1e-5, atol=0)
+    torch.testing.assert_close(logits.grad, ref.grad, rtol=1e-5, atol=1e-7)
+    assert n.item() == int(target.ne(0).sum())
+    assert torch.all(logits.grad.view(-1, 11)[target.view(-1) == 0] == 0)  # padding takes no part
+
+
+def test_gradient_scales_with_the_upstream_gradient_and_keeps_the_logits_dtype():
+    torch.manual_seed(2)
+    logits = torch.randn(2, 3, 9, dtype=torch.bfloat16).requires_grad_()
+    target = torch.tensor([[4, 5, 0], [8, 1, 2]])
+    loss, _, _ = label_smoothed_loss(logits, target, 0.1, chunk_rows=2)
+    (2.5 * loss).backward()
+    ref = logits.detach().clone().requires_grad_()
+    want, _ = reference_loss(ref, target, 0.1)
+    (2.5 * want).backward()
+    assert loss.dtype == torch.float32 and logits.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=0)
+    torch.testing.assert_close(logits.grad.float(), ref.grad.float(), rtol=1e-2, atol=1e-3)
+
+
+def test_no_gradient_work_without_autograd():
+    logits, target = torch.randn(2, 3, 7), torch.tensor([[4, 5, 0], [6, 1, 2]])
+    with torch.no_grad():
+        loss, nll, _ = label_smoothed_loss(logits.requires_grad_(), target, 0.1)
+    assert not loss.requires_grad and not nll.requires_grad
+    want, want_nll = reference_loss(logits.detach(), target, 0.1)
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=0)

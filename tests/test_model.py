@@ -77,11 +77,50 @@ def test_cache_reorder_selects_rows_and_encoder_output():
         cache = model.new_cache(enc)
         for t in range(2):
             model.decode(tgt[:, t:t + 1], enc, cache)
-        cache.reorder(index)
+        cache.reorder(index, sentences=index)
         assert torch.equal(cache.enc.src_pad, enc.src_pad[index])
         got = [model.decode(tgt[index, t:t + 1], enc, cache) for t in range(2, 4)]
         want = model(src[index], tgt[index])[:, 2:]
     torch.testing.assert_close(torch.cat(got, dim=1), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("capacity", [2, 16])
+def test_beam_rows_share_one_memory_per_sentence(capacity):
+    """K rows per sentence query the sentence's encoder keys/values together; the cache grows past capacity."""
+    model = model_of(tiny())
+    src, beams = tokens(2, 5, 11), 3
+    src[1, 3:] = 0
+    tgt = tokens(6, 5, 12)
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.new_cache(enc, beam_size=beams, max_len=capacity)
+        steps = [model.decode(tgt[:, t:t + 1], cache.enc, cache) for t in range(3)]
+        rows = torch.tensor([2, 2, 0, 3, 5, 5])  # beams move within their sentence
+        cache.reorder(rows)
+        steps += [model.decode(tgt[rows, t:t + 1], cache.enc, cache) for t in range(3, 5)]
+        repeated = src.repeat_interleave(beams, dim=0)
+        want = model(repeated, tgt)
+        want_after = model(repeated[rows], tgt[rows])
+    assert cache.cross_kv[0][0].shape[0] == 2 and cache.self_kv[0][0].shape == (6, 2, 5, 8)
+    torch.testing.assert_close(torch.cat(steps[:3], dim=1), want[:, :3], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.cat(steps[3:], dim=1), want_after[:, 3:], rtol=1e-5, atol=1e-5)
+    with torch.no_grad():  # one sentence leaves: its rows and its memory go
+        cache.reorder(torch.tensor([3, 4, 4]), sentences=torch.tensor([1]))
+        last = model.decode(tgt[rows][[3, 4, 4], 5 - 1:5], cache.enc, cache)
+    assert cache.enc.memory.shape[0] == 1 and cache.cross_kv[1][1].shape[0] == 1 and last.shape == (3, 1, V)
+
+
+def test_no_mask_without_padding_gives_the_same_logits():
+    model = model_of(tiny())
+    src, tgt = tokens(3, 6, 13), tokens(3, 4, 14)
+    with torch.no_grad():
+        enc = model.encode(src)
+        assert not enc.padded and enc.key_mask() is None
+        masked = model(src, tgt, src_padded=True)
+        unmasked = model(src, tgt, src_padded=False)
+        src[0, 4:] = 0
+        assert model.encode(src).padded
+    torch.testing.assert_close(masked, unmasked, rtol=1e-5, atol=1e-6)
 
 
 def test_shared_embedding_is_projection_and_scaled_on_input():
@@ -168,6 +207,19 @@ def test_load_model_round_trip(tmp_path):
     src, tgt = tokens(2, 4, 9), tokens(2, 3, 9)
     with torch.no_grad():
         torch.testing.assert_close(loaded(src, tgt), model(src, tgt))
+
+
+def test_load_model_reads_the_weights_on_the_cpu_first(tmp_path, monkeypatch):
+    cfg = tiny()
+    model = model_of(cfg)
+    path = tmp_path / "c.pt"
+    torch.save({"model": model.state_dict(), "settings": {"model": cfg.to_dict()}, "vocab": {"size": V},
+                "optimizer": {"state": {0: {"exp_avg": torch.ones(1000)}}}}, path)
+    places, real_load = [], torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: places.append(k.get("map_location")) or real_load(*a, **k))
+    loaded, checkpoint = load_model(path, torch.device("meta"))
+    assert [torch.device(p) for p in places] == [torch.device("cpu")]
+    assert "optimizer" not in checkpoint and next(loaded.parameters()).device.type == "meta"
 
 
 def test_sinusoids_extend_past_max_positions():

@@ -114,10 +114,14 @@ def test_nan_shows_as_na_with_a_warning(results, caplog):
     assert "C1,2,512,2048,8,64,64,0.1,0.1,100000,sinusoid,6.11,n/a,n/a," in layout.render_csv(table)
 
 
+def test_a_summary_without_its_precision_is_refused_naming_it():
+    with pytest.raises(table2.MetricFileError, match=r"s\.json: no precision"):
+        table2.run_precision({"gpu_model": "H100", "settings": {"train": {"precision": "auto"}}}, "s.json")
+
+
 def test_unknown_gpu_model_gives_na_cost(results, caplog):
     config, results_dir = results
-    summary = {"gpu_model": "TPU", "wall_seconds": 10.0, "world_size": 1, "device": "cuda",
-               "settings": {"train": {"precision": "auto"}}}
+    summary = {"gpu_model": "TPU", "wall_seconds": 10.0, "world_size": 1, "device": "cuda", "precision": "bf16"}
     with caplog.at_level(logging.WARNING):
         cost, used = table2.paper_method_cost(summary, config["tables"]["peak_tflops"], "s.json")
     assert math.isnan(cost) and used == "1 × TPU bf16, no peak FLOP/s"
@@ -126,15 +130,14 @@ def test_unknown_gpu_model_gives_na_cost(results, caplog):
 
 @pytest.mark.parametrize("gpu, device, precision, tflops", [
     ("P100", "cuda", "fp32", 9.5),      # the paper's own figure
-    ("H100", "cuda", "auto", 989.0),    # auto is bf16 on a GPU: the dense bf16 tensor-core peak
+    ("H100", "cuda", "bf16", 989.0),    # the dense bf16 tensor-core peak
     ("H100", "cuda", "fp32", 67.0),     # an fp32 run on the same GPU is costed at its fp32 peak
     ("A100", "cuda", "bf16", 312.0),
-    ("cpu", "cpu", "auto", 0.1),        # auto is fp32 on a CPU
+    ("cpu", "cpu", "fp32", 0.1),
 ])
 def test_paper_method_cost_uses_the_peak_of_the_runs_precision(results, gpu, device, precision, tflops):
     config, _ = results
-    summary = {"gpu_model": gpu, "wall_seconds": 3600.0, "world_size": 2, "device": device,
-               "settings": {"train": {"precision": precision}}}
+    summary = {"gpu_model": gpu, "wall_seconds": 3600.0, "world_size": 2, "device": device, "precision": precision}
     cost, used = table2.paper_method_cost(summary, config["tables"]["peak_tflops"], "s.json")
     assert cost == pytest.approx(3600.0 * 2 * tflops * 1e12)
     assert used.endswith(f"at {tflops:g} TFLOPS")

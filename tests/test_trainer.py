@@ -1,4 +1,6 @@
 import csv
+import dataclasses
+import datetime
 import json
 import logging
 import math
@@ -95,9 +97,9 @@ def test_more_train_steps_resume_instead_of_restarting(data, tmp_path):
 def _poison_step(trainer: Trainer, bad_step: int, times: int = 1) -> None:
     original, poisoned = trainer.micro_step, []
 
-    def micro_step(indices):
-        stats = original(indices)
-        if trainer.progress.step + 1 == bad_step and len(poisoned) < times:
+    def micro_step(batch):
+        stats = original(batch)
+        if trainer.progress.step + 1 >= bad_step and len(poisoned) < times:
             next(trainer.raw_model.parameters()).grad.fill_(float("nan"))
             poisoned.append(bad_step)
         return stats
@@ -108,38 +110,64 @@ def _poison_step(trainer: Trainer, bad_step: int, times: int = 1) -> None:
 def test_non_finite_step_is_skipped_or_stops(data, tmp_path):
     trainer = Trainer(settings(train_steps=3, dev_every_steps=0), data, tmp_path / "skip", CPU)
     _poison_step(trainer, 2)
+    first = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
     assert trainer.run() == 0
     assert trainer.progress.skipped_steps == 1 and trainer.progress.step == 3
+    # the skipped step applied no update and did not count in Adam's step (bias correction)
+    assert all(int(s["step"]) == 2 for s in final_state(tmp_path / "skip")["optimizer"]["state"].values())
+    assert any(not torch.equal(first[k], v) for k, v in final_state(tmp_path / "skip")["model"].items())
     assert all(torch.isfinite(p).all() for p in final_state(tmp_path / "skip")["model"].values())
     trainer = Trainer(settings(train_steps=3, nan_policy="stop", checkpoint_steps=1), data, tmp_path / "stop", CPU)
     _poison_step(trainer, 2)
     with pytest.raises(NonFiniteError, match="nan_policy: stop"):
         trainer.run()
     assert [p.name for p in (tmp_path / "stop" / "checkpoints").iterdir()] == ["ckpt_00000001.pt"]
-    trainer = Trainer(settings(train_steps=3, dev_every_steps=0), data, tmp_path / "diverged", CPU)
+    trainer = Trainer(settings(train_steps=20, dev_every_steps=0), data, tmp_path / "diverged", CPU)
     _poison_step(trainer, 2, times=10**6)
     trainer.max_consecutive_skips = 4
     with pytest.raises(NonFiniteError, match="5 steps in a row"):
         trainer.run()
+    assert trainer.progress.step <= 7
 
 
-def _ddp_worker(rank: int, data: str, out: str, init_file: str) -> None:
+def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int | None = None) -> None:
+    """One of two gloo ranks; ``stop_rank`` gets a stop signal during step 5, and rank 0's clock calls for
+    a checkpoint during step 2. Writes its exit status, last step and the steps it saved at."""
     torch.set_num_threads(1)
-    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2,
+                                         timeout=datetime.timedelta(seconds=30))
     try:
-        run = settings(train_steps=3, max_tokens=64, dev_every_steps=0)
+        run = settings(train_steps=3 if stop_rank is None else 12, dev_every_steps=0)
         run["model"]["dropout"] = 0.0
-        Trainer(run, Path(data), Path(out), DistEnv(rank, 2, torch.device("cpu"))).run()
+        trainer = Trainer(run, Path(data), Path(out), DistEnv(rank, 2, torch.device("cpu")))
+        assert trainer.plan.passes == 1 and trainer.plan.tokens_per_pass == 64
+        saves, original_save = [], trainer.save
+        trainer.save = lambda: saves.append(trainer.progress.step) or original_save()
+        if stop_rank is not None:
+            trainer.cfg = dataclasses.replace(trainer.cfg, checkpoint_steps=0)
+            trainer._time_to_save = lambda: rank == 0 and trainer.progress.step == 1
+        if rank == stop_rank:
+            original = trainer.micro_step
+
+            def micro_step(batch):
+                trainer.stop_requested = trainer.stop_requested or trainer.progress.step == 4
+                return original(batch)
+
+            trainer.micro_step = micro_step
+        status = trainer.run()
+        Path(out, f"rank{rank}.json").write_text(json.dumps({"status": status, "step": trainer.progress.step,
+                                                             "saves": saves}))
     finally:
         torch.distributed.destroy_process_group()
 
 
 def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
+    """The same max_tokens on one rank (two passes) and two ranks (one pass each): the same step."""
     torch.set_num_threads(1)
     single = settings(train_steps=3, dev_every_steps=0)
     single["model"]["dropout"] = 0.0
     trainer = Trainer(single, data, tmp_path / "one", CPU)
-    assert trainer.accumulation == 2
+    assert (trainer.plan.passes, trainer.plan.tokens_per_pass) == (2, 64)
     trainer.run()
     mp.spawn(_ddp_worker, args=(str(data), str(tmp_path / "two"), str(tmp_path / "init")), nprocs=2, join=True)
     one, two = final_state(tmp_path / "one"), final_state(tmp_path / "two")
@@ -151,10 +179,47 @@ def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
     assert summary["tokens_tgt"] == json.loads((tmp_path / "one" / "summary.json").read_text())["tokens_tgt"]
 
 
-def test_accumulation_formula():
+def test_a_stop_signal_on_one_rank_stops_every_rank_at_the_same_step(data, tmp_path):
+    torch.set_num_threads(1)
+    out = tmp_path / "two"
+    mp.spawn(_ddp_worker, args=(str(data), str(out), str(tmp_path / "init"), 1), nprocs=2, join=True)
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0] == ranks[1] and ranks[0]["status"] == 143 and 5 <= ranks[0]["step"] < 12
+    # rank 0's clock asked for a checkpoint during step 2: both ranks saved once for it, at one step
+    assert ranks[0]["saves"] == [3, ranks[0]["step"]]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000003.pt", f"ckpt_{ranks[0]['step']:08d}.pt"]
+    assert torch.load(out / "checkpoints" / f"ckpt_{ranks[0]['step']:08d}.pt", weights_only=True)["step"] == ranks[0]["step"]
+
+
+def test_resume_onto_a_gpu_reads_the_checkpoint_on_the_cpu(data, tmp_path, monkeypatch):
+    """What a GPU does with map_location=cuda: every tensor lands off the host (here: the meta device)."""
+    Trainer(settings(), data, tmp_path, CPU, max_steps_this_run=3).run()
+    trainer = Trainer(settings(), data, tmp_path, CPU)
+    trainer.env = DistEnv(0, 1, torch.device("cuda", 0))
+    real_load = torch.load
+
+    def load(path, map_location=None, **kwargs):
+        state = real_load(path, map_location="cpu", **kwargs)
+        if torch.device(map_location).type != "cpu":
+            state = torch.utils._pytree.tree_map(lambda x: x.to("meta") if isinstance(x, torch.Tensor) else x, state)
+        return state
+
+    monkeypatch.setattr(torch, "load", load)
+    assert trainer.resume() and trainer.progress.step == 3
+    assert all(p.device.type == "cpu" and p.is_leaf for p in trainer.raw_model.parameters())
+
+
+def test_step_plan_keeps_the_step_size_on_any_number_of_ranks():
     cfg = TrainConfig(max_tokens=25000, max_tokens_per_batch=12500)
-    assert [cfg.accumulation(w) for w in (1, 2, 8)] == [2, 1, 1]
-    assert TrainConfig(max_tokens=25000, max_tokens_per_batch=4096).accumulation(1) == 7
+    assert [(cfg.plan(w).passes, cfg.plan(w).tokens_per_pass) for w in (1, 2, 8)] == [(2, 12500), (1, 12500), (1, 3125)]
+    assert TrainConfig(max_tokens=25000, max_tokens_per_batch=4096).plan(1).passes == 7
+    for max_tokens, per_batch in ((25000, 12500), (25000, 4096), (128, 64), (400000, 12500)):
+        cfg = TrainConfig(max_tokens=max_tokens, max_tokens_per_batch=per_batch)
+        for world in range(1, 17):
+            plan = cfg.plan(world)
+            assert plan.world_size == world and plan.tokens_per_pass <= per_batch, (max_tokens, per_batch, world)
+            assert plan.tokens_per_step == world * plan.passes * plan.tokens_per_pass
+            assert abs(plan.tokens_per_step - max_tokens) <= plan.tokens_per_pass, (max_tokens, per_batch, world)
 
 
 def test_gpu_claims_are_exclusive(tmp_path):
@@ -191,10 +256,10 @@ def test_sigterm_stops_with_a_checkpoint(data, tmp_path):
     trainer.install_signal_handlers()
     original = trainer.micro_step
 
-    def micro_step(indices):
+    def micro_step(batch):
         if trainer.progress.step == 1:
             os.kill(os.getpid(), signal.SIGTERM)
-        return original(indices)
+        return original(batch)
 
     trainer.micro_step = micro_step
     try:
@@ -290,6 +355,43 @@ def test_resume_skips_a_corrupt_newest_checkpoint(data, tmp_path, caplog):
 def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
     tiny = make_task(tmp_path / "tiny", n_train=3)
     with pytest.raises(ValueError, match=r"tiny/train: 3 sentence pairs, \d+ target tokens: less than one batch "
-                                         r"\(train.max_tokens_per_batch 64\)"):
+                                         r"of 64 \(from train.max_tokens"):
         Trainer(settings(), tiny, tmp_path / "out", CPU)
     assert not (tmp_path / "out").exists()
+
+
+def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
+    """torch.compile(dynamic=True) on CPU (inductor): batches of many shapes, one graph per mask mode."""
+    from torch._dynamo.utils import counters
+
+    torch.set_num_threads(1)
+    data = make_task(tmp_path / "toy", n_train=200, seed=3)
+    losses = {}
+    torch._dynamo.reset()
+    counters.clear()
+    for compiled in (False, True):
+        run = settings(train_steps=24, dev_every_steps=0, checkpoint_steps=0, log_every_steps=1, compile=compiled)
+        run["model"]["dropout"] = 0.0
+        trainer = Trainer(run, data, tmp_path / str(compiled), CPU)
+        shapes = set()
+        original = trainer.micro_step
+        trainer.micro_step = lambda batch: shapes.add(tuple(batch.src.shape) + tuple(batch.tgt_in.shape)) or original(batch)
+        assert trainer.run() == 0
+        rows = list(csv.DictReader(open(tmp_path / str(compiled) / "log.csv")))
+        losses[compiled] = [float(r["loss"]) for r in rows if r["loss"]]
+    assert len(shapes) >= 10 and len(losses[True]) == 24
+    assert losses[True] == pytest.approx(losses[False], rel=1e-4)
+    assert 1 <= counters["stats"]["unique_graphs"] <= 3  # padded and unpadded sources
+
+
+def test_gpus_that_cannot_be_used_fail_before_training(data, tmp_path, monkeypatch):
+    from aiayn.train.distributed import GpuUnavailableError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(settings(gpus=1)))
+    with pytest.raises(GpuUnavailableError, match=r"train\.gpus=1 but .*gpus: 0"):
+        main(["--data", str(data), "--settings", str(path), "--out-dir", str(tmp_path / "o"),
+              "--gpu-lock-dir", str(tmp_path / "locks")])
+    assert not (tmp_path / "o").exists()

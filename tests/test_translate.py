@@ -70,3 +70,26 @@ def test_vocabulary_mismatch_refused(setup):
     with pytest.raises(ValueError, match=r"vocabulary of avg\.pt .* does not match spm\.model"):
         translate.check_vocabulary("avg.pt", vocab, "spm.model", sp)
     assert translate.check_vocabulary("avg.pt", vocab | {"size": sp.get_piece_size()}, "spm.model", sp) == SpecialIds()
+
+
+def test_a_gpu_that_cannot_be_used_is_a_clear_error_not_a_cpu_run(setup, monkeypatch):
+    from aiayn.train.distributed import GpuUnavailableError
+
+    root, _, _ = setup
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):
+        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
+                        str(root / "test.en"), "--output", str(root / "never.txt"), "--device", "cuda:1"])
+    assert not (root / "never.txt").exists()
+
+
+def test_bf16_decoding_runs_and_keeps_the_lines(setup):
+    root, _, _ = setup
+    out = root / "bf16.hyp.tok"
+    bf16 = root / "decode.bf16.json"
+    bf16.write_text(json.dumps(DECODE | {"precision": "bf16"}))
+    assert translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
+                           str(root / "test.en"), "--output", str(out), "--threads", "1", "--device", "cpu",
+                           "--settings", str(bf16)]) == 0
+    got = out.read_text(encoding="utf-8").split("\n")
+    assert len(got) == 6 and got[1] == "" and all(got[i] for i in (0, 2, 3, 4))

@@ -65,6 +65,11 @@ def mirror_copy(wildcards):
     return [f"{mirror}/{wildcards.archive}"] if mirror and "://" not in mirror else []
 
 
+def gpus(wildcards):
+    """GPUs of a run's training job; its decoding and scoring take one when training took any."""
+    return aiayn_config.resolve(config, wildcards.exp, wildcards.task)["train"]["gpus"]
+
+
 def checkpoint(wildcards):
     run = f"{R}/{wildcards.task}/{wildcards.exp}"
     return f"{run}/avg.pt" if wildcards.ckpt == "avg" else f"{run}/train/checkpoint_last.pt"

@@ -10,6 +10,8 @@ rule translate:
     output:
         f"{R}/{{task}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
     threads: config["threads"]["decode"]
+    resources:
+        gpu=lambda w: min(1, gpus(w)),
     log:
         f"{R}/{{task}}/{{exp}}/logs/{{split}}-{{ckpt}}.translate.log",
     conda:
@@ -64,6 +66,8 @@ rule perplexity:
     params:
         data=lambda w: f"{D}/bin/{w.task}/dev",
     threads: config["threads"]["decode"]
+    resources:
+        gpu=lambda w: min(1, gpus(w)),
     log:
         f"{R}/{{task}}/{{exp}}/logs/dev-last.ppl.log",
     conda:

@@ -14,7 +14,7 @@ rule train:
         out_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
     threads: config["threads"]["train"]
     resources:
-        gpu=lambda w: aiayn_config.resolve(config, w.exp, w.task)["train"]["gpus"],
+        gpu=gpus,
     log:
         f"{R}/{{task}}/{{exp}}/logs/train.log",
     conda:

@@ -272,3 +272,27 @@ class ShardedCorpus:
 
     def pair(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         return self.src(index), self.tgt(index)
+
+    def padded(self, side: str, indices, pad: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Sentences ``indices`` of one side as rows: (ids (n, longest) int64, ``pad`` after each
+        sentence's end; lengths (n,)). Vectorised: one 2-D read per shard touched."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if indices.size and (indices.min() < 0 or indices.max() >= len(self)):
+            raise IndexError(f"{self.dir}: sentence index out of range 0..{len(self) - 1}")
+        single = len(self._offsets[side]) == 1
+        shard = np.zeros_like(indices) if single else np.searchsorted(self._starts, indices, side="right") - 1
+        touched = [0] if single else np.unique(shard).tolist()
+        begins, lengths = np.empty_like(indices), np.empty_like(indices)
+        for k in touched:
+            rows = slice(None) if single else shard == k
+            offsets, local = self._offsets[side][k], indices[rows] - self._starts[k]
+            begins[rows], lengths[rows] = offsets[local], offsets[local + 1] - offsets[local]
+        columns = np.arange(int(lengths.max()) if indices.size else 0)
+        ids = np.full((len(indices), len(columns)), pad, dtype=np.int64)
+        inside = columns < lengths[:, None]  # (n, longest)
+        for k in touched:
+            rows = slice(None) if single else shard == k
+            data = self._data[side][k]
+            window = np.minimum(begins[rows, None] + columns, max(len(data) - 1, 0))  # (n_k, longest)
+            ids[rows] = np.where(inside[rows], np.asarray(data)[window] if len(data) else pad, pad)
+        return ids, lengths

@@ -31,6 +31,10 @@ pad and bos are never generated: they mean nothing inside an output (tensor2tens
 and leaves pad, which a trained model never predicts, unmasked).
 
 Only the best finished hypothesis is returned. Sentences leave the batch (and the cache) when done.
+
+Device traffic per step: one device-to-host copy (the 2K candidates of every sentence: the host
+keeps the finished sets and decides what is done) and one asynchronous host-to-device copy (the
+surviving rows and their tokens); log-probabilities stay on the device.
 """
 
 from __future__ import annotations
@@ -44,18 +48,18 @@ import torch.nn.functional as F
 
 
 class DecoderCache(Protocol):
-    """Incremental decoder state; ``enc`` is the encoder output its rows belong to."""
+    """Incremental decoder state of N = B K rows; ``enc`` is the encoder output of its B sentences."""
 
     enc: Any
 
-    def reorder(self, index: torch.Tensor) -> Any: ...
+    def reorder(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> Any: ...
 
 
 class IncrementalModel(Protocol):
     """What beam search needs of a model (``aiayn.model.Transformer`` provides it)."""
 
     def encode(self, src: torch.Tensor) -> Any: ...
-    def new_cache(self, enc: Any) -> DecoderCache: ...
+    def new_cache(self, enc: Any, beam_size: int = 1, max_len: int | None = None) -> DecoderCache: ...
     def decode(self, tgt_in: torch.Tensor, enc: Any, cache: DecoderCache | None = None) -> torch.Tensor: ...
 
 
@@ -108,8 +112,7 @@ class _Finished:
 class _Beams:
     """Live state: ``active`` (n,) original sentence ids, ``log_probs`` (n, K), ``tokens`` (n*K, t).
 
-    Only ``log_probs`` lives on the model's device; the bookkeeping stays on the CPU, so that a step
-    costs one small device-to-host copy instead of one synchronisation per finished hypothesis.
+    Only ``log_probs`` lives on the model's device; the bookkeeping stays on the CPU.
     """
 
     active: torch.Tensor
@@ -123,25 +126,37 @@ class _Beams:
         return _Beams(self.active[keep], log_probs, tokens, self.max_len[keep], self.max_lp[keep])
 
 
-def _expand(model: IncrementalModel, src: torch.Tensor, beam_size: int) -> DecoderCache:
-    """Run the encoder once on ``src`` (B,S); a cache whose rows repeat each sentence K times (B*K)."""
-    cache = model.new_cache(model.encode(src))
-    cache.reorder(torch.arange(src.size(0), device=src.device).repeat_interleave(beam_size))
-    return cache
+def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: int, ids: SpecialIds):
+    """Top 2K continuations per sentence, on the device: (log P (n, 2K), beam * V + token (n, 2K)).
 
-
-def _step_candidates(logits: torch.Tensor, beams: _Beams, beam_size: int, ids: SpecialIds):
-    """Top 2K continuations per sentence: (log P (n, 2K), source beam (n, 2K), token (n, 2K)).
-
-    logits (n*K, V) of the newest position; pad and bos can never be generated.
+    logits (n*K, V) of the newest position, log_probs (n, K) of the live hypotheses; pad and bos
+    can never be generated.
     """
     log_p = F.log_softmax(logits.float(), dim=-1)
-    log_p[:, [ids.pad, ids.bos]] = -math.inf
-    n, vocab = beams.log_probs.size(0), log_p.size(-1)
-    total = (beams.log_probs.reshape(-1, 1) + log_p).reshape(n, beam_size * vocab)
+    log_p[:, ids.pad] = -math.inf  # two slice fills: no index tensor to copy to the device
+    log_p[:, ids.bos] = -math.inf
+    n, vocab = log_probs.size(0), log_p.size(-1)
+    total = (log_probs.reshape(-1, 1) + log_p).reshape(n, beam_size * vocab)
     width = 2 * beam_size if beam_size > 1 else 1
-    top_lp, top_idx = (t.cpu() for t in total.topk(min(width, total.size(1)), dim=1))
-    return top_lp, torch.div(top_idx, vocab, rounding_mode="floor"), top_idx % vocab
+    return total.topk(min(width, total.size(1)), dim=1)
+
+
+def _to_host(top_lp: torch.Tensor, top_idx: torch.Tensor, vocab: int):
+    """The candidates on the CPU in one copy: (log P (n, W), source beam (n, W), token (n, W))."""
+    width = top_lp.size(1)
+    both = torch.cat([top_lp.double(), top_idx.double()], dim=1).cpu()  # indices < 2^53: exact
+    lp, idx = both[:, :width].float(), both[:, width:].long()
+    return lp, torch.div(idx, vocab, rounding_mode="floor"), idx % vocab
+
+
+def _to_device(parts: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """LongTensors to ``device`` in one copy (asynchronous, from pinned memory, on CUDA)."""
+    packed = torch.cat(parts)
+    if device.type == "cuda":
+        packed = packed.pin_memory().to(device, non_blocking=True)
+    else:
+        packed = packed.to(device)
+    return list(packed.split([p.numel() for p in parts]))
 
 
 def _collect_finished(cand, beams: _Beams, finished: _Finished, length: int, alpha: float,
@@ -157,10 +172,11 @@ def _collect_finished(cand, beams: _Beams, finished: _Finished, length: int, alp
 
 
 def _next_live(cand, eos: int, beam_size: int):
-    """The K best candidates that do not end: log P (n, K), source beam (n, K), token (n, K)."""
+    """The K best candidates that do not end: (log P (n, K), source beam (n, K), token (n, K)), and
+    their positions among the candidates (n, K)."""
     top_lp, top_beam, top_tok = cand
     live_lp, pos = top_lp.masked_fill(top_tok == eos, -math.inf).topk(min(beam_size, top_lp.size(1)), dim=1)
-    return live_lp, top_beam.gather(1, pos), top_tok.gather(1, pos)
+    return (live_lp, top_beam.gather(1, pos), top_tok.gather(1, pos)), pos
 
 
 def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live, finished: _Finished,
@@ -203,16 +219,16 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
 
     ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit. The
     encoder runs once; each step feeds only the newest token (B*K, 1) to ``model.decode`` with the
-    cache, and ``cache.reorder`` keeps rows of surviving beams of unfinished sentences (of the cached
-    keys and values and of the encoder output ``cache.enc``).
+    cache, and ``cache.reorder`` keeps the rows of surviving beams (their self-attention keys and
+    values) and, when sentences finish, the remaining sentences' encoder output and keys/values.
     """
     if early_stop and length_penalty_alpha < 0:
         raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty_alpha}")
     batch, device = src.size(0), src.device
-    cache = _expand(model, src, beam_size)
+    max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
+    cache = model.new_cache(model.encode(src), beam_size, int(max_len.max()))
     log_probs = torch.full((batch, beam_size), -math.inf, device=device)
     log_probs[:, 0] = 0.0  # all beams start equal: only the first expands at step 0
-    max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
     beams = _Beams(torch.arange(batch), log_probs, torch.empty(batch * beam_size, 0, dtype=torch.long),
                    max_len, length_penalty(max_len.double(), length_penalty_alpha).float())
     finished = _Finished(batch, beam_size)
@@ -220,18 +236,32 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
     length = 0
     while beams.active.numel():
         length += 1
-        cand = _step_candidates(model.decode(prev, cache.enc, cache)[:, -1], beams, beam_size, ids)
+        logits = model.decode(prev, cache.enc, cache)[:, -1]
+        top_lp, top_idx = _step_candidates(logits, beams.log_probs, beam_size, ids)
+        cand = _to_host(top_lp, top_idx, logits.size(-1))
         _collect_finished(cand, beams, finished, length, length_penalty_alpha, ids.eos, beam_size)
-        live = _next_live(cand, ids.eos, beam_size)
+        live, pos = _next_live(cand, ids.eos, beam_size)
         at_max, done = _done(beams, live[0], finished, length, early_stop)
         _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha, beam_size)
-        keep = ~done
-        rows = (torch.arange(keep.numel())[:, None] * beam_size + live[1])[keep].reshape(-1)
-        cache.reorder(rows.to(device))
-        new_tokens = live[2][keep].reshape(-1, 1)
-        prev = new_tokens.to(device)
-        beams = beams.select(keep, live[0][keep].to(device), torch.cat([beams.tokens[rows], new_tokens], dim=1))
+        prev, beams = _advance(cache, beams, ~done, live, pos, top_lp, device)
     return [finished.result(b) for b in range(batch)]
+
+
+def _advance(cache: DecoderCache, beams: _Beams, keep: torch.Tensor, live, pos: torch.Tensor,
+             top_lp: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, _Beams]:
+    """Keep the live hypotheses of the sentences ``keep`` (bool (n,)): reorder the cache, and return
+    the next step's input tokens (n' K, 1) and beams. log P stays on the device (``top_lp`` (n, W))."""
+    _, live_beam, live_tok = live
+    beam_size = live_beam.size(1)
+    kept = keep.nonzero().flatten()
+    rows = (kept[:, None] * beam_size + live_beam[kept]).reshape(-1)
+    tokens = live_tok[kept].reshape(-1)
+    chosen = (kept[:, None] * top_lp.size(1) + pos[kept]).reshape(-1)  # into top_lp, flattened
+    shrinks = kept.numel() < keep.numel()
+    rows_d, tokens_d, chosen_d, *kept_d = _to_device([rows, tokens, chosen] + ([kept] if shrinks else []), device)
+    cache.reorder(rows_d, kept_d[0] if shrinks else None)
+    log_probs = top_lp.reshape(-1)[chosen_d].view(-1, beam_size)
+    return tokens_d.view(-1, 1), beams.select(keep, log_probs, torch.cat([beams.tokens[rows], tokens[:, None]], dim=1))
 
 
 def pad_sources(sources: Sequence[Sequence[int]], ids: SpecialIds, device: torch.device | str = "cpu"):
@@ -271,24 +301,25 @@ def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]
 
 
 class _PrefixCache:
-    """The "cache" of :class:`UncachedDecoding`: the encoder output and the target prefix (N, t)."""
+    """The "cache" of :class:`UncachedDecoding`: the encoder output and the target prefix of every row."""
 
-    def __init__(self, enc: Any):
-        self.enc = enc
-        self.prefix = torch.empty(enc.memory.size(0), 0, dtype=torch.long, device=enc.memory.device)
+    def __init__(self, enc: Any, beam_size: int):
+        rows = torch.arange(enc.memory.size(0), device=enc.memory.device).repeat_interleave(beam_size)
+        self.enc = enc.index_select(rows)
+        self.prefix = torch.empty(rows.numel(), 0, dtype=torch.long, device=enc.memory.device)
 
-    def reorder(self, index: torch.Tensor) -> "_PrefixCache":
-        self.enc = self.enc.index_select(index)
-        self.prefix = self.prefix.index_select(0, index)
+    def reorder(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> "_PrefixCache":
+        self.enc = self.enc.index_select(rows)
+        self.prefix = self.prefix.index_select(0, rows)
         return self
 
 
 class UncachedDecoding:
     """A model seen through the beam-search protocol without incremental state.
 
-    Every step recomputes the decoder over the whole prefix, ``model.decode(prefix (N, t), enc)``:
-    O(t^2) work per sentence instead of O(t). The reference that cached decoding must match, and the
-    baseline of ``benchmarks/decode_speed.py``.
+    Every step recomputes the decoder over the whole prefix, ``model.decode(prefix (N, t), enc)``
+    with the encoder output repeated for every row: O(t^2) work per sentence instead of O(t). The
+    reference that cached decoding must match, and a baseline of ``benchmarks/decode_speed.py``.
     """
 
     def __init__(self, model: IncrementalModel):
@@ -297,10 +328,10 @@ class UncachedDecoding:
     def encode(self, src: torch.Tensor) -> Any:
         return self.model.encode(src)
 
-    def new_cache(self, enc: Any) -> _PrefixCache:
-        return _PrefixCache(enc)
+    def new_cache(self, enc: Any, beam_size: int = 1, max_len: int | None = None) -> _PrefixCache:
+        return _PrefixCache(enc, beam_size)
 
     def decode(self, tgt_in: torch.Tensor, enc: Any, cache: _PrefixCache) -> torch.Tensor:
         """tgt_in (N, 1) newest token -> logits (N, 1, V) of the newest position."""
         cache.prefix = torch.cat([cache.prefix, tgt_in], dim=1)
-        return self.model.decode(cache.prefix, enc)[:, -1:]
+        return self.model.decode(cache.prefix, cache.enc)[:, -1:]

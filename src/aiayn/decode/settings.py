@@ -18,7 +18,9 @@ class DecodeConfig:
 
     The length penalty is GNMT's, score = log P(Y|X) / ((5 + |Y|) / 6)^alpha; at most
     ``max_len_a * |X| + max_len_b`` target tokens; ``early_stop`` ends a sentence once no live hypothesis can
-    beat the finished ones; ``max_sentences`` is the batch size of the decoding loop.
+    beat the finished ones; ``max_sentences`` is the batch size of the decoding loop; ``precision``
+    is the arithmetic of the forward passes (:mod:`aiayn.train.precision`: ``auto`` is bf16 autocast on
+    GPUs with bf16 tensor cores, fp32 elsewhere).
     """
 
     beam_size: int = 4
@@ -27,4 +29,5 @@ class DecodeConfig:
     max_len_b: int = 50
     early_stop: bool = True
     max_sentences: int = 128
+    precision: str = "auto"
 

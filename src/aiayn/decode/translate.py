@@ -3,12 +3,18 @@
 CLI::
 
     python -m aiayn.decode.translate --checkpoint C --spm M --input F --output F [--settings FILE]
-        [--threads N] [--device D] [--log F]
+        [--threads N] [--device D] [--gpu-lock-dir D] [--log F]
 
 The input holds sentencepiece pieces, space separated, one sentence per line (the encode stage). The
 output holds ``sp.decode(ids)`` of the best hypothesis, one line per input line; an empty input line
 gives an empty output line. ``--settings`` is the run's ``decode`` section
 (:class:`~aiayn.decode.settings.DecodeConfig`; default: the paper's beam 4, alpha 0.6, input + 50).
+Only the checkpoint's weights are read (onto the CPU, then the device).
+
+``--device auto`` claims a free GPU as training does (:func:`aiayn.train.distributed.resolve_device`).
+``decode.precision``: ``auto`` decodes in bf16 autocast on GPUs with bf16 tensor cores and in fp32
+elsewhere (:mod:`aiayn.train.precision`); the log-probabilities that rank hypotheses are always
+computed in fp32 from the logits.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
 from aiayn.decode.settings import DecodeConfig
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.model import load_model
+from aiayn.train.distributed import resolve_device
+from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +95,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", required=True, help="decoded hypotheses, one line per input line")
     parser.add_argument("--settings", help="the run's decode section as JSON (default: the paper's)")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
-    parser.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
     parser.add_argument("--log", help="log file (appended)")
     return parser.parse_args(argv)
 
@@ -97,18 +106,26 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
     sp = spm.SentencePieceProcessor(model_file=args.spm)
-    model, checkpoint = load_model(args.checkpoint, device)
-    ids = check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
-    opts = settings.read(args.settings, DecodeConfig, "decode")
-    sources = read_sources(args.input, sp)
-    if sources.unknown_pieces:
-        log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
-    log.info("decoding %d sentences of %s on %s with %s", len(sources.ids), args.input, device, asdict(opts))
-    start = time.perf_counter()
-    hyps = translate(model, sources.ids, opts, ids, device)
-    seconds = max(time.perf_counter() - start, 1e-9)
+    device, claim = resolve_device(args.device, args.gpu_lock_dir)
+    try:
+        model, checkpoint = load_model(args.checkpoint, device)
+        ids = check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
+        opts = settings.read(args.settings, DecodeConfig, "decode")
+        sources = read_sources(args.input, sp)
+        if sources.unknown_pieces:
+            log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
+        precision = resolve_precision(opts.precision, device)
+        enable_tf32(device)
+        log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, device,
+                 precision, asdict(opts))
+        start = time.perf_counter()
+        with autocast_for(precision, device):
+            hyps = translate(model, sources.ids, opts, ids, device)
+        seconds = max(time.perf_counter() - start, 1e-9)
+    finally:
+        if claim is not None:
+            claim.release()
     tokens = sum(len(h.tokens) for h in hyps if h is not None)
     log.info("%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",
              len(hyps), tokens, seconds, len(hyps) / seconds, tokens / seconds)

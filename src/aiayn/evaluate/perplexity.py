@@ -1,12 +1,14 @@
 """Per word-piece perplexity of a checkpoint on a binarized split (paper Table 3, "PPL (dev)").
 
     python -m aiayn.evaluate.perplexity --checkpoint C --data D/bin/<task>/dev --output F.json
+        [--max-tokens N] [--device D] [--gpu-lock-dir D] [--threads N] [--log F]
 
 PPL = exp(-(1/N) sum_i log p(y_i | y_<i, x)) over every target word-piece and every eos (N of them),
 teacher-forced, without label smoothing; padding is not counted (:mod:`aiayn.train.evaluation`). The
 arithmetic follows the checkpoint's ``train.precision`` on this device (bf16 autocast where its run
-trained in bf16, see :func:`aiayn.train.settings.resolve_precision`); the JSON records it as
-``precision``.
+trained in bf16, :func:`aiayn.train.precision.resolve_precision`); the JSON records it as
+``precision``. Only the checkpoint's weights are read (onto the CPU, then the device); ``--device
+auto`` claims a free GPU as training does.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ import torch
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import setup_logging, write_json
 from aiayn.model import load_model
+from aiayn.train.distributed import resolve_device
 from aiayn.train.evaluation import corpus_nll, perplexity_report
-from aiayn.train.settings import TrainConfig, resolve_precision
+from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision
+from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -33,23 +37,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True, help="JSON file to write (ppl, nll_per_token, tokens, sentences)")
     parser.add_argument("--max-tokens", type=int, default=8000, help="padded tokens per side per batch")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda when available)")
+    parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
     parser.add_argument("--log", default=None, help="also log to this file")
     args = parser.parse_args(argv)
     setup_logging(args.log)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     corpus = ShardedCorpus(args.data)
-    model, checkpoint = load_model(args.checkpoint, device)
-    if corpus.vocab_size != checkpoint["vocab"]["size"]:
-        raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
-                         f"{args.checkpoint} was trained with {checkpoint['vocab']['size']}")
-    max_len = model.cfg.max_positions if model.cfg.positional == "learned" else None
-    precision = resolve_precision(TrainConfig.from_dict(checkpoint["settings"]["train"]).precision, device.type)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else None
-    report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len, autocast))
-    report["precision"] = precision
+    device, claim = resolve_device(args.device, args.gpu_lock_dir)
+    try:
+        model, checkpoint = load_model(args.checkpoint, device)
+        if corpus.vocab_size != checkpoint["vocab"]["size"]:
+            raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
+                             f"{args.checkpoint} was trained with {checkpoint['vocab']['size']}")
+        max_len = model.cfg.max_positions if model.cfg.positional == "learned" else None
+        precision = resolve_precision(TrainConfig.from_dict(checkpoint["settings"]["train"]).precision, device)
+        enable_tf32(device)
+        report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len,
+                                              autocast_for(precision, device)))
+        report["precision"] = precision
+    finally:
+        if claim is not None:
+            claim.release()
     write_json(args.output, report)
     log.info("%s on %s: ppl %.3f over %d tokens, %d sentences, %s", args.checkpoint, args.data,
              report["ppl"], report["tokens"], report["sentences"], precision)

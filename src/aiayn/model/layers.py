@@ -77,16 +77,21 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], mask: Tensor | None,
                 cache: DecoderCache | None = None, layer: int = 0) -> Tensor:
-        """x (B, T, d_model); memory_kv: keys (B, h, S, d_k), values (B, h, S, d_v); mask (B, 1, 1, S).
+        """x (N, T, d_model); memory_kv: keys (B, h, S, d_k), values (B, h, S, d_v); mask (B, 1, 1, S) or None.
 
-        Without a cache, self-attention is causal over the T positions of x. With a cache, x holds
-        the newest position only (T = 1) and attends to every cached position plus itself.
+        Without a cache, N = B and self-attention is causal over the T positions of x. With a cache,
+        x holds the newest position only (T = 1) of N = B K rows (K = ``cache.beam_size``): each row
+        attends to its cached positions plus itself, and the K rows of a sentence query the
+        sentence's one memory together, as K query positions.
         """
         q, k, v = self.self_attn.project_self(self.res_self.inner(x))
         if cache is not None:
-            k, v = cache.append(layer, k, v)  # (B, h, t+1, d_k), (B, h, t+1, d_v)
-        y = self.self_attn.attend(q, k, v, causal=cache is None and x.shape[1] > 1)
+            k, v = cache.append(layer, k, v)  # (N, h, t+1, d_k), (N, h, t+1, d_v)
+        y = self.self_attn.attend(q, k, v, causal=cache is None)  # a Python bool, also under torch.compile
         x = self.res_self.outer(x, y)
-        q = self.cross_attn.cross_query(self.res_cross.inner(x))
-        x = self.res_cross.outer(x, self.cross_attn.attend(q, *memory_kv, mask))
+        h = self.res_cross.inner(x)
+        if cache is not None and cache.beam_size > 1:
+            h = h.reshape(-1, cache.beam_size, h.shape[-1])  # (B, K, d_model): T = 1
+        y = self.cross_attn.attend(self.cross_attn.cross_query(h), *memory_kv, mask)
+        x = self.res_cross.outer(x, y.reshape(x.shape))
         return self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))

@@ -57,18 +57,27 @@ class Transformer(nn.Module):
         x = table(tokens) * math.sqrt(self.cfg.d_model) + pos(start, tokens.shape[1]).to(table.weight.dtype)
         return F.dropout(x, self.cfg.dropout, self.training)
 
-    def encode(self, src: Tensor) -> EncoderOut:
-        """src (B, S) ids -> EncoderOut(memory (B, S, d_model), src_pad (B, S) bool, True at pad)."""
+    def encode(self, src: Tensor, padded: bool | None = None) -> EncoderOut:
+        """src (B, S) ids -> EncoderOut(memory (B, S, d_model), src_pad (B, S) bool, True at pad).
+
+        ``padded``: whether any row of src has padding, if the caller knows (no mask at all when
+        not); None looks (one device-to-host read).
+        """
         src_pad = src.eq(self.pad_id)
-        mask = ~src_pad[:, None, None, :]  # (B, 1, 1, S), True where attention may look
+        enc = EncoderOut(src, src_pad, bool(src_pad.any()) if padded is None else padded)
+        mask = enc.key_mask()  # (B, 1, 1, S), True where attention may look, or None
         x = self._embed(src, self.embed, self.src_pos)
         for layer in self.encoder:
             x = layer(x, mask)
-        return EncoderOut(self.enc_norm(x), src_pad)
+        enc.memory = self.enc_norm(x)
+        return enc
 
-    def new_cache(self, enc: EncoderOut) -> DecoderCache:
-        """A decoding cache holding every decoder layer's encoder-decoder keys and values, computed once."""
-        return DecoderCache(enc, [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder])
+    def new_cache(self, enc: EncoderOut, beam_size: int = 1, max_len: int | None = None) -> DecoderCache:
+        """A decoding cache for ``beam_size`` rows per sentence of ``enc`` (each sentence's rows adjacent),
+        holding every decoder layer's encoder-decoder keys and values, computed once per sentence;
+        ``max_len`` target positions are preallocated (more are added when needed)."""
+        cross = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder]
+        return DecoderCache(enc, cross, beam_size, capacity=max(1, max_len or 16))
 
     def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None) -> Tensor:
         """Next-token logits (B, T, V) for target prefix tgt_in (B, T).
@@ -83,7 +92,7 @@ class Transformer(nn.Module):
             enc, memory_kv, start = cache.enc, cache.cross_kv, cache.length
         else:
             memory_kv, start = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder], 0
-        mask = ~enc.src_pad[:, None, None, :]  # (B, 1, 1, S)
+        mask = enc.key_mask()  # (B, 1, 1, S) or None
         x = self._embed(tgt_in, self._target_table(), self.tgt_pos, start)
         for i, layer in enumerate(self.decoder):
             x = layer(x, memory_kv[i], mask, cache, i)
@@ -100,18 +109,21 @@ class Transformer(nn.Module):
         weight = self._target_table().weight if self.cfg.share_softmax else self.out_proj.weight
         return F.linear(x, weight)
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V)."""
-        return self.decode(tgt_in, self.encode(src))
+    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None) -> Tensor:
+        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V); ``src_padded`` as in :meth:`encode`."""
+        return self.decode(tgt_in, self.encode(src, src_padded))
 
 
 def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[Transformer, dict]:
     """Build the model a checkpoint describes (``settings["model"]``, ``vocab["size"]``) and load it.
 
-    Returns (model in eval mode on ``device``, the checkpoint dict). Checkpoints are read with
-    ``weights_only=True``: they hold tensors and plain Python values only.
+    Returns (model in eval mode on ``device``, the checkpoint's entries other than the optimizer
+    state). Checkpoints are read with ``weights_only=True`` (tensors and plain Python values only),
+    memory-mapped onto the CPU: only the weights are read, and only they move to ``device`` (a
+    training checkpoint's Adam moments, twice the weights, never reach the GPU).
     """
-    checkpoint = load_checkpoint(path, device)  # verified: a corrupt file is refused, naming it
+    checkpoint = load_checkpoint(path, "cpu", mmap=True)  # verified: a corrupt file is refused, naming it
+    checkpoint = {key: value for key, value in checkpoint.items() if key != "optimizer"}
     cfg = ModelConfig.from_dict(checkpoint["settings"]["model"])
     vocab = checkpoint["vocab"]
     model = Transformer(cfg, int(vocab["size"]), pad_id=int(vocab.get("pad_id", 0)))

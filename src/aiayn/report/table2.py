@@ -8,7 +8,7 @@ copy-the-source baseline closes each block.
 Training cost, two ways, both from the run's ``summary.json``:
 - the paper's method: ``wall_seconds x world_size x peak_tflops[precision][gpu_model] x 1e12``
   (training time x GPUs x the GPU's dense peak FLOP/s in the precision the run trained in, which is
-  ``settings.train.precision`` resolved on the run's ``device``; ``peak_tflops`` is
+  the ``precision`` its summary records (``train.precision`` resolved on its device); ``peak_tflops`` is
   ``config["tables"]["peak_tflops"]``);
 - measured: the summary's ``train_flops`` (model FLOPs per target token x target tokens seen),
   whatever the precision.
@@ -33,7 +33,6 @@ from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, SACREBLEU_LABEL, SUMMARY_KEYS, BleuNotes,
                                   MetricFileError, number, read_metrics, run_dir, summary_path)
-from aiayn.train.settings import resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -137,11 +136,10 @@ def _ours(results_dir: Path, task: str, exp: str, peaks: dict, bleu_notes: BleuN
 
 
 def run_precision(summary: dict[str, Any], source: Path | str) -> str:
-    """``bf16`` or ``fp32``: the precision a run trained in, from its summary's settings and device."""
-    try:
-        return resolve_precision(summary["settings"]["train"]["precision"], summary["device"])
-    except (KeyError, TypeError) as err:
-        raise MetricFileError(f"{source}: no settings.train.precision or device ({err})") from None
+    """``bf16`` or ``fp32``: the precision a run trained in, as its summary records it."""
+    if summary.get("precision") not in ("bf16", "fp32"):
+        raise MetricFileError(f"{source}: no precision (bf16 or fp32) in the training summary")
+    return summary["precision"]
 
 
 def paper_method_cost(summary: dict[str, Any], peaks: dict[str, dict[str, float]],

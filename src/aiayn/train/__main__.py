@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import torch
 
 from aiayn.io import setup_logging
 from aiayn.model import ModelConfig
-from aiayn.train.distributed import DEFAULT_LOCK_DIR, claim_gpus_if_shared, init_from_environment, \
+from aiayn.train.distributed import check_cuda, claim_gpus_if_shared, init_from_environment, \
     relaunch_under_torchrun, should_relaunch
 from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import Trainer
@@ -59,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: train.threads)")
     parser.add_argument("--max-steps-this-run", type=int, default=None,
                         help="stop with a checkpoint after this many steps (resume later with the same --out-dir)")
-    parser.add_argument("--gpu-lock-dir", type=Path, default=DEFAULT_LOCK_DIR, help="where GPU claim locks live")
+    parser.add_argument("--gpu-lock-dir", type=Path, default=None,
+                        help="where GPU claim locks live (default: <tmp>/aiayn-gpu-locks-<uid>)")
     parser.add_argument("--log", default=None, help="also log to this file")
     return parser
 
@@ -76,13 +78,13 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(threads)
     claim = claim_gpus_if_shared(train_cfg.gpus, args.gpu_lock_dir)
     try:
+        if "LOCAL_RANK" not in os.environ:
+            check_cuda(train_cfg.gpus)  # before any worker starts: a clear error, never a CPU run
         if should_relaunch(train_cfg.gpus):
             return relaunch_under_torchrun(argv, train_cfg.gpus)
         env = init_from_environment(train_cfg.gpus)
         if not env.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
-        if train_cfg.gpus >= 1 and env.device.type == "cpu":
-            log.warning("train.gpus=%d but CUDA is not available: training on the CPU", train_cfg.gpus)
         trainer = Trainer(settings, args.data, args.out_dir, env, args.max_steps_this_run)
         trainer.install_signal_handlers()
         return trainer.run()

@@ -8,13 +8,10 @@ generator seeded by (seed, epoch), and data-parallel ranks take interleaved slic
 
 Deviation from paper: the paper's batches held "approximately 25000 source tokens and 25000 target
 tokens"; the budget here caps padded positions (as fairseq's ``--max-tokens``), so a step holds a
-few percent fewer real tokens (``log.csv`` and ``summary.json`` count real ones). A step is
-``accumulation x GPUs`` batches of at most ``train.max_tokens_per_batch`` padded tokens, with
-``accumulation = ceil(max_tokens / (GPUs x max_tokens_per_batch))``, so raising ``max_tokens`` alone
-adds a whole batch per step as soon as the ceiling rounds up (25000 -> 26000 on one GPU at 12500 per
-batch: 3 batches, up to 37500). To restore the paper's real-token count, multiply ``max_tokens`` and
-``max_tokens_per_batch`` by the same factor f = 25000 / (real target tokens per step:
-``tokens_tgt / steps`` of ``summary.json``): the accumulation stays and each batch grows by f.
+few percent fewer real tokens (``log.csv`` and ``summary.json`` count real ones). A step's passes
+share ``train.max_tokens`` evenly (:meth:`aiayn.train.settings.TrainConfig.plan`), so to restore the
+paper's real-token count raise ``max_tokens`` by f = 25000 / (real target tokens per step:
+``tokens_tgt / steps`` of ``summary.json``).
 """
 
 from __future__ import annotations
@@ -34,32 +31,50 @@ log = logging.getLogger(__name__)
 @dataclass
 class Batch:
     """Padded tensors of one batch. src (B, S) = ids + [eos]; tgt_in (B, T) = [bos] + ids;
-    tgt_out (B, T) = ids + [eos]; padding 0. ``src_tokens`` / ``tgt_tokens`` count non-pad tokens."""
+    tgt_out (B, T) = ids + [eos]; padding 0. ``src_tokens`` / ``tgt_tokens`` count non-pad tokens;
+    ``src_padded`` is False when every source has the same length (no attention mask is needed)."""
 
     src: torch.Tensor
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
     src_tokens: int
     tgt_tokens: int
+    src_padded: bool = True
 
     def to(self, device: torch.device) -> "Batch":
-        pin = device.type == "cuda"
-        move = (lambda t: t.pin_memory().to(device, non_blocking=True)) if pin else (lambda t: t.to(device))
-        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.src_tokens, self.tgt_tokens)
+        """The tensors on ``device``; from pinned memory the copies are asynchronous."""
+        def move(t: torch.Tensor) -> torch.Tensor:
+            return t.to(device, non_blocking=device.type == "cuda" and t.is_pinned())
+
+        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.src_tokens, self.tgt_tokens,
+                     self.src_padded)
 
 
-def collate(corpus: ShardedCorpus, indices) -> Batch:
-    """Read pairs ``indices`` from ``corpus`` and pad them into a :class:`Batch`."""
-    pairs = [corpus.pair(int(i)) for i in indices]
-    n, s, t = len(pairs), max(len(p[0]) for p in pairs) + 1, max(len(p[1]) for p in pairs) + 1
-    src, tgt_in, tgt_out = (np.full((n, width), PAD, dtype=np.int64) for width in (s, t, t))
-    for row, (a, b) in enumerate(pairs):
-        src[row, :len(a)], src[row, len(a)] = a, EOS
-        tgt_in[row, 0], tgt_in[row, 1:len(b) + 1] = BOS, b
-        tgt_out[row, :len(b)], tgt_out[row, len(b)] = b, EOS
-    n_src = sum(len(p[0]) for p in pairs) + n
-    n_tgt = sum(len(p[1]) for p in pairs) + n
-    return Batch(torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out), n_src, n_tgt)
+def _empty(rows: int, width: int, pin: bool) -> tuple[torch.Tensor, np.ndarray]:
+    """A (rows, width) int64 tensor (in page-locked memory if ``pin``) and its numpy view."""
+    tensor = torch.empty((rows, width), dtype=torch.int64, pin_memory=pin)
+    return tensor, tensor.numpy()
+
+
+def collate(corpus: ShardedCorpus, indices, pin: bool = False) -> Batch:
+    """Read pairs ``indices`` from ``corpus`` and pad them into a :class:`Batch` (vectorised).
+
+    ``pin``: allocate the tensors in page-locked memory, for asynchronous copies to a GPU.
+    """
+    src_ids, src_len = corpus.padded("src", indices, PAD)  # (n, S - 1)
+    tgt_ids, tgt_len = corpus.padded("tgt", indices, PAD)  # (n, T - 1)
+    (n, s), t = src_ids.shape, tgt_ids.shape[1]
+    rows = np.arange(n)
+    src, src_np = _empty(n, s + 1, pin)
+    tgt_in, tgt_in_np = _empty(n, t + 1, pin)
+    tgt_out, tgt_out_np = _empty(n, t + 1, pin)
+    src_np[:, :s], src_np[:, s] = src_ids, PAD
+    src_np[rows, src_len] = EOS
+    tgt_in_np[:, 0], tgt_in_np[:, 1:] = BOS, tgt_ids
+    tgt_out_np[:, :t], tgt_out_np[:, t] = tgt_ids, PAD
+    tgt_out_np[rows, tgt_len] = EOS
+    padded = bool(n and src_len.min() != src_len.max())
+    return Batch(src, tgt_in, tgt_out, int(src_len.sum()) + n, int(tgt_len.sum()) + n, padded)
 
 
 def check_at_least_one_batch(where: str, tgt_lengths: np.ndarray, batches: list, max_tokens: int) -> None:
@@ -68,18 +83,20 @@ def check_at_least_one_batch(where: str, tgt_lengths: np.ndarray, batches: list,
     tokens = int(tgt_lengths.sum()) + len(tgt_lengths)
     if not batches or tokens < max_tokens:
         raise ValueError(f"{where}: {len(tgt_lengths)} sentence pairs, {tokens} target tokens: less than one "
-                         f"batch (train.max_tokens_per_batch {max_tokens}); the corpus is (nearly) empty: see "
-                         "the cleaning counts (clean/<task>/train.stats.json) and which data.clean rule dropped them")
+                         f"batch of {max_tokens} (from train.max_tokens and train.max_tokens_per_batch); the "
+                         "corpus is (nearly) empty: see the cleaning counts (clean/<task>/train.stats.json) and "
+                         "which data.clean rule dropped the pairs")
 
 
 def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, max_len: int | None = None,
                  drop_oversize: bool = True, drop_overlong: bool = True) -> tuple[list[np.ndarray], int]:
     """Pack sentence indices into token-budget batches; returns (batches, number of dropped pairs).
 
-    Pairs are ordered by source length, then target length, then index (deterministic). A pair whose
-    side (plus eos / bos) exceeds ``max_tokens`` is dropped and counted when ``drop_oversize``, else
-    (evaluation) it gets a batch of its own. One longer than ``max_len`` (the model's positions) is
-    dropped and counted when ``drop_overlong``, else it is an error.
+    Pairs are ordered by source length, then target length, then index (deterministic), and packed
+    greedily: a pair joins the current batch unless (n + 1) * max(longest source, longest target)
+    would exceed ``max_tokens``. A pair whose side (plus eos / bos) exceeds ``max_tokens`` is dropped
+    and counted when ``drop_oversize``, else (evaluation) it gets a batch of its own. One longer than
+    ``max_len`` (the model's positions) is dropped and counted when ``drop_overlong``, else it is an error.
     """
     src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
     longest = np.maximum(src_need, tgt_need)
@@ -92,17 +109,26 @@ def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: i
     drop = too_long | (oversize if drop_oversize else False)
     order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
     order = order[~drop[order]]
-    batches, current, s_max, t_max = [], [], 0, 0
-    for i in order.tolist():
-        s, t = max(s_max, src_need[i]), max(t_max, tgt_need[i])
-        if current and (len(current) + 1) * max(s, t) > max_tokens:
-            batches.append(np.array(current, dtype=np.int64))
-            current, s, t = [], src_need[i], tgt_need[i]
-        current.append(i)
-        s_max, t_max = s, t
-    if current:
-        batches.append(np.array(current, dtype=np.int64))
-    return batches, int(drop.sum())
+    return _pack(order, src_need[order], tgt_need[order], max_tokens), int(drop.sum())
+
+
+def _pack(order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, max_tokens: int) -> list[np.ndarray]:
+    """Greedy packing of pairs sorted by source length, one batch (not one pair) per Python step.
+
+    From a batch's first pair, the n-th candidate fits when n * max(src_need[n], running max of
+    tgt_need) <= max_tokens: the left side never decreases, so the pairs that fit are a prefix,
+    found with one vectorised test over at most max_tokens // src_need[first] candidates.
+    """
+    batches, start, total = [], 0, len(order)
+    while start < total:
+        window = min(total - start, max(1, max_tokens // int(src_need[start])))
+        stop = start + window
+        width = np.maximum(src_need[start:stop], np.maximum.accumulate(tgt_need[start:stop]))
+        fits = np.arange(1, window + 1) * width <= max_tokens
+        size = max(1, int(np.argmin(fits)) if not fits.all() else window)
+        batches.append(order[start:start + size].astype(np.int64))
+        start += size
+    return batches
 
 
 class BatchSampler:

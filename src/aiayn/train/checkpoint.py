@@ -81,9 +81,14 @@ _UNREADABLE = (RuntimeError, EOFError, OSError, pickle.UnpicklingError, zipfile.
 
 
 def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: int | None = None) -> dict:
-    """A checkpoint, verified: it loads (``weights_only``), has ``model``, ``settings``, ``vocab`` and
-    ``step`` (``step`` too when given: the step its file name says) and finite weights; otherwise
-    :class:`CorruptCheckpoint` naming the file. (A flipped bit inside a tensor's bytes is not seen.)"""
+    """A checkpoint, verified: it loads (``weights_only``), has ``model``, ``settings`` and ``vocab``,
+    the ``step`` its file name says (when given) and finite weights; otherwise
+    :class:`CorruptCheckpoint` naming the file. (A flipped bit inside a tensor's bytes is not seen.)
+
+    On the CPU by default: callers move what must move. Loading straight onto a GPU would put the
+    generator states there too (``torch.set_rng_state`` takes CPU tensors only) and fill GPU memory
+    with whatever the caller does not need.
+    """
     try:
         state = torch.load(path, map_location=map_location, mmap=mmap, weights_only=True)
     except FileNotFoundError:
@@ -91,10 +96,10 @@ def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: in
     except _UNREADABLE as error:
         reason = (str(error).split(". ") + [""])[0] or type(error).__name__
         raise CorruptCheckpoint(f"{path}: not a readable checkpoint, truncated or overwritten ({reason})") from None
-    if not isinstance(state, dict) or any(key not in state for key in ("model", "settings", "vocab", "step")):
-        raise CorruptCheckpoint(f"{path}: not a checkpoint of this project (lacks model, settings, vocab or step)")
-    if step is not None and state["step"] != step:
-        raise CorruptCheckpoint(f"{path}: holds step {state['step']!r}, its name says {step}")
+    if not isinstance(state, dict) or any(key not in state for key in ("model", "settings", "vocab")):
+        raise CorruptCheckpoint(f"{path}: not a checkpoint of this project (lacks model, settings or vocab)")
+    if step is not None and state.get("step") != step:
+        raise CorruptCheckpoint(f"{path}: holds step {state.get('step')!r}, its name says {step}")
     bad = non_finite(state["model"])
     if bad:
         raise CorruptCheckpoint(f"{path}: weights {bad[:3]} are not finite")
@@ -175,14 +180,25 @@ def rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
-    """Restore what :func:`rng_state` captured."""
+    """Restore what :func:`rng_state` captured (its tensors may sit on any device).
+
+    CUDA generators are restored for the GPUs both runs have: a job requeued onto fewer visible
+    GPUs restores the first ones and logs how many it left out.
+    """
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     n = state["numpy"]
-    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    keys = n["keys"].cpu().numpy().astype(np.uint32)
+    np.random.set_state((n["kind"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"].cpu())
+    saved = state.get("cuda") or []
+    if saved and torch.cuda.is_available():
+        visible = torch.cuda.device_count()
+        for index, generator in enumerate(saved[:visible]):
+            torch.cuda.set_rng_state(generator.cpu(), index)
+        if len(saved) > visible:
+            log.warning("restored %d of %d saved CUDA generator states (%d GPU(s) visible now)",
+                     visible, len(saved), visible)
 
 
 # Train settings that do not change what a resumed run computes: extending training, how often it

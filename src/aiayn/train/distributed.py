@@ -1,9 +1,11 @@
 """Devices and data parallelism: GPU claims on shared workstations, torchrun relaunch, process groups.
 
 Snakemake does not set CUDA_VISIBLE_DEVICES for local jobs, so two trainings on one workstation would
-both pick GPU 0. When the variable is unset, a training claims the GPUs it needs through exclusive
-``flock`` locks on ``<lock_dir>/gpu<i>.lock``, exports CUDA_VISIBLE_DEVICES before CUDA is touched,
-and holds the locks until it exits (the kernel releases them even when the process is killed).
+both pick GPU 0. When the variable is unset, a training (and a decoding) claims the GPUs it needs
+through exclusive ``flock`` locks on ``<lock_dir>/gpu<i>.lock``, exports CUDA_VISIBLE_DEVICES before
+CUDA is touched, and holds the locks until it exits (the kernel releases them even when the process
+is killed). The lock directory is per user (:func:`default_lock_dir`), so that one user's directory
+never blocks another's jobs. A job that asks for GPUs never falls back to the CPU: it fails, naming why.
 """
 
 from __future__ import annotations
@@ -13,15 +15,25 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
-DEFAULT_LOCK_DIR = Path("/tmp/aiayn-gpu-locks")
 log = logging.getLogger(__name__)
+
+
+class GpuUnavailableError(RuntimeError):
+    """GPUs were asked for but cannot be used; the message names the cause."""
+
+
+def default_lock_dir() -> Path:
+    """``<tmp>/aiayn-gpu-locks-<uid>``: GPU claim locks of this user's jobs."""
+    return Path(tempfile.gettempdir()) / f"aiayn-gpu-locks-{os.getuid()}"
 
 
 def physical_gpu_count() -> int:
@@ -39,13 +51,13 @@ def physical_gpu_count() -> int:
 class GpuClaim:
     """Exclusive locks on ``n`` of ``count`` GPUs; the lowest free indices win."""
 
-    def __init__(self, lock_dir: Path = DEFAULT_LOCK_DIR):
-        self.lock_dir = Path(lock_dir)
+    def __init__(self, lock_dir: Path | None = None):
+        self.lock_dir = Path(lock_dir) if lock_dir is not None else default_lock_dir()
         self.handles: dict[int, object] = {}
 
     def try_claim(self, n: int, count: int) -> list[int] | None:
         """Claim ``n`` GPUs without waiting; returns their indices, or None (holding nothing) if too few are free."""
-        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        self.lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for i in range(count):
             if len(self.handles) == n:
                 break
@@ -79,7 +91,7 @@ class GpuClaim:
         self.handles = {}
 
 
-def claim_gpus_if_shared(n: int, lock_dir: Path = DEFAULT_LOCK_DIR) -> GpuClaim | None:
+def claim_gpus_if_shared(n: int, lock_dir: Path | None = None) -> GpuClaim | None:
     """Claim ``n`` GPUs and export CUDA_VISIBLE_DEVICES when it is unset and there are GPUs; else None."""
     if n < 1 or "CUDA_VISIBLE_DEVICES" in os.environ or "LOCAL_RANK" in os.environ:
         return None
@@ -119,23 +131,91 @@ class DistEnv:
         return self.rank == 0
 
 
+def check_cuda(gpus: int, index: int = 0, what: str | None = None) -> None:
+    """Raise :class:`GpuUnavailableError` unless ``gpus`` GPUs, and GPU ``index``, can be used.
+
+    ``what`` names the request in the message (default ``train.gpus=<gpus>``).
+    """
+    if gpus < 1:
+        return
+    what = what or f"train.gpus={gpus}"
+    if not torch.cuda.is_available():
+        if torch.version.cuda is None:
+            cause = f"this torch ({torch.__version__}) was built without CUDA"
+        else:
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            cause = ("CUDA is not usable (no driver, or no GPU visible"
+                     + ("" if visible is None else f": CUDA_VISIBLE_DEVICES={visible!r}") + ")")
+        raise GpuUnavailableError(f"{what} but {cause}; set train.gpus: 0 (or --device cpu) to use the CPU")
+    count = torch.cuda.device_count()
+    if gpus > count:
+        raise GpuUnavailableError(f"{what} but {count} GPU(s) are visible")
+    if index >= count:
+        raise GpuUnavailableError(f"{what} but GPU index {index} does not exist: {count} GPU(s) are visible")
+
+
 def init_from_environment(gpus: int) -> DistEnv:
     """Join the torchrun process group (NCCL on GPU, gloo on CPU) or train alone.
 
-    Alone: ``cuda`` when ``gpus >= 1`` and CUDA is available, else the CPU.
+    Alone: ``cuda`` when ``gpus >= 1``, else the CPU. With ``gpus >= 1`` and no usable GPU this is an
+    error (:func:`check_cuda`), never a silent run on the CPU.
     """
     if "LOCAL_RANK" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         local = int(os.environ["LOCAL_RANK"])
-        cuda = torch.cuda.is_available() and gpus >= 1
-        if cuda:
+        check_cuda(gpus, local)
+        if gpus >= 1:
             torch.cuda.set_device(local)
-        dist.init_process_group("nccl" if cuda else "gloo")
-        device = torch.device("cuda", local) if cuda else torch.device("cpu")
+        dist.init_process_group("nccl" if gpus >= 1 else "gloo")
+        device = torch.device("cuda", local) if gpus >= 1 else torch.device("cpu")
         return DistEnv(dist.get_rank(), dist.get_world_size(), device)
     if dist.is_available() and dist.is_initialized():
         return DistEnv(dist.get_rank(), dist.get_world_size(), torch.device("cpu"))
-    device = torch.device("cuda") if gpus >= 1 and torch.cuda.is_available() else torch.device("cpu")
-    return DistEnv(0, 1, device)
+    check_cuda(gpus)
+    return DistEnv(0, 1, torch.device("cuda", 0) if gpus >= 1 else torch.device("cpu"))
+
+
+def resolve_device(requested: str, lock_dir: Path | None = None) -> tuple[torch.device, GpuClaim | None]:
+    """The device of a decoding or scoring job, and the GPU claim it holds (release it at the end).
+
+    ``auto``: one GPU when the machine has one and CUDA works, claimed as training claims them
+    (CUDA_VISIBLE_DEVICES unset: the lowest free index), else the CPU. ``cpu``. ``cuda`` or
+    ``cuda:N``: that GPU, or an error naming why it cannot be used.
+    """
+    if requested == "cpu":
+        return torch.device("cpu"), None
+    if requested == "auto":
+        if physical_gpu_count() == 0 and not torch.cuda.is_available():
+            return torch.device("cpu"), None
+        claim = claim_gpus_if_shared(1, lock_dir)
+        try:
+            check_cuda(1, what="--device auto found a GPU")
+        except GpuUnavailableError:
+            if claim is not None:
+                claim.release()
+            raise
+        return torch.device("cuda", 0), claim
+    device = torch.device(requested)
+    if device.type != "cuda":
+        raise ValueError(f"--device {requested}: use auto, cpu, cuda or cuda:N")
+    check_cuda(1, device.index or 0, what=f"--device {requested}")
+    return torch.device("cuda", device.index or 0), None
+
+
+def wrap_model(model: nn.Module, env: DistEnv, compile: bool) -> tuple[nn.Module, nn.Module | None]:
+    """(the module to call, the DDP wrapper or None): DDP first, then ``torch.compile(dynamic=True)``.
+
+    Compiling the DDP module lets the compiler split graphs at gradient buckets (the order PyTorch
+    documents); ``broadcast_buffers=False`` because the only buffers are sinusoid tables, which each
+    rank grows on its own when a longer batch comes (broadcasting them would also cost a collective
+    per forward pass). ``dynamic=True``: batch shapes change every step.
+    """
+    wrapped, ddp = model, None
+    if env.world_size > 1:
+        device_ids = [env.device.index] if env.device.type == "cuda" else None
+        wrapped = ddp = nn.parallel.DistributedDataParallel(model, device_ids=device_ids, broadcast_buffers=False)
+    if compile:
+        wrapped = torch.compile(wrapped, dynamic=True)
+    return wrapped, ddp
 
 
 def device_name(device: torch.device) -> str:

@@ -42,7 +42,7 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device:
     for indices in batches:
         batch = collate(corpus, indices).to(device)
         with autocast or contextlib.nullcontext():
-            logits = model(batch.src, batch.tgt_in)
+            logits = model(batch.src, batch.tgt_in, batch.src_padded)
         _, batch_nll, n = label_smoothed_loss(logits, batch.tgt_out, 0.0)
         nll += float(batch_nll)
         tokens += int(n)

@@ -1,10 +1,25 @@
-"""Label-smoothed cross entropy (paper section 5.4, as tensor2tensor)."""
+"""Label-smoothed cross entropy (paper section 5.4), computed over row blocks of the logits.
+
+The paper gives only the value, eps_ls = 0.1. Here the smoothing mass is spread over every class
+except the gold one and padding: q(gold) = 1 - eps, q(c) = eps / (V - 2) for the other non-pad
+classes, q(pad) = 0. (tensor2tensor and fairseq spread eps over the V - 1 non-gold classes, padding
+included; the two differ by eps / (V - 2) - eps / (V - 1), about 7e-11 per class at V = 37000.)
+
+The loss and its gradient are computed together, one block of rows at a time, in float32 whatever
+the logits' dtype: no full-size float32 copy of the (N, V) logits, no full-size log-probabilities,
+no full-size zero tensors in the backward. Peak memory beyond the logits is one gradient of the
+logits' size and dtype plus one block of float32 scratch.
+"""
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+# Elements of float32 scratch per block: a few MB on a CPU (in its cache, and few enough blocks that
+# the threads' start-up per operation does not add up), 256 MB on a GPU (few kernel launches).
+BLOCK_ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
 
 
 def smoothed_targets(target: Tensor, vocab_size: int, smoothing: float, pad_id: int = 0) -> Tensor:
@@ -20,24 +35,85 @@ def smoothed_targets(target: Tensor, vocab_size: int, smoothing: float, pad_id: 
     return q
 
 
-def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id: int = 0) -> tuple[Tensor, Tensor, Tensor]:
+def _block(x: Tensor, target: Tensor, keep: Tensor, smoothing: float, pad_id: int,
+           scratch: Tensor, grad: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Loss and NLL sums of one block x (c, V) float32; writes d loss / d x into ``grad`` (c, V) if given.
+
+    With m = max_c x_c, e = exp(x - m), s = sum_c e_c:  log p_c = x_c - m - log s, and
+    d loss / d x_c = keep (p_c - q_c) (for a row that is not padding; zero for one that is).
+    """
+    vocab = x.shape[1]
+    u, confidence = smoothing / (vocab - 2), 1.0 - smoothing
+    m = x.amax(dim=1, keepdim=True)  # (c, 1)
+    e = torch.sub(x, m, out=scratch).exp_()  # (c, V)
+    s = e.sum(dim=1)  # (c,)
+    lse = m.squeeze(1) + s.log()  # (c,)
+    x_gold = x.gather(1, target.unsqueeze(1)).squeeze(1)  # (c,)
+    x_pad = x[:, pad_id]
+    lp_gold = x_gold - lse
+    nll = -(lp_gold * keep).sum()
+    loss = confidence * nll
+    if smoothing > 0.0:
+        others = x.sum(dim=1) - vocab * lse - lp_gold - (x_pad - lse)  # sum of log p over non-gold non-pad
+        loss = loss - u * (others * keep).sum()
+    if grad is not None:
+        scale = (keep / s).unsqueeze(1)  # (c, 1)
+        if smoothing > 0.0:
+            torch.addcmul((-u * keep).unsqueeze(1), e, scale, out=grad)
+        else:
+            torch.mul(e, scale, out=grad)
+        p_pad = torch.exp(x_pad - lse) * keep  # q(pad) = 0
+        grad[:, pad_id] = p_pad.to(grad.dtype)
+        g_gold = (torch.exp(lp_gold) - confidence) * keep
+        grad.scatter_(1, target.unsqueeze(1), g_gold.to(grad.dtype).unsqueeze(1))
+    return loss, nll
+
+
+class _SmoothedCrossEntropy(torch.autograd.Function):
+    """(loss sum, nll sum) of logits (N, V); the gradient of the loss is computed in the forward pass."""
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, target: Tensor, smoothing: float, pad_id: int, rows: int, needs_grad: bool):
+        keep = target.ne(pad_id).float()  # (N,)
+        grad = torch.empty_like(logits) if needs_grad else None
+        scratch = torch.empty(min(rows, logits.shape[0]), logits.shape[1], dtype=torch.float32, device=logits.device)
+        loss = torch.zeros((), dtype=torch.float32, device=logits.device)
+        nll = torch.zeros((), dtype=torch.float32, device=logits.device)
+        for start in range(0, logits.shape[0], rows):
+            end = min(start + rows, logits.shape[0])
+            block_grad = None if grad is None else grad[start:end]
+            block_loss, block_nll = _block(logits[start:end].float(), target[start:end], keep[start:end],
+                                           smoothing, pad_id, scratch[: end - start], block_grad)
+            loss += block_loss
+            nll += block_nll
+        ctx.grad = grad
+        ctx.mark_non_differentiable(nll)
+        return loss, nll
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
+        grad, ctx.grad = ctx.grad, None
+        if grad_loss.device.type != "cpu" or grad_loss.item() != 1.0:  # on a CPU the check costs nothing
+            grad.mul_(grad_loss.to(grad.dtype))
+        return grad, None, None, None, None, None
+
+
+def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id: int = 0,
+                        chunk_rows: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """Summed label-smoothed cross entropy, summed NLL and the number of non-pad targets.
 
-    logits (B, T, V) (any float dtype; the softmax runs in float32), target (B, T) ids.
-    loss = -sum_tokens sum_c q(c) log p(c), with q of :func:`smoothed_targets`, computed without
-    materialising q: -(1 - eps) log p(gold) - eps / (V - 2) (sum_c log p(c) - log p(gold) - log p(pad)).
-    nll = -sum_tokens log p(gold). Padding targets are ignored. Returns float32 scalars (loss, nll, n).
+    logits (B, T, V) (any float dtype; the arithmetic is float32), target (B, T) ids.
+    loss = -sum_tokens sum_c q(c) log p(c) with q of :func:`smoothed_targets`, evaluated as
+    -(1 - eps) log p(gold) - eps / (V - 2) (sum_c log p(c) - log p(gold) - log p(pad)).
+    nll = -sum_tokens log p(gold) (not differentiable). Padding targets are ignored. ``chunk_rows``
+    rows are processed at a time (default: a block of :data:`BLOCK_ELEMENTS` for the device).
+    Returns float32 scalars (loss, nll, n). The loss's backward may run once (no ``retain_graph``).
     """
     vocab = logits.shape[-1]
-    lprobs = F.log_softmax(logits.float(), dim=-1).view(-1, vocab)  # (N, V)
-    target = target.reshape(-1)
-    keep = target.ne(pad_id)
-    gold = lprobs.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,)
-    nll = -(gold * keep).sum()
-    if smoothing > 0.0:
-        others = lprobs.sum(dim=1) - gold - lprobs[:, pad_id]  # (N,)
-        smooth = -(others * keep).sum()
-        loss = (1.0 - smoothing) * nll + smoothing / (vocab - 2) * smooth
-    else:
-        loss = nll
-    return loss, nll, keep.sum()
+    flat, target = logits.reshape(-1, vocab), target.reshape(-1)
+    if chunk_rows is None:
+        chunk_rows = max(1, BLOCK_ELEMENTS.get(logits.device.type, BLOCK_ELEMENTS["cuda"]) // vocab)
+    needs_grad = torch.is_grad_enabled() and logits.requires_grad
+    loss, nll = _SmoothedCrossEntropy.apply(flat, target, float(smoothing), int(pad_id), int(chunk_rows), needs_grad)
+    return loss, nll, target.ne(pad_id).sum()

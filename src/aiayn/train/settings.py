@@ -57,21 +57,32 @@ class TrainConfig:
             values["adam_betas"] = tuple(values["adam_betas"])
         return cls(**values)
 
-    def accumulation(self, world_size: int) -> int:
-        """Forward passes per rank and optimizer step: ceil(max_tokens / (world_size * max_tokens_per_batch))."""
-        return max(1, math.ceil(self.max_tokens / (world_size * self.max_tokens_per_batch)))
+    def plan(self, world_size: int) -> "StepPlan":
+        """How one optimizer step of ``max_tokens`` is shared by ``world_size`` data-parallel ranks.
+
+        passes = ceil(max_tokens / (W * max_tokens_per_batch)) forward passes per rank, each of a
+        batch budget of round(max_tokens / (W * passes)) tokens per side, so a step holds the same
+        number of tokens (to within one pass) on 1 GPU or 16: the paper's 25,000 on its 8 GPUs were
+        8 batches of about 3,125.
+        """
+        if world_size < 1:
+            raise ValueError(f"world size must be at least 1, got {world_size}")
+        passes = max(1, math.ceil(self.max_tokens / (world_size * self.max_tokens_per_batch)))
+        per_pass = round(self.max_tokens / (world_size * passes))
+        if per_pass < 1:
+            raise ValueError(f"train.max_tokens={self.max_tokens} cannot be shared by {world_size} ranks")
+        return StepPlan(world_size, passes, per_pass)
 
 
-def resolve_precision(precision: str, device_type: str) -> str:
-    """What ``train.precision`` means on a device: ``auto`` is ``bf16`` on CUDA and ``fp32`` elsewhere.
+@dataclass(frozen=True)
+class StepPlan:
+    """One optimizer step: ``passes`` forward passes per rank of ``tokens_per_pass`` tokens per side."""
 
-    Training, dev perplexity (Table 3) and the training-cost convention (Table 2) all read it here.
+    world_size: int
+    passes: int
+    tokens_per_pass: int
 
-    Deviation from paper: the paper trained in fp32 (tensor2tensor's default on P100s); ``auto``
-    trains with bf16 autocast on GPUs (matmuls in bf16, weights, optimizer and loss in fp32), and
-    Table 3's perplexity is computed in the same precision as its run trained in.
-    ``train.precision: fp32`` restores the paper's arithmetic for both.
-    """
-    if precision == "auto":
-        return "bf16" if device_type == "cuda" else "fp32"
-    return precision
+    @property
+    def tokens_per_step(self) -> int:
+        """Padded tokens per side of the whole step: world_size * passes * tokens_per_pass."""
+        return self.world_size * self.passes * self.tokens_per_pass

@@ -1,11 +1,17 @@
 """The training loop (paper section 5): token-budget steps, Adam with the eq. 3 schedule, checkpoints.
 
 One optimizer step collects ``train.max_tokens`` target tokens (and about as many source tokens)
-over all data-parallel ranks and ``accumulation`` forward passes of at most
-``train.max_tokens_per_batch`` tokens each; the summed label-smoothed loss's gradient is divided by
-the number of target tokens of the whole step. A killed run restarted with the same ``out_dir``
-continues from its latest checkpoint (model, optimizer, step, data position, RNG), bit-identical
-on CPU to a run that was never interrupted: dropout is reseeded from (seed, step, rank) every step.
+over all data-parallel ranks, whatever their number (:meth:`TrainConfig.plan`: each rank makes
+``passes`` forward passes of ``tokens_per_pass`` tokens); the summed label-smoothed loss's gradient
+is divided by the number of target tokens of the whole step. The step never waits for the GPU
+(:mod:`aiayn.train.step`): its statistics are read one step late, and the next batches are collated
+on a background thread (:mod:`aiayn.train.prefetch`). A killed run restarted with the same
+``out_dir`` continues from its latest checkpoint (model, optimizer, step, data position, RNG),
+bit-identical on CPU to a run that was never interrupted: dropout is reseeded from (seed, step, rank)
+every step.
+
+A step whose loss or gradient is not finite applies no update (Adam's step count included) and is
+counted in ``skipped_steps``; it still counts towards ``train_steps``.
 """
 
 from __future__ import annotations
@@ -13,29 +19,30 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import math
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
 from tqdm import tqdm
 
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
-from aiayn.train.batching import (BOS, EOS, PAD, UNK, BatchSampler, BatchStream, check_at_least_one_batch,
-                                  collate, make_batches)
+from aiayn.train.batching import (BOS, EOS, PAD, UNK, Batch, BatchSampler, BatchStream, check_at_least_one_batch,
+                                  make_batches)
 from aiayn.train.checkpoint import (checkpoint_path, newest_good_checkpoint, publish_last, rng_state, rotate,
                                     save_checkpoint, set_aside, set_rng_state, trajectory_changes)
-from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name
+from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name, wrap_model
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
 from aiayn.train.metrics import MetricsLog
+from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision
+from aiayn.train.prefetch import Prefetcher
 from aiayn.train.schedule import learning_rate
-from aiayn.train.settings import TrainConfig, resolve_precision
+from aiayn.train.settings import TrainConfig
+from aiayn.train.step import PendingResults, StepResult, apply_update, flags, step_seed
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +56,7 @@ class NonFiniteError(RuntimeError):
 
 @dataclass
 class Progress:
-    """Counters that travel in checkpoints: applied steps, wall time and tokens over all runs."""
+    """Counters that travel in checkpoints: steps, wall time and tokens over all runs."""
 
     step: int = 0
     wall_seconds: float = 0.0
@@ -69,7 +76,7 @@ class Window:
     tokens: float = 0.0
     steps: int = 0
     timed_tokens: float = 0.0  # tokens since ``start`` in this process (throughput), not checkpointed
-    start: float = dataclasses.field(default_factory=time.perf_counter)
+    start: float = dataclasses.field(default_factory=time.perf_counter)  # when the window's first step began
 
     def sums(self) -> dict:
         """What a checkpoint keeps, so that a resumed run logs the same rows."""
@@ -86,18 +93,6 @@ def load_corpora(data_dir: Path) -> tuple[ShardedCorpus, ShardedCorpus]:
     return train, dev
 
 
-def autocast_for(precision: str, device: torch.device) -> contextlib.AbstractContextManager:
-    """bf16 autocast for ``bf16`` (and ``auto`` on CUDA, :func:`resolve_precision`); nothing (fp32) otherwise."""
-    if resolve_precision(precision, device.type) == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-def step_seed(seed: int, step: int, rank: int) -> int:
-    """The torch seed of one (step, rank): dropout masks depend on nothing else, so resuming is exact."""
-    return (seed * 1_000_003 + step) * 4099 + rank
-
-
 class Trainer:
     """Trains one model on ``<data_dir>/{train,dev}`` into ``out_dir`` (see the module docstring)."""
 
@@ -110,85 +105,87 @@ class Trainer:
         self.vocab = {"size": self.train_data.vocab_size, "pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS}
         torch.manual_seed(self.cfg.seed)
         self.raw_model = Transformer(self.model_cfg, self.vocab["size"], PAD).to(env.device)
-        self.model = self._wrap(self.raw_model)
+        self.model, self.ddp = wrap_model(self.raw_model, env, self.cfg.compile)
         self.optimizer = torch.optim.Adam(self.raw_model.parameters(), lr=0.0, betas=self.cfg.adam_betas,
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
                                           fused=True)
-        self.autocast = autocast_for(self.cfg.precision, env.device)
+        self.precision = resolve_precision(self.cfg.precision, env.device)
+        enable_tf32(env.device)
+        self.autocast = autocast_for(self.precision, env.device)
         self.max_len = self.model_cfg.max_positions if self.model_cfg.positional == "learned" else None
+        self.plan = self.cfg.plan(env.world_size)
         self.stream = BatchStream(BatchSampler(self._batches(), self.cfg.seed, env.rank, env.world_size))
-        self.accumulation = self.cfg.accumulation(env.world_size)
+        self.batches = Prefetcher(self.stream, self.train_data, env.device, depth=self.plan.passes + 1)
+        self.pending = PendingResults(env.device)
         src_len = float(self.train_data.src_lengths.mean()) + 1
         tgt_len = float(self.train_data.tgt_lengths.mean()) + 1
         self.flops_per_token = flops_per_token(self.model_cfg, src_len, tgt_len, self.vocab["size"])
         self.progress = Progress()
         self.window = Window()
         self.consecutive_skips, self.max_consecutive_skips = 0, MAX_CONSECUTIVE_SKIPS
-        self.stop_requested = False
-
-    def _wrap(self, model: nn.Module) -> nn.Module:
-        if self.cfg.compile:
-            model = torch.compile(model)
-        if self.env.world_size > 1:
-            device_ids = [self.env.device.index] if self.env.device.type == "cuda" else None
-            model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-        return model
+        self.stop_requested = False  # this rank's signal handler
+        self.stop_agreed = self.save_agreed = False  # what all ranks read from one step's statistics
+        self.last_save, self.saved_step = time.perf_counter(), 0
 
     def _batches(self) -> list:
         batches, dropped = make_batches(self.train_data.src_lengths, self.train_data.tgt_lengths,
-                                        self.cfg.max_tokens_per_batch, self.max_len)
+                                        self.plan.tokens_per_pass, self.max_len)
         check_at_least_one_batch(str(self.train_data.dir), self.train_data.tgt_lengths, batches,
-                                 self.cfg.max_tokens_per_batch)
+                                 self.plan.tokens_per_pass)
         log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped "
-                 "(a side longer than the batch budget%s)", len(batches), self.cfg.max_tokens_per_batch,
+                 "(a side longer than the batch budget%s)", len(batches), self.plan.tokens_per_pass,
                  dropped, len(self.train_data), f" or max_positions={self.max_len}" if self.max_len else "")
         return batches
 
     # ---- one optimizer step -------------------------------------------------------------------
 
-    def micro_step(self, indices) -> torch.Tensor:
-        """Forward and backward of one batch; returns (loss sum, nll sum, target tokens, source tokens)."""
-        batch = collate(self.train_data, indices).to(self.env.device)
+    def micro_step(self, batch: Batch) -> torch.Tensor:
+        """Forward and backward of one batch; returns (loss sum, nll sum, target tokens, source tokens),
+        float64 on the device."""
         with self.autocast:
-            logits = self.model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss, nll, _ = label_smoothed_loss(logits, batch.tgt_out, self.cfg.label_smoothing, PAD)
+            logits = self.model(batch.src, batch.tgt_in, batch.src_padded)  # (B, T, V)
+        loss, nll, n_tgt = label_smoothed_loss(logits, batch.tgt_out, self.cfg.label_smoothing, PAD)
         loss.backward()
-        counts = torch.tensor([batch.tgt_tokens, batch.src_tokens], dtype=torch.float64, device=self.env.device)
-        return torch.cat([torch.stack([loss.detach(), nll.detach()]).double(), counts])
+        return torch.stack([loss.detach().double(), nll.double(), n_tgt.double(), batch.src.ne(PAD).sum().double()])
 
-    def train_step(self) -> dict | None:
-        """One optimizer step over ``accumulation`` batches per rank; None when skipped (non-finite)."""
+    def train_step(self) -> int:
+        """Queue one optimizer step (results: :attr:`pending`); returns this rank's target tokens in it."""
         step = self.progress.step + 1
         torch.manual_seed(step_seed(self.cfg.seed, step, self.env.rank))
-        stats = torch.zeros(4, dtype=torch.float64, device=self.env.device)
-        for i in range(self.accumulation):
-            sync = self.env.world_size == 1 or i == self.accumulation - 1
-            with contextlib.nullcontext() if sync else self.model.no_sync():
-                stats += self.micro_step(self.stream.next())
+        sums, tokens = None, 0
+        for i in range(self.plan.passes):
+            batch = self.batches.next()
+            tokens += batch.tgt_tokens
+            sync = self.ddp is None or i == self.plan.passes - 1
+            with contextlib.nullcontext() if sync else self.ddp.no_sync():
+                stats = self.micro_step(batch)
+            sums = stats if sums is None else sums + stats
+        save = self.env.world_size > 1 and self.env.is_main and self._time_to_save()
+        stats = torch.cat([sums, flags(self.stop_requested, save, self.env.device)])
         if self.env.world_size > 1:
             torch.distributed.all_reduce(stats)
-        params = [p for p in self.raw_model.parameters() if p.grad is not None]
-        grads = [p.grad for p in params]
-        torch._foreach_mul_(grads, self.env.world_size / max(stats[2].item(), 1.0))
-        grad_norm = torch.nn.utils.get_total_norm(grads)
-        loss, nll, n_tgt, n_src = stats.tolist()
-        if not (math.isfinite(loss) and math.isfinite(grad_norm.item())):
-            return self._skip(step, loss, grad_norm.item())
-        if self.cfg.clip_norm > 0:
-            torch.nn.utils.clip_grads_with_norm_(params, self.cfg.clip_norm, grad_norm)
         lr = learning_rate(step, self.model_cfg.d_model, self.cfg.warmup_steps, self.cfg.lr_scale)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.consecutive_skips = 0
-        p = self.progress
-        p.step, p.tokens_src, p.tokens_tgt = step, p.tokens_src + int(n_src), p.tokens_tgt + int(n_tgt)
-        return {"step": step, "lr": lr, "loss": loss, "nll": nll, "tokens": n_tgt, "grad_norm": grad_norm.item()}
+        params = [p for p in self.raw_model.parameters() if p.grad is not None]
+        grad_norm, skipped = apply_update(params, self.optimizer, stats, self.env.world_size, self.cfg.clip_norm, lr)
+        self.pending.push(step, lr, stats, grad_norm, skipped)
+        self.progress.step = step
+        return tokens
 
-    def _skip(self, step: int, loss: float, grad_norm: float) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
-        message = f"step {step}: loss {loss} or gradient norm {grad_norm} is not finite"
+    def take_results(self, metrics: MetricsLog | None, bar: tqdm, elapsed: float, lag: int = 1) -> None:
+        """Account for the steps whose statistics have arrived (all of them with ``lag=0``)."""
+        for result in self.pending.ready(lag):
+            self.stop_agreed |= result.stop
+            self.save_agreed |= result.save and result.step > self.saved_step  # requests before a save are met
+            if result.skipped:
+                self._skip(result)
+                continue
+            self.consecutive_skips = 0
+            p = self.progress
+            p.tokens_src, p.tokens_tgt = p.tokens_src + int(result.src_tokens), p.tokens_tgt + int(result.tgt_tokens)
+            self.record(result, metrics, bar, elapsed)
+
+    def _skip(self, result: StepResult) -> None:
+        message = f"step {result.step}: loss {result.loss} or gradient norm {result.grad_norm} is not finite"
         if self.cfg.nan_policy == "stop":
             raise NonFiniteError(message + " (train.nan_policy: stop)")
         self.progress.skipped_steps += 1
@@ -196,15 +193,14 @@ class Trainer:
         if self.consecutive_skips > self.max_consecutive_skips:
             raise NonFiniteError(f"{message}; {self.consecutive_skips} steps in a row were not finite, "
                                  "the model has diverged (lower train.lr_scale or set train.clip_norm)")
-        log.warning("%s; step skipped (%d so far, train.nan_policy: skip)", message, self.progress.skipped_steps)
-        return None
+        log.warning("%s; no update applied (%d so far, train.nan_policy: skip)", message, self.progress.skipped_steps)
 
     # ---- checkpoints --------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
         return {"model": self.raw_model.state_dict(), "settings": self.settings, "vocab": self.vocab,
                 "step": self.progress.step, "optimizer": self.optimizer.state_dict(),
-                "data_state": self.stream.state_dict(), "progress": dataclasses.asdict(self.progress),
+                "data_state": self.batches.state_dict(), "progress": dataclasses.asdict(self.progress),
                 "window": self.window.sums(), "rng": rng_state()}
 
     def save(self) -> Path:
@@ -215,11 +211,18 @@ class Trainer:
             save_checkpoint(path, self.state_dict())
             rotate(self.out_dir, self.cfg.keep_checkpoints, self.cfg.checkpoint_steps, self.cfg.train_steps)
             log.info("saved %s", path)
+        self.last_save, self.save_agreed, self.saved_step = time.perf_counter(), False, self.progress.step
         return path
 
     def resume(self) -> bool:
-        """Load the latest checkpoint under ``out_dir`` if there is one; returns whether it did."""
-        newest = newest_good_checkpoint(self.out_dir, self.env.device)  # corrupt ones are set aside
+        """Load the newest good checkpoint under ``out_dir`` if there is one; returns whether it did.
+
+        A newer checkpoint that does not load or verify is set aside as ``*.corrupt`` with a warning
+        (:func:`aiayn.train.checkpoint.newest_good_checkpoint`). The checkpoint is read onto the CPU;
+        the model and optimizer states move to the device as they load, the generator states stay
+        on the host.
+        """
+        newest = newest_good_checkpoint(self.out_dir)
         if newest is None:
             return False
         step, path, state = newest
@@ -231,12 +234,22 @@ class Trainer:
             return False
         self.raw_model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.stream.load_state_dict(state["data_state"])
+        self.batches.load_state_dict(state["data_state"])
         self.progress = Progress(**state["progress"])
         self.window = Window(**state["window"])
         set_rng_state(state["rng"])
         log.info("resumed from %s (step %d, epoch %d)", path, step, self.stream.epoch)
         return True
+
+    def _time_to_save(self) -> bool:
+        minutes = self.cfg.checkpoint_minutes
+        return bool(minutes) and time.perf_counter() - self.last_save >= 60 * minutes
+
+    def _checkpoint_due(self, step: int) -> bool:
+        """By steps (every rank knows), or by time (alone: the clock; with ranks: rank 0's clock, agreed)."""
+        by_steps = self.cfg.checkpoint_steps and step % self.cfg.checkpoint_steps == 0
+        by_time = self.save_agreed if self.env.world_size > 1 else self._time_to_save()
+        return bool(by_steps or by_time) and step < self.cfg.train_steps
 
     # ---- the loop -----------------------------------------------------------------------------
 
@@ -252,54 +265,65 @@ class Trainer:
         peak = PEAK_BF16_FLOPS.get(device_name(self.env.device))
         return None if peak is None else self.flops_per_token * tokens_per_s / (peak * self.env.world_size)
 
-    def record(self, result: dict, metrics: MetricsLog | None, bar: tqdm, elapsed: float) -> None:
+    def record(self, result: StepResult, metrics: MetricsLog | None, bar: tqdm, elapsed: float) -> None:
         """Add a step to the log window; every ``log_every_steps`` (and at the end) write a row."""
         window = self.window
-        window.loss, window.nll = window.loss + result["loss"], window.nll + result["nll"]
-        window.tokens, window.steps = window.tokens + result["tokens"], window.steps + 1
-        window.timed_tokens += result["tokens"]
-        step = result["step"]
-        if metrics and (step % self.cfg.log_every_steps == 0 or step == self.cfg.train_steps):
+        window.loss, window.nll = window.loss + result.loss, window.nll + result.nll
+        window.tokens, window.steps = window.tokens + result.tgt_tokens, window.steps + 1
+        window.timed_tokens += result.tgt_tokens
+        if metrics and (result.step % self.cfg.log_every_steps == 0 or result.step == self.cfg.train_steps):
             self.log_window(window, result, metrics, elapsed)
-            bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result['lr']:.2e}")
-            self.window = Window()
+            bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result.lr:.2e}")
+            self.window = Window(start=result.queued_at)
 
-    def log_window(self, window: Window, result: dict, metrics: MetricsLog, elapsed: float) -> None:
-        seconds = time.perf_counter() - window.start
+    def log_window(self, window: Window, result: StepResult, metrics: MetricsLog, elapsed: float) -> None:
+        """A ``log.csv`` row; throughput over the time the window's steps took to queue (the host runs
+        at most one step ahead of the device, so over a window this is the device's pace)."""
+        seconds = result.queued_at - window.start
         tokens_per_s = window.timed_tokens / seconds if seconds > 0 else 0.0
         self.progress.train_loss = window.loss / max(window.tokens, 1.0)
-        metrics.write({"step": result["step"], "lr": result["lr"], "loss": self.progress.train_loss,
-                       "nll": window.nll / max(window.tokens, 1.0), "grad_norm": result["grad_norm"],
+        metrics.write({"step": result.step, "lr": result.lr, "loss": self.progress.train_loss,
+                       "nll": window.nll / max(window.tokens, 1.0), "grad_norm": result.grad_norm,
                        "tokens_per_s": tokens_per_s, "mfu": self.mfu(tokens_per_s), "elapsed": elapsed})
+
+    def _stopping(self, steps_this_run: int) -> bool:
+        """A stop signal (alone: this process's; with ranks: any rank's, agreed) or the run's step limit."""
+        signalled = self.stop_agreed or (self.env.world_size == 1 and self.stop_requested)
+        return signalled or steps_this_run == self.max_steps_this_run
 
     def run(self) -> int:
         """Train to ``train_steps`` (or ``max_steps_this_run`` more steps); returns an exit status."""
         started, resumed = time.perf_counter(), self.resume()
         wall0, steps_this_run = self.progress.wall_seconds, 0
         metrics = MetricsLog(self.out_dir, self.progress.step) if self.env.is_main else None
-        last_save, saved_step = time.perf_counter(), self.progress.step if resumed else -1
+        saved_step = self.progress.step if resumed else -1
         self._log_start()
         bar = tqdm(total=self.cfg.train_steps, initial=self.progress.step, disable=None if self.env.is_main else True,
                    unit="step", dynamic_ncols=True)
-        self.window.start = time.perf_counter()
-        while self.progress.step < self.cfg.train_steps:
-            if self.stop_requested or steps_this_run == self.max_steps_this_run:
-                self.progress.wall_seconds = wall0 + time.perf_counter() - started
-                self.save()
-                log.info("stopped at step %d; run again with the same --out-dir to continue", self.progress.step)
-                return 0 if not self.stop_requested else 143
-            result = self.train_step()
-            if result is None:
-                continue
-            steps_this_run, step = steps_this_run + 1, result["step"]
-            bar.update(1)
-            self.record(result, metrics, bar, wall0 + time.perf_counter() - started)
-            if self.env.is_main and self.cfg.dev_every_steps and step % self.cfg.dev_every_steps == 0:
-                metrics.dev(step, self.dev_perplexity())
-            if self._checkpoint_due(step, last_save):
-                self.progress.wall_seconds = wall0 + time.perf_counter() - started
-                self.save()
-                last_save, saved_step = time.perf_counter(), step
+        self.window.start = self.last_save = time.perf_counter()
+        try:
+            while self.progress.step < self.cfg.train_steps:
+                if self._stopping(steps_this_run):
+                    self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
+                    self.progress.wall_seconds = wall0 + time.perf_counter() - started
+                    self.save()
+                    log.info("stopped at step %d; run again with the same --out-dir to continue", self.progress.step)
+                    return 143 if self.stop_agreed or self.stop_requested else 0
+                self.train_step()
+                steps_this_run += 1
+                bar.update(1)
+                self.take_results(metrics, bar, wall0 + time.perf_counter() - started)
+                step = self.progress.step
+                if self.env.is_main and self.cfg.dev_every_steps and step % self.cfg.dev_every_steps == 0:
+                    metrics.dev(step, self.dev_perplexity())
+                if self._checkpoint_due(step):
+                    self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
+                    self.progress.wall_seconds = wall0 + time.perf_counter() - started
+                    self.save()
+                    saved_step = step
+            self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
+        finally:
+            self.batches.close()
         bar.close()
         if self.window.steps and metrics:
             self.progress.train_loss = self.window.loss / max(self.window.tokens, 1.0)
@@ -307,18 +331,11 @@ class Trainer:
         self.finish(saved_step, metrics)
         return 0
 
-    def _checkpoint_due(self, step: int, last_save: float) -> bool:
-        """Every ``checkpoint_steps`` steps (the ones averaged), or after ``checkpoint_minutes`` without
-        any checkpoint (a safety net for resuming, never averaged unless it falls on the step grid)."""
-        by_steps = self.cfg.checkpoint_steps and step % self.cfg.checkpoint_steps == 0
-        by_time = self.cfg.checkpoint_minutes and time.perf_counter() - last_save >= 60 * self.cfg.checkpoint_minutes
-        return bool(by_steps or by_time) and step < self.cfg.train_steps
-
     def _log_start(self) -> None:
-        log.info("model: %d parameters, %.3g training FLOPs per target token; %d rank(s) on %s (%s), "
-                 "%d forward pass(es) of <= %d tokens per rank and step", count_parameters(self.raw_model),
+        log.info("model: %d parameters, %.3g training FLOPs per target token; %d rank(s) on %s (%s, %s); "
+                 "%d forward pass(es) of <= %d tokens per rank: %d tokens per step", count_parameters(self.raw_model),
                  self.flops_per_token, self.env.world_size, self.env.device, device_name(self.env.device),
-                 self.accumulation, self.cfg.max_tokens_per_batch)
+                 self.precision, self.plan.passes, self.plan.tokens_per_pass, self.plan.tokens_per_step)
 
     def finish(self, saved_step: int, metrics: MetricsLog | None) -> None:
         """Final checkpoint, ``checkpoint_last.pt``, dev perplexity and ``summary.json`` (written last)."""
@@ -344,7 +361,7 @@ class Trainer:
                 "params": count_parameters(self.raw_model), "steps": p.step, "wall_seconds": p.wall_seconds,
                 "tokens_src": p.tokens_src, "tokens_tgt": p.tokens_tgt, "flops_per_token": self.flops_per_token,
                 "train_flops": self.flops_per_token * p.tokens_tgt, "device": self.env.device.type,
-                "gpu_model": device_name(self.env.device), "world_size": self.env.world_size,
+                "precision": self.precision, "gpu_model": device_name(self.env.device), "world_size": self.env.world_size,
                 "skipped_steps": p.skipped_steps, "final_train_loss": p.train_loss, "final_dev_ppl": p.dev_ppl,
                 "settings": self.settings}
 

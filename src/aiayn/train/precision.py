@@ -1,0 +1,60 @@
+"""Numeric precision of training, scoring and decoding: bf16 autocast where the GPU has it, else fp32.
+
+``auto`` is bf16 on a GPU of compute capability 8.0 or newer (A100, H100, L40S, ...: bf16 tensor
+cores), fp32 elsewhere (older GPUs emulate bf16, slower than fp32; a CPU's fp32 is its fast path).
+On a GPU, fp32 matrix products use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation).
+
+Deviation from paper: the paper trained (and decoded) in fp32 on P100 GPUs, which have neither bf16
+nor TF32; ``auto`` uses bf16 autocast on GPUs that have bf16 tensor cores (weights, optimizer state,
+softmax, layer norms and the loss stay fp32) and TF32 for fp32 matrix products there.
+``train.precision: fp32`` and ``decode.precision: fp32`` restore fp32 storage and arithmetic; with
+NVIDIA_TF32_OVERRIDE=0 in the environment the matrix products are full fp32 as well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import torch
+
+PRECISIONS = ("auto", "fp32", "bf16")
+log = logging.getLogger(__name__)
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` is a GPU with bf16 tensor cores (compute capability 8.0 or newer)."""
+    return device.type == "cuda" and tuple(torch.cuda.get_device_capability(device)) >= (8, 0)
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``bf16`` or ``fp32`` for a setting of :data:`PRECISIONS` on ``device`` (see the module docstring)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r} is not supported: use auto, fp32 or bf16 "
+                         "(fp16 would need loss scaling; bf16 has fp32's range)")
+    if device.type == "cuda" and precision != "fp32" and not native_bf16(device):
+        major, minor = torch.cuda.get_device_capability(device)
+        if precision == "auto":
+            log.info("precision auto: fp32 on this GPU (compute capability %d.%d has no bf16 tensor cores)",
+                     major, minor)
+            return "fp32"
+        log.warning("precision bf16 on a GPU of compute capability %d.%d: bf16 is emulated there and slower "
+                    "than fp32 (precision auto picks fp32)", major, minor)
+    if precision == "auto":
+        return "bf16" if device.type == "cuda" else "fp32"
+    return precision
+
+
+def enable_tf32(device: torch.device) -> None:
+    """TF32 tensor cores for fp32 matrix products and convolutions on CUDA (process-wide); nothing elsewhere."""
+    if device.type != "cuda":
+        return
+    torch.set_float32_matmul_precision("high")
+    torch.backends.cudnn.allow_tf32 = True
+
+
+def autocast_for(resolved: str, device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast for a resolved precision ``bf16``; nothing (fp32) for ``fp32``."""
+    if resolved == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()

@@ -1,0 +1,107 @@
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from aiayn.train import distributed
+from aiayn.train.distributed import DistEnv, GpuUnavailableError, check_cuda, default_lock_dir, resolve_device, wrap_model
+
+
+def fake_cuda(monkeypatch, available: bool, count: int = 0, built: str | None = "12.8") -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: available)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(torch.version, "cuda", built)
+
+
+def test_cuda_that_cannot_be_used_is_a_clear_error(monkeypatch):
+    fake_cuda(monkeypatch, False, built=None)
+    with pytest.raises(GpuUnavailableError, match=r"train\.gpus=1 but this torch .* without CUDA.*gpus: 0"):
+        check_cuda(1)
+    fake_cuda(monkeypatch, False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(GpuUnavailableError, match=r"CUDA is not usable.*CUDA_VISIBLE_DEVICES=''"):
+        check_cuda(1)
+    fake_cuda(monkeypatch, True, count=2)
+    with pytest.raises(GpuUnavailableError, match=r"train\.gpus=4 but 2 GPU\(s\) are visible"):
+        check_cuda(4)
+    with pytest.raises(GpuUnavailableError, match=r"GPU index 2 does not exist: 2 GPU\(s\) are visible"):
+        check_cuda(1, index=2)
+    check_cuda(2)
+    check_cuda(0)  # the CPU needs nothing
+
+
+def test_training_with_gpus_never_falls_back_to_the_cpu(monkeypatch):
+    fake_cuda(monkeypatch, False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with pytest.raises(GpuUnavailableError, match="train.gpus=1"):
+        distributed.init_from_environment(1)
+    assert distributed.init_from_environment(0) == DistEnv(0, 1, torch.device("cpu"))
+
+
+def test_decoding_device_auto_explicit_and_missing(monkeypatch, tmp_path):
+    fake_cuda(monkeypatch, False)
+    monkeypatch.setattr(distributed, "physical_gpu_count", lambda: 0)
+    assert resolve_device("auto", tmp_path)[0] == torch.device("cpu")
+    assert resolve_device("cpu", tmp_path)[0] == torch.device("cpu")
+    with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):
+        resolve_device("cuda:1", tmp_path)
+    fake_cuda(monkeypatch, True, count=1)
+    with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but GPU index 1 does not exist"):
+        resolve_device("cuda:1", tmp_path)
+    assert resolve_device("cuda", tmp_path) == (torch.device("cuda", 0), None)
+
+
+def test_auto_device_claims_a_free_gpu_like_training(monkeypatch, tmp_path):
+    fake_cuda(monkeypatch, True, count=2)
+    monkeypatch.setattr(distributed, "physical_gpu_count", lambda: 2)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    held = distributed.GpuClaim(tmp_path)
+    assert held.try_claim(1, 2) == [0]
+    device, claim = resolve_device("auto", tmp_path)
+    try:
+        assert device == torch.device("cuda", 0) and os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+        assert sorted(claim.handles) == [1]
+    finally:
+        claim.release()
+        held.release()
+
+
+def test_lock_files_live_in_a_directory_of_their_own_per_user(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(os, "getuid", lambda: 1000)
+    first = default_lock_dir()
+    monkeypatch.setattr(os, "getuid", lambda: 1001)
+    second = default_lock_dir()
+    assert first != second and first.parent == second.parent == tmp_path and "1000" in first.name
+    claim = distributed.GpuClaim(first)
+    assert claim.try_claim(1, 1) == [0]
+    assert (first / "gpu0.lock").exists() and (first.stat().st_mode & 0o777) == 0o700
+    claim.release()
+
+
+def test_ddp_wraps_the_model_before_compile_without_broadcasting_buffers(monkeypatch):
+    calls = []
+
+    class FakeDDP(nn.Module):
+        def __init__(self, module, **kwargs):
+            super().__init__()
+            self.module, self.kwargs = module, kwargs
+            calls.append(("ddp", type(module).__name__, kwargs))
+
+    def fake_compile(module, **kwargs):
+        calls.append(("compile", type(module).__name__, kwargs))
+        return module
+
+    monkeypatch.setattr(nn.parallel, "DistributedDataParallel", FakeDDP)
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    model = nn.Linear(2, 2)
+    wrapped, ddp = wrap_model(model, DistEnv(0, 2, torch.device("cpu")), compile=True)
+    assert [c[:2] for c in calls] == [("ddp", "Linear"), ("compile", "FakeDDP")]
+    assert calls[0][2]["broadcast_buffers"] is False and calls[1][2]["dynamic"] is True
+    assert isinstance(ddp, FakeDDP) and ddp.module is model
+    calls.clear()
+    assert wrap_model(model, DistEnv(0, 1, torch.device("cpu")), compile=False) == (model, None) and not calls

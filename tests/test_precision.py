@@ -1,0 +1,45 @@
+import logging
+
+import pytest
+import torch
+
+from aiayn.train import precision as precisionlib
+from aiayn.train.precision import autocast_for, resolve_precision
+
+
+def on_gpu(monkeypatch, capability):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    return torch.device("cuda", 0)
+
+
+@pytest.mark.parametrize("capability, want", [((7, 0), "fp32"), ((7, 5), "fp32"), ((8, 0), "bf16"), ((9, 0), "bf16")])
+def test_auto_picks_bf16_only_where_the_gpu_has_it(monkeypatch, caplog, capability, want):
+    caplog.set_level(logging.INFO)
+    assert resolve_precision("auto", on_gpu(monkeypatch, capability)) == want
+    if want == "fp32":
+        assert "compute capability 7." in caplog.text and "fp32" in caplog.text
+
+
+def test_cpu_and_explicit_choices(monkeypatch, caplog):
+    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
+    assert resolve_precision("fp32", on_gpu(monkeypatch, (9, 0))) == "fp32"
+    assert resolve_precision("bf16", torch.device("cpu")) == "bf16"
+    assert resolve_precision("bf16", on_gpu(monkeypatch, (7, 0))) == "bf16"
+    assert "emulated" in caplog.text
+    with pytest.raises(ValueError, match="precision 'fp16'"):
+        resolve_precision("fp16", torch.device("cpu"))
+
+
+def test_tf32_matmuls_on_cuda_fp32_paths_only(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch, "set_float32_matmul_precision", calls.append)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    precisionlib.enable_tf32(torch.device("cpu"))
+    assert calls == [] and torch.backends.cudnn.allow_tf32 is False
+    precisionlib.enable_tf32(torch.device("cuda", 0))
+    assert calls == ["high"] and torch.backends.cudnn.allow_tf32 is True
+
+
+def test_autocast_only_for_bf16():
+    assert isinstance(autocast_for("bf16", torch.device("cpu")), torch.autocast)
+    assert not isinstance(autocast_for("fp32", torch.device("cpu")), torch.autocast)
