@@ -107,9 +107,11 @@ def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: in
 
 
 def set_aside_corrupt(path: Path) -> Path:
-    """Rename a corrupt checkpoint to ``<name>.corrupt`` (kept for inspection, no longer listed)."""
+    """Rename a corrupt checkpoint to ``<name>.corrupt`` (kept for inspection, no longer listed).
+    Every data-parallel rank resumes the same way: a file another rank moved already is fine."""
     aside = path.with_name(path.name + ".corrupt")
-    os.replace(path, aside)
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(path, aside)
     return aside
 
 
