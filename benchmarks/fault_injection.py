@@ -349,8 +349,13 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
     print(f"\n{name} faults, K={args.kills}, seed {args.seed}, experiments {args.experiments}, "
           f"{args.train_steps} training steps, --cores {args.cores}")
     print(f"wall time: uninterrupted {clean_seconds:.0f} s, with faults {faulted_seconds:.0f} s")
+    running: dict[str, int] = {}
+    for fault in result["faults"]:
+        for kind in {RULE_KIND.get(rule, "settings") for rule in fault.get("running", [])}:
+            running[kind] = running.get(kind, 0) + 1
     print(f"faults injected: {sum(1 for f in result['faults'] if f.get('hit'))} "
-          f"(by stage kind: {', '.join(f'{k} {hits.get(k, 0)}' for k in KINDS)})")
+          f"(by the stage kind that had started: {', '.join(f'{k} {hits.get(k, 0)}' for k in KINDS)}; "
+          f"with a job running at the kill: {', '.join(f'{k} {running.get(k, 0)}' for k in [*KINDS, 'settings'])})")
     print(f"runs that recovered: {result['recovered']} of {len(result['faults'])}; "
           f"final run status {result['final_status']}")
     print(f"training: {train_log_counts(faulted)}")
