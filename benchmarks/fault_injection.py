@@ -163,7 +163,7 @@ def inject(workdir: Path, kills: int, seed: int, signum: int, cores: int) -> dic
     rng = random.Random(seed)
     order = list(KINDS)
     plan = [order[i * len(order) // kills] for i in range(kills)]  # K=20: every kind twice
-    faults, recovered, resumed_runs = [], 0, 0
+    faults, recovered, train_logs = [], 0, TrainLogs()
     for i, kind in enumerate(plan):
         run = Run(workdir, cores)
         if i:  # the previous fault's recovery: it must get as far as starting a job
@@ -180,6 +180,7 @@ def inject(workdir: Path, kills: int, seed: int, signum: int, cores: int) -> dic
         rules = run.signal(signum)
         status = run.wait()
         run.wait_group()
+        train_logs.scan(workdir)
         faults.append({"target": kind, "hit": RULE_KIND.get(hit), "delay": round(delay, 2), "running": rules,
                        "status": status})
         print(f"fault {i + 1}/{kills}: {signal.Signals(signum).name} {delay:.2f} s after {hit} started; "
@@ -191,7 +192,8 @@ def inject(workdir: Path, kills: int, seed: int, signum: int, cores: int) -> dic
     if faults:
         recovered += 1 if _started_a_job(final) else 0
     status = final.wait()
-    return {"faults": faults, "recovered": recovered, "final_status": status}
+    train_logs.scan(workdir)
+    return {"faults": faults, "recovered": recovered, "final_status": status, "training": train_logs.counts()}
 
 
 def _started_a_job(run: Run) -> bool:
@@ -290,15 +292,25 @@ def half_written(workdir: Path) -> list[str]:
     return bad
 
 
-def train_log_counts(workdir: Path) -> dict[str, int]:
-    """How often training resumed from a checkpoint, and stopped with one on a signal."""
-    counts = {"resumed": 0, "stopped_with_checkpoint": 0, "set_aside": 0}
-    for log in (workdir / "results").rglob("train.log"):
-        text = log.read_text(errors="replace")
-        counts["resumed"] += text.count("resumed from")
-        counts["stopped_with_checkpoint"] += text.count("run again with the same --out-dir")
-        counts["set_aside"] += text.count(".corrupt")
-    return counts
+class TrainLogs:
+    """What the training logs say about stopping and resuming, read after every fault: Snakemake
+    empties a job's log when it runs the job again, so each attempt's lines are collected before."""
+
+    PATTERNS = {"resumed": "resumed from", "stopped_with_checkpoint": "run again with the same --out-dir",
+                "set_aside": "set aside as"}
+
+    def __init__(self):
+        self.lines: dict[str, set[str]] = {key: set() for key in self.PATTERNS}
+
+    def scan(self, workdir: Path) -> None:
+        for log in (workdir / "results").rglob("train.log"):
+            for line in log.read_text(errors="replace").splitlines():
+                for key, pattern in self.PATTERNS.items():
+                    if pattern in line:
+                        self.lines[key].add(f"{log}: {line}")
+
+    def counts(self) -> dict[str, int]:
+        return {key: len(lines) for key, lines in self.lines.items()}
 
 
 def parse_args(argv):
@@ -358,7 +370,7 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
           f"with a job running at the kill: {', '.join(f'{k} {running.get(k, 0)}' for k in [*KINDS, 'settings'])})")
     print(f"runs that recovered: {result['recovered']} of {len(result['faults'])}; "
           f"final run status {result['final_status']}")
-    print(f"training: {train_log_counts(faulted)}")
+    print(f"training (log lines of every attempt): {result['training']}")
     print(f"outputs identical: {len(same)} of {len(ref)}; different: {len(different)}; missing: {len(missing)}")
     for key in different + missing:
         print(f"  {'DIFFERENT' if key in different else 'MISSING'} {key}")
