@@ -103,3 +103,18 @@ def test_averaged_real_model_loads_with_load_model(tmp_path):
     assert checkpoint["averaged_steps"] == [10, 20]
     for key, value in loaded.state_dict().items():
         torch.testing.assert_close(value, (states[0][key] + states[1][key]) / 2)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "nan"])
+def test_a_corrupt_input_is_refused_naming_it(tmp_path, damage):
+    for step in (1, 2, 3):
+        save(tmp_path, step, [float(step)])
+    bad = tmp_path / "checkpoints" / "ckpt_00000002.pt"
+    if damage == "truncated":
+        bad.write_bytes(bad.read_bytes()[:300])
+    elif damage == "garbage":
+        bad.write_bytes(b"\0" * 1000)
+    else:
+        save(tmp_path, 2, [float("nan")])
+    with pytest.raises(ValueError, match=r"ckpt_00000002\.pt: (not a readable checkpoint|weights \['w'\] are not finite)"):
+        average.average_checkpoints(tmp_path, last=3)

@@ -1,3 +1,4 @@
+import logging
 import random
 
 import numpy as np
@@ -5,8 +6,8 @@ import pytest
 import torch
 
 from aiayn.train import checkpoint
+from aiayn.train import checkpoint as ck
 from aiayn.train.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
-
 
 
 def touch(out_dir, *steps):
@@ -49,17 +50,41 @@ def test_rotation_without_step_spacing_keeps_the_newest(tmp_path):
     assert names(tmp_path) == [19, 23]
 
 
+def _state(step, value=1.0):
+    return {"model": {"w": torch.full((2,), value), "n": torch.tensor([step])}, "settings": {}, "vocab": {},
+            "step": step}
+
+
+def test_resume_sets_corrupt_checkpoints_aside_and_takes_the_newest_good_one(tmp_path, caplog):
+    for step in (2, 4, 6):
+        ck.save_checkpoint(ck.checkpoint_path(tmp_path, step), _state(step))
+    newest = ck.checkpoint_path(tmp_path, 6)
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])      # a torn write
+    ck.checkpoint_path(tmp_path, 4).write_bytes(b"")                             # an empty file
+    with caplog.at_level(logging.WARNING):
+        step, path, state = ck.newest_good_checkpoint(tmp_path)
+    assert (step, path.name, state["step"]) == (2, "ckpt_00000002.pt", 2)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "ckpt_00000002.pt", "ckpt_00000004.pt.corrupt", "ckpt_00000006.pt.corrupt"]
+    assert "ckpt_00000006.pt: not a readable checkpoint" in caplog.text and "set aside" in caplog.text
+
+
+def test_a_checkpoint_with_non_finite_weights_is_never_written(tmp_path):
+    ck.save_checkpoint(ck.checkpoint_path(tmp_path, 2), _state(2))
+    with pytest.raises(ck.NonFiniteWeights, match=r"step 4: weights \['w'\] are not finite"):
+        ck.save_checkpoint(ck.checkpoint_path(tmp_path, 4), _state(4, float("inf")))
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]
 def test_rng_state_round_trip(tmp_path):
     random.seed(3), np.random.seed(3), torch.manual_seed(3)
     state = rng_state()
     want = (random.random(), np.random.rand(), torch.rand(1).item())
-    save_checkpoint(tmp_path / "c.pt", {"rng": state})
+    save_checkpoint(tmp_path / "c.pt", _state(0) | {"rng": state})
     set_rng_state(load_checkpoint(tmp_path / "c.pt")["rng"])
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == want
 
 
 def test_checkpoints_load_onto_the_cpu_whatever_the_caller_trains_on(tmp_path, monkeypatch):
-    save_checkpoint(tmp_path / "c.pt", {"w": torch.ones(2), "rng": rng_state()})
+    save_checkpoint(tmp_path / "c.pt", _state(0) | {"w": torch.ones(2), "rng": rng_state()})
     seen = []
     real_load = torch.load
 

@@ -76,3 +76,26 @@ def test_misaligned_corpus_names_both_files(tmp_path):
         clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "c"),
                     "--out-prefix", str(tmp_path / "o"), "--stats", str(tmp_path / "s.json")])
     assert not (tmp_path / "o.en").exists()
+
+
+def _clean(tmp_path, *names, **rules):
+    return clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", *[str(tmp_path / n) for n in names],
+                       "--out-prefix", str(tmp_path / "out/train"), "--stats", str(tmp_path / "out/s.json"),
+                       "--settings", _settings(tmp_path, **rules)])
+
+
+def test_an_empty_corpus_is_an_error_before_bpe(tmp_path):
+    _write_corpus(tmp_path / "a", PAIRS_A)
+    _write_corpus(tmp_path / "empty", [])
+    with pytest.raises(DataError, match=r"empty\.en/\.de are empty"):
+        _clean(tmp_path, "a", "empty")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_a_corpus_that_loses_every_pair_names_the_rule_and_its_key(tmp_path):
+    _write_corpus(tmp_path / "b", PAIRS_B)
+    _write_corpus(tmp_path / "long", [("a b c d e f g", "u v w x y z q", "too_long")] * 3 + [("a", "b c d", "")])
+    with pytest.raises(DataError, match=r"long: all 4 pairs were dropped, 3 by the 'too_long' rule "
+                                        r"\(data\.clean\.max_len; read 4, kept 0"):
+        _clean(tmp_path, "b", "long", min_len=1, max_len=5, max_ratio=1.5)
+    assert not (tmp_path / "out/train.en").exists() and not (tmp_path / "out/s.json").exists()

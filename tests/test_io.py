@@ -1,5 +1,8 @@
 import os
+import re
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -31,15 +34,19 @@ def test_outputs_get_umask_permissions_not_private(tmp_path):
     assert read_json(tmp_path / "a.json") == {"x": 1}
 
 
+def run_cli(module, *args, env=None):
+    """``python -m module args`` in a subprocess (how Snakemake runs a stage)."""
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "AIAYN_DEBUG": "", **(env or {})})
+
+
 def test_uncaught_errors_reach_the_log_file(tmp_path):
-    import subprocess
-    import sys
     log = tmp_path / "run.log"
     code = ("from aiayn.io import setup_logging; setup_logging(%r); "
             "raise ValueError('data/x.txt line 3: bad token')" % str(log))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 1
-    assert "ValueError: data/x.txt line 3: bad token" in log.read_text()
+    assert "error: data/x.txt line 3: bad token" in log.read_text()
     assert "bad token" in result.stderr
 
 
@@ -62,3 +69,48 @@ def test_progress_log_says_how_far_at_most_every_interval(caplog):
                      "beam search, sentences: 600/1000 (60%), 10.0/s, ETA 0:00:40",
                      "beam search, sentences: 900/1000 (90%), 10.0/s, ETA 0:00:10",
                      "beam search, sentences: 1000/1000 (100%), 11.0/s, ETA 0:00:00"]
+
+
+def corpora(tmp_path, src: bytes, tgt: bytes):
+    (tmp_path / "c.en").write_bytes(src)
+    (tmp_path / "c.de").write_bytes(tgt)
+    return ["--src-lang", "en", "--tgt-lang", "de", "--corpora", tmp_path / "c", "--out-prefix",
+            tmp_path / "out/train", "--stats", tmp_path / "out/stats.json", "--log", tmp_path / "clean.log"]
+
+
+@pytest.mark.parametrize("src, tgt, expected", [
+    (b"a b\nc d\n", b"x y\n", r"c\.en: 2 lines, .*c\.de: 1 lines\): line i of each"),
+    (b"a b\nc \xff d\n", b"x y\nz w\n", r"c\.en: line 2: .*invalid UTF-8 \(re-encode"),
+])
+def test_bad_input_ends_a_stage_with_one_line_and_status_1(tmp_path, src, tgt, expected):
+    """A data error: exit status 1 and one line in the rule's log naming file and line, no traceback."""
+    args = corpora(tmp_path, src, tgt)
+    result = run_cli("aiayn.data.clean", *args)
+    assert result.returncode == 1
+    log = (tmp_path / "clean.log").read_text().splitlines()
+    errors = [line for line in log if "CRITICAL" in line]
+    assert len(errors) == 1 and re.search(expected, errors[0]), log
+    assert "AIAYN_DEBUG=1 shows the traceback" in errors[0]
+    assert "Traceback" not in result.stderr and "Traceback" not in "\n".join(log)
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    debug = run_cli("aiayn.data.clean", *args, env={"AIAYN_DEBUG": "1"})
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert debug.stderr.index("error: ") < debug.stderr.index("Traceback")
+
+
+def test_a_bug_keeps_its_traceback_after_the_line(tmp_path):
+    code = "from aiayn.io import setup_logging; setup_logging(); raise TypeError('unexpected')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "AIAYN_DEBUG": ""})
+    assert result.returncode == 1
+    assert result.stderr.index("internal error, TypeError: unexpected") < result.stderr.index("Traceback")
+
+
+def test_a_full_disk_says_what_to_do(tmp_path):
+    code = ("import errno; from aiayn.io import setup_logging; setup_logging(); "
+            "raise OSError(errno.ENOSPC, 'No space left on device', 'results/x.pt')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "AIAYN_DEBUG": ""})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "no space left on the device writing results/x.pt" in result.stderr
+    assert "run the same command again" in result.stderr

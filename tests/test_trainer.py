@@ -2,6 +2,7 @@ import csv
 import dataclasses
 import datetime
 import json
+import logging
 import math
 import os
 import subprocess
@@ -280,6 +281,83 @@ def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
     kept = sum(len(b) for b in trainer.stream.sampler.batches)
     longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths))
     assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)
+
+
+def _checkpoints_are_finite(out: Path) -> list[int]:
+    """Steps of the checkpoints under ``out``; each must hold finite weights only."""
+    steps = []
+    for path in sorted((out / "checkpoints").glob("ckpt_*.pt")):
+        state = torch.load(path, weights_only=True)
+        assert all(torch.isfinite(t).all() for t in state["model"].values() if t.is_floating_point()), path
+        steps.append(state["step"])
+    return steps
+
+
+@pytest.mark.parametrize("policy", ["skip", "stop"])
+def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, monkeypatch, policy):
+    from aiayn.train import trainer as module
+    trainer = Trainer(settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0,
+                               nan_policy=policy), data, tmp_path, CPU)
+    original, poisoned = module.label_smoothed_loss, []
+
+    def loss_at_step_3_is_nan(*args, **kwargs):
+        loss, nll, tokens = original(*args, **kwargs)
+        if trainer.progress.step + 1 == 3 and not poisoned:   # once: the retried step 3 is finite
+            poisoned.append(3)
+            loss = loss * float("nan")
+        return loss, nll, tokens
+
+    monkeypatch.setattr(module, "label_smoothed_loss", loss_at_step_3_is_nan)
+    if policy == "skip":
+        assert trainer.run() == 0 and trainer.progress.skipped_steps == 1
+        assert _checkpoints_are_finite(tmp_path) == [1, 2, 3, 4, 5]
+    else:
+        with pytest.raises(NonFiniteError):
+            trainer.run()
+        assert _checkpoints_are_finite(tmp_path) == [1, 2]
+
+
+@pytest.mark.parametrize("policy", ["skip", "stop"])
+def test_non_finite_weights_are_never_written(data, tmp_path, policy):
+    """Whatever made a weight infinite (an update the step's checks did not see), no checkpoint holds it."""
+    from aiayn.train.checkpoint import NonFiniteWeights
+    trainer = Trainer(settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0,
+                               nan_policy=policy), data, tmp_path, CPU)
+    step = trainer.optimizer.step
+
+    def step_3_overflows(*args, **kwargs):
+        result = step(*args, **kwargs)
+        if trainer.progress.step + 1 == 3:
+            next(trainer.raw_model.parameters()).data[0] = float("inf")
+        return result
+
+    trainer.optimizer.step = step_3_overflows
+    with pytest.raises(NonFiniteWeights, match="step 3: weights .* are not finite"):
+        trainer.run()
+    assert _checkpoints_are_finite(tmp_path) == [1, 2]
+
+
+def test_resume_skips_a_corrupt_newest_checkpoint(data, tmp_path, caplog):
+    torch.set_num_threads(1)
+    assert Trainer(settings(), data, tmp_path / "whole", CPU).run() == 0
+    split = tmp_path / "split"
+    assert Trainer(settings(keep_checkpoints=10), data, split, CPU, max_steps_this_run=4).run() == 0
+    newest = split / "checkpoints" / "ckpt_00000004.pt"
+    newest.write_bytes(newest.read_bytes()[:1000])       # torn by a crash
+    with caplog.at_level(logging.INFO):
+        assert Trainer(settings(keep_checkpoints=10), data, split, CPU).run() == 0
+    assert "ckpt_00000004.pt: not a readable checkpoint" in caplog.text and "resumed from" in caplog.text
+    assert (split / "checkpoints" / "ckpt_00000004.pt.corrupt").exists()
+    whole, resumed = final_state(tmp_path / "whole"), final_state(split)
+    assert all(torch.equal(value, resumed["model"][key]) for key, value in whole["model"].items())
+
+
+def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
+    tiny = make_task(tmp_path / "tiny", n_train=3)
+    with pytest.raises(ValueError, match=r"tiny/train: 3 sentence pairs, \d+ target tokens: less than one batch "
+                                         r"of 64 \(from train.max_tokens"):
+        Trainer(settings(), tiny, tmp_path / "out", CPU)
+    assert not (tmp_path / "out").exists()
 
 
 def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):

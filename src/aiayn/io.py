@@ -1,13 +1,20 @@
-"""Shared file helpers: atomic outputs, compressed text, logging set-up.
+"""Shared file helpers: atomic outputs, compressed text, logging set-up and how a stage fails.
 
 Every output of the workflow is written through :func:`atomic_output` (a temporary file in the
-same directory, renamed into place on success), so a killed job never leaves a file that looks
-complete.
+same directory, synced and renamed into place on success), so a killed job or a full disk never
+leaves a file that looks complete, and the previous complete file stays until the new one replaces it.
+
+Every CLI calls :func:`setup_logging`, which also decides how an uncaught error ends the process
+(exit status 1): bad input (``ValueError``, ``OSError``: a file, line, key or disk at fault) is one
+line in the log that says what is wrong and where, without a traceback unless ``AIAYN_DEBUG=1``;
+anything else is a bug, logged with its traceback after the line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import glob
 import gzip
 import io
 import json
@@ -20,10 +27,20 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DEBUG_ENV = "AIAYN_DEBUG"
+# Errors in what the user gave a stage (files, settings, disk space): reported in one line.
+INPUT_ERRORS = (ValueError, OSError)
 
 
 def _temporary_beside(path: Path) -> tuple[int, str]:
-    """A temporary file beside ``path`` with the permissions a plain ``open`` would give (umask)."""
+    """A temporary file beside ``path`` with the permissions a plain ``open`` would give (umask).
+
+    Temporary files of ``path`` that a killed process left behind are deleted first: one job writes
+    a given output at a time (Snakemake's lock), so none of them is in use.
+    """
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
@@ -59,11 +76,21 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        _fsync(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _fsync(path: str | os.PathLike) -> None:
+    """Flush a file a library wrote by name to the disk, so that a power cut cannot publish it empty."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
@@ -96,12 +123,33 @@ def setup_logging(log_file: str | os.PathLike | None = None, level: int = loggin
     sys.excepthook = _log_uncaught
 
 
+def debugging() -> bool:
+    """Whether ``AIAYN_DEBUG`` asks for tracebacks of input errors too."""
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def error_line(exc: BaseException) -> str:
+    """What a user reads about an input error: its message, and for a full disk what to do."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return (f"no space left on the device{where}: the previous complete outputs are intact; free "
+                "space (or move data_dir / results_dir) and run the same command again")
+    return str(exc) or type(exc).__name__
+
+
 def _log_uncaught(exc_type, exc, tb) -> None:
-    """Uncaught errors go to the log too, so a failed rule's log says why it failed."""
+    """How a CLI ends on an uncaught error (Python then exits with status 1): see the module docstring."""
     if issubclass(exc_type, KeyboardInterrupt):
         sys.__excepthook__(exc_type, exc, tb)
         return
-    logging.getLogger("aiayn").critical("%s: %s", exc_type.__name__, exc, exc_info=(exc_type, exc, tb))
+    logger = logging.getLogger("aiayn")
+    if issubclass(exc_type, INPUT_ERRORS):
+        debug = debugging()
+        hint = "" if debug else f" ({DEBUG_ENV}=1 shows the traceback)"
+        logger.critical("error: %s%s", error_line(exc), hint, exc_info=(exc_type, exc, tb) if debug else None)
+        return
+    logger.critical("internal error, %s: %s (a bug; the traceback follows)", exc_type.__name__, exc,
+                    exc_info=(exc_type, exc, tb))
 
 
 class ProgressLog:

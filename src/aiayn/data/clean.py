@@ -8,7 +8,9 @@ Rules, applied in this order to each pair after collapsing whitespace (tokens = 
 4. ``ratio``: ``max(n_src, n_tgt) / min(n_src, n_tgt) > max_ratio`` (``None``: no limit).
 
 Kept pairs of every corpus are concatenated, in order, into ``OUT.<src>`` / ``OUT.<tgt>``; the counts
-(read, kept, dropped per reason) of each corpus go to a JSON file and the log.
+(read, kept, dropped per reason) of each corpus go to a JSON file and the log. A corpus that is empty,
+or of which no pair survives, is an error naming it and the rule that removed its pairs (with its
+``data.clean`` key): nothing is written, and BPE and training never see an empty corpus.
 
 Deviation from paper: the paper does not say it filtered its training data. Dropping pairs with an
 empty side, very long pairs and pairs of very different lengths is what fairseq's WMT14 recipe does
@@ -26,12 +28,15 @@ import logging
 from typing import Iterable, Iterator
 
 from aiayn import settings
-from aiayn.data.lines import check_aligned, iter_lines
+from aiayn.data.lines import DataError, check_aligned, iter_lines
 from aiayn.io import atomic_output, setup_logging, write_json
 
 log = logging.getLogger(__name__)
 
 REASONS = ("empty", "too_short", "too_long", "ratio")
+# The config key behind each rule: what a user changes to keep the pairs a rule drops.
+REASON_KEYS = {"empty": "an empty side, always dropped", "too_short": "data.clean.min_len",
+               "too_long": "data.clean.max_len", "ratio": "data.clean.max_ratio"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,8 +98,25 @@ def clean_corpora(prefixes: list[str], src_lang: str, tgt_lang: str, out_prefix:
             for key, value in counts.items():
                 stats["total"][key] += value
             log.info("%s: %s", prefix, _describe(counts))
-    log.info("total: %s", _describe(stats["total"]))
+        log.info("total: %s", _describe(stats["total"]))
+        check_kept(stats["corpora"], src_lang, tgt_lang)
     return stats
+
+
+def check_kept(corpora: dict[str, dict[str, int]], src_lang: str, tgt_lang: str) -> None:
+    """Raise :class:`DataError` (nothing is published) if a corpus is empty or loses every pair,
+    naming the corpus and the rule (and its ``data.clean`` key) that dropped the most pairs."""
+    problems = []
+    for prefix, counts in corpora.items():
+        if counts["read"] == 0:
+            problems.append(f"{prefix}.{src_lang}/.{tgt_lang} are empty (check their extraction)")
+        elif counts["kept"] == 0:
+            worst = max(REASONS, key=lambda reason: counts[reason])
+            problems.append(f"{prefix}: all {counts['read']} pairs were dropped, {counts[worst]} by the "
+                            f"{worst!r} rule ({REASON_KEYS[worst]}; {_describe(counts)})")
+    if problems:
+        raise DataError("no training pairs left after cleaning: " + "; ".join(problems)
+                        + ". Fix the corpus or loosen that data.clean setting (null: no limit)")
 
 
 def _describe(counts: dict[str, int]) -> str:

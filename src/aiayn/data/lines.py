@@ -51,7 +51,7 @@ def _utf8_error(path: str | os.PathLike) -> DataError:
     with _open_binary(path) as handle:
         found = first_bad_utf8_line(handle)
     where = f"line {found[0]}: {found[1].reason} at byte {found[1].start}" if found else "undecodable"
-    return DataError(f"{path}: {where}: invalid UTF-8")
+    return DataError(f"{path}: {where}: invalid UTF-8 (re-encode the file as UTF-8, e.g. with iconv)")
 
 
 def iter_lines(path: str | os.PathLike, max_chars: int | None = None) -> Iterator[str]:
@@ -87,7 +87,8 @@ def check_aligned(paths: Sequence[str | os.PathLike]) -> int:
     counts = [count_lines(p) for p in paths]
     if len(set(counts)) > 1:
         detail = ", ".join(f"{p}: {c} lines" for p, c in zip(paths, counts))
-        raise DataError(f"misaligned parallel files ({detail})")
+        raise DataError(f"misaligned parallel files ({detail}): line i of each must be a translation of line i "
+                        "of the others; extract them again from the same corpus")
     return counts[0] if counts else 0
 
 

@@ -13,6 +13,8 @@ adds end-of-sentence and beginning-of-sentence symbols.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
 import json
 from array import array
@@ -48,6 +50,13 @@ def write_index(path: Path, offsets: np.ndarray, dtype: np.dtype) -> None:
     with open(path, "wb") as handle:
         handle.write(_HEADER.pack(MAGIC, VERSION, _dtype_code(dtype), len(offsets) - 1))
         handle.write(np.asarray(offsets, dtype=np.uint64).tobytes())
+        _sync(handle)
+
+
+def _sync(handle) -> None:
+    """Flush an open file to the disk: the directory is renamed into place only once every file is whole."""
+    handle.flush()
+    os.fsync(handle.fileno())
 
 
 def read_index(path: Path) -> tuple[np.ndarray, np.dtype]:
@@ -75,16 +84,27 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def remove_leftovers(out_dir: Path) -> list[Path]:
+    """Delete the temporary directories a killed writer of ``out_dir`` left beside it (``.<name>.*``).
+    Only one job writes a split at a time (Snakemake's lock), so none of them is in use."""
+    leftovers = sorted(p for p in out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*") if p.is_dir())
+    for path in leftovers:
+        shutil.rmtree(path, ignore_errors=True)
+    return leftovers
+
+
 class ShardWriter:
     """Append (src, tgt) id sequences; ``close()`` publishes the directory atomically.
 
     Everything is written to a temporary sibling directory, renamed onto ``out_dir`` at the end,
-    so a killed job never leaves a directory with a manifest and missing shards.
+    so a killed job never leaves a directory with a manifest and missing shards. A failure (a full
+    disk) removes the temporary directory and leaves a previous ``out_dir`` as it was.
     """
 
     def __init__(self, out_dir: str | os.PathLike, vocab_size: int, max_shard_mb: float = 1024):
         self.out_dir = Path(out_dir)
         self.out_dir.parent.mkdir(parents=True, exist_ok=True)
+        remove_leftovers(self.out_dir)
         self.tmp_dir = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.", dir=self.out_dir.parent))
         self.vocab_size = vocab_size
         self.dtype = smallest_dtype(vocab_size)
@@ -131,6 +151,7 @@ class ShardWriter:
         k = len(self.shards)
         shard = {"sentences": len(self._offsets["src"]) - 1}
         for side in SIDES:
+            _sync(self._files[side])
             self._files[side].close()
             write_index(self.tmp_dir / f"{side}.{k:03d}.idx", np.frombuffer(self._offsets[side], np.int64), self.dtype)
             shard[f"{side}_tokens"] = self._offsets[side][-1]
@@ -142,6 +163,15 @@ class ShardWriter:
 
     def close(self, extra: dict | None = None) -> dict:
         """Finish the last shard, write the manifest, publish; returns the manifest."""
+        try:
+            manifest = self._finish(extra)
+        except BaseException:
+            self.abort()
+            raise
+        self._publish()
+        return manifest
+
+    def _finish(self, extra: dict | None) -> dict:
         self._close_shard()
         if len(self.shards) > 1 and self.shards[-1]["sentences"] == 0:
             for name in self.shards.pop()["files"]:
@@ -154,15 +184,26 @@ class ShardWriter:
             "tgt_tokens": sum(s["tgt_tokens"] for s in self.shards),
             **(extra or {}),
         }
-        (self.tmp_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        if self.out_dir.exists():
-            shutil.rmtree(self.out_dir)
-        os.replace(self.tmp_dir, self.out_dir)
+        with open(self.tmp_dir / "manifest.json", "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(manifest, indent=2) + "\n")
+            _sync(handle)
         return manifest
+
+    def _publish(self) -> None:
+        """Rename the finished directory onto ``out_dir``; a previous one is moved aside first and
+        deleted after, so that no moment has a mix of old and new shards."""
+        old = None
+        if self.out_dir.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.old.", dir=self.out_dir.parent))
+            os.replace(self.out_dir, old)
+        os.replace(self.tmp_dir, self.out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
     def abort(self) -> None:
         for handle in self._files.values():
-            handle.close()
+            with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+                handle.close()
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
 
     def __enter__(self) -> "ShardWriter":

@@ -26,19 +26,22 @@ import torch
 from aiayn import settings
 from aiayn.decode.settings import AverageConfig
 from aiayn.io import atomic_path, setup_logging
+from aiayn.train import checkpoint
 from aiayn.train.checkpoint import list_checkpoints, spaced_checkpoints
 from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)
 
 
-def load_checkpoint(path: Path) -> dict:
+def load_checkpoint(path: Path, step: int | None = None) -> dict:
     """Load a checkpoint on the CPU, memory-mapped so that N large checkpoints need not fit at once.
 
     Checkpoints hold tensors and plain Python values only (the trainer stores RNG states as such), so
-    they load with ``weights_only=True``.
+    they load with ``weights_only=True``. A truncated or overwritten file, one that holds another step
+    than its name says, or one with non-finite weights is refused, naming it
+    (:func:`aiayn.train.checkpoint.load_checkpoint`): averaging never takes a corrupt input.
     """
-    return torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    return checkpoint.load_checkpoint(path, "cpu", mmap=True, step=step)
 
 
 def _check_same_layout(reference: dict, ref_path: Path, state: dict, path: Path) -> None:
@@ -93,13 +96,11 @@ def average_checkpoints(train_dir: str | Path, last: int) -> dict:
                     train_dir, len(chosen), last)
     states, newest, newest_path = [], None, None
     for file_step, path in chosen:
-        checkpoint = load_checkpoint(path)
-        if checkpoint.get("step") != file_step:
-            raise ValueError(f"{path}: holds step {checkpoint.get('step')!r}, its name says {file_step}")
-        if newest is not None and checkpoint["vocab"] != newest["vocab"]:
+        state = load_checkpoint(path, file_step)
+        if newest is not None and state["vocab"] != newest["vocab"]:
             raise ValueError(f"{path} and {newest_path} have different vocabularies")
-        states.append((path, checkpoint["model"]))
-        newest, newest_path = checkpoint, path
+        states.append((path, state["model"]))
+        newest, newest_path = state, path
     steps = [step for step, _ in chosen]
     log.info("averaging %d checkpoints of %s: steps %s", len(steps), train_dir, steps)
     return {"model": average_states(states), "settings": newest["settings"], "vocab": newest["vocab"],

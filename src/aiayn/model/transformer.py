@@ -14,6 +14,7 @@ from aiayn.model.config import ModelConfig
 from aiayn.model.init import SCHEMES, initialize
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
+from aiayn.train.checkpoint import load_checkpoint
 
 
 class Transformer(nn.Module):
@@ -120,10 +121,7 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> t
     memory-mapped onto the CPU: only the weights are read, and only they move to ``device`` (a
     training checkpoint's Adam moments, twice the weights, never reach the GPU).
     """
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    for key in ("model", "settings", "vocab"):
-        if key not in checkpoint:
-            raise ValueError(f"{path}: not a checkpoint of this project (no {key!r} entry)")
+    checkpoint = load_checkpoint(path, "cpu", mmap=True)  # verified: a corrupt file is refused, naming it
     checkpoint = {key: value for key, value in checkpoint.items() if key != "optimizer"}
     cfg = ModelConfig.from_dict(checkpoint["settings"]["model"])
     vocab = checkpoint["vocab"]

@@ -77,6 +77,17 @@ def collate(corpus: ShardedCorpus, indices, pin: bool = False) -> Batch:
     return Batch(src, tgt_in, tgt_out, int(src_len.sum()) + n, int(tgt_len.sum()) + n, padded)
 
 
+def check_at_least_one_batch(where: str, tgt_lengths: np.ndarray, batches: list, max_tokens: int) -> None:
+    """Refuse a training set that does not fill one batch of ``max_tokens`` target tokens (with their
+    end symbols): a near-empty corpus after cleaning, found before any training step."""
+    tokens = int(tgt_lengths.sum()) + len(tgt_lengths)
+    if not batches or tokens < max_tokens:
+        raise ValueError(f"{where}: {len(tgt_lengths)} sentence pairs, {tokens} target tokens: less than one "
+                         f"batch of {max_tokens} (from train.max_tokens and train.max_tokens_per_batch); the "
+                         "corpus is (nearly) empty: see the cleaning counts (clean/<task>/train.stats.json) and "
+                         "which data.clean rule dropped the pairs")
+
+
 def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, max_len: int | None = None,
                  drop_oversize: bool = True, drop_overlong: bool = True) -> tuple[list[np.ndarray], int]:
     """Pack sentence indices into token-budget batches; returns (batches, number of dropped pairs).

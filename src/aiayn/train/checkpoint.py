@@ -19,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pickle
 import random
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +32,14 @@ from aiayn.io import atomic_path
 
 CKPT_RE = re.compile(r"^ckpt_(\d{8})\.pt$")
 log = logging.getLogger(__name__)
+
+
+class CorruptCheckpoint(ValueError):
+    """A checkpoint file that does not load, lacks an entry, or holds non-finite weights."""
+
+
+class NonFiniteWeights(ValueError):
+    """A model state with NaN or infinite weights, which is never written as a checkpoint."""
 
 
 def checkpoint_path(out_dir: Path, step: int) -> Path:
@@ -46,9 +56,74 @@ def list_checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
 
 
 def save_checkpoint(path: Path, state: dict) -> None:
-    """``torch.save`` to a temporary file beside ``path``, then rename: never a half-written checkpoint."""
+    """``torch.save`` to a temporary file beside ``path``, then rename: never a half-written checkpoint.
+
+    A model with a non-finite weight raises :class:`NonFiniteWeights` and nothing is written, so the
+    newest checkpoint (what a resumed run and averaging read) is always a usable one.
+    """
+    bad = non_finite(state["model"])
+    if bad:
+        raise NonFiniteWeights(f"step {state.get('step')}: weights {bad[:3]} are not finite; {path} is not "
+                               "written, the newest checkpoint is the last good one (the model diverged: "
+                               "lower train.lr_scale or set train.clip_norm)")
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
+
+
+def non_finite(model_state: dict) -> list[str]:
+    """Names of the floating-point tensors of a state_dict that hold a NaN or an infinity."""
+    return [key for key, tensor in model_state.items()
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+
+
+# What torch.load raises on a truncated or overwritten file.
+_UNREADABLE = (RuntimeError, EOFError, OSError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError)
+
+
+def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: int | None = None) -> dict:
+    """A checkpoint, verified: it loads (``weights_only``), has ``model``, ``settings`` and ``vocab``,
+    the ``step`` its file name says (when given) and finite weights; otherwise
+    :class:`CorruptCheckpoint` naming the file. (A flipped bit inside a tensor's bytes is not seen.)
+
+    On the CPU by default: callers move what must move. Loading straight onto a GPU would put the
+    generator states there too (``torch.set_rng_state`` takes CPU tensors only) and fill GPU memory
+    with whatever the caller does not need.
+    """
+    try:
+        state = torch.load(path, map_location=map_location, mmap=mmap, weights_only=True)
+    except FileNotFoundError:
+        raise
+    except _UNREADABLE as error:
+        reason = (str(error).split(". ") + [""])[0] or type(error).__name__
+        raise CorruptCheckpoint(f"{path}: not a readable checkpoint, truncated or overwritten ({reason})") from None
+    if not isinstance(state, dict) or any(key not in state for key in ("model", "settings", "vocab")):
+        raise CorruptCheckpoint(f"{path}: not a checkpoint of this project (lacks model, settings or vocab)")
+    if step is not None and state.get("step") != step:
+        raise CorruptCheckpoint(f"{path}: holds step {state.get('step')!r}, its name says {step}")
+    bad = non_finite(state["model"])
+    if bad:
+        raise CorruptCheckpoint(f"{path}: weights {bad[:3]} are not finite")
+    return state
+
+
+def set_aside_corrupt(path: Path) -> Path:
+    """Rename a corrupt checkpoint to ``<name>.corrupt`` (kept for inspection, no longer listed).
+    Every data-parallel rank resumes the same way: a file another rank moved already is fine."""
+    aside = path.with_name(path.name + ".corrupt")
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(path, aside)
+    return aside
+
+
+def newest_good_checkpoint(out_dir: Path, map_location="cpu") -> tuple[int, Path, dict] | None:
+    """(step, path, state) of the newest checkpoint that :func:`load_checkpoint` accepts; each newer,
+    corrupt one is set aside (:func:`set_aside_corrupt`) with a warning. None if there is none."""
+    for step, path in reversed(list_checkpoints(out_dir)):
+        try:
+            return step, path, load_checkpoint(path, map_location, step=step)
+        except CorruptCheckpoint as error:
+            log.warning("%s; set aside as %s, resuming from the one before", error, set_aside_corrupt(path).name)
+    return None
 
 
 def is_spaced(step: int, every: int, final_step: int) -> bool:
@@ -71,6 +146,9 @@ def rotate(out_dir: Path, keep: int, every: int = 0, final_step: int = 0) -> lis
     for path in old:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+    for stale in (Path(out_dir) / "checkpoints").glob(".ckpt_*.tmp"):  # left by a killed save
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     return old
 
 
@@ -86,15 +164,6 @@ def publish_last(out_dir: Path, source: Path) -> Path:
 
             shutil.copyfile(source, tmp)
     return target
-
-
-def load_checkpoint(path: Path) -> dict:
-    """A checkpoint's contents on the CPU (``weights_only``): callers move what must move.
-
-    Loading straight onto a GPU would put the generator states there too (``torch.set_rng_state``
-    takes CPU tensors only) and fill GPU memory with whatever the caller does not need.
-    """
-    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def rng_state() -> dict:

@@ -30,9 +30,10 @@ from tqdm import tqdm
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
-from aiayn.train.batching import BOS, EOS, PAD, UNK, Batch, BatchSampler, BatchStream, make_batches
-from aiayn.train.checkpoint import (checkpoint_path, list_checkpoints, load_checkpoint, publish_last, rng_state,
-                                    rotate, save_checkpoint, set_aside, set_rng_state, trajectory_changes)
+from aiayn.train.batching import (BOS, EOS, PAD, UNK, Batch, BatchSampler, BatchStream, check_at_least_one_batch,
+                                  make_batches)
+from aiayn.train.checkpoint import (checkpoint_path, newest_good_checkpoint, publish_last, rng_state, rotate,
+                                    save_checkpoint, set_aside, set_rng_state, trajectory_changes)
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name, wrap_model
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
@@ -129,6 +130,8 @@ class Trainer:
     def _batches(self) -> list:
         batches, dropped = make_batches(self.train_data.src_lengths, self.train_data.tgt_lengths,
                                         self.plan.tokens_per_pass, self.max_len)
+        check_at_least_one_batch(str(self.train_data.dir), self.train_data.tgt_lengths, batches,
+                                 self.plan.tokens_per_pass)
         log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped "
                  "(a side longer than the batch budget%s)", len(batches), self.plan.tokens_per_pass,
                  dropped, len(self.train_data), f" or max_positions={self.max_len}" if self.max_len else "")
@@ -212,16 +215,17 @@ class Trainer:
         return path
 
     def resume(self) -> bool:
-        """Load the latest checkpoint under ``out_dir`` if there is one; returns whether it did.
+        """Load the newest good checkpoint under ``out_dir`` if there is one; returns whether it did.
 
-        The checkpoint is read onto the CPU; the model and optimizer states move to the device as
-        they load, the generator states stay on the host.
+        A newer checkpoint that does not load or verify is set aside as ``*.corrupt`` with a warning
+        (:func:`aiayn.train.checkpoint.newest_good_checkpoint`). The checkpoint is read onto the CPU;
+        the model and optimizer states move to the device as they load, the generator states stay
+        on the host.
         """
-        found = list_checkpoints(self.out_dir)
-        if not found:
+        newest = newest_good_checkpoint(self.out_dir)
+        if newest is None:
             return False
-        step, path = found[-1]
-        state = load_checkpoint(path)
+        step, path, state = newest
         changed = trajectory_changes(state, self.settings, self.vocab)
         if changed:
             aside = set_aside(self.out_dir / "checkpoints")
