@@ -203,7 +203,7 @@ def verdict(results: dict[str, list[dict]], steps: list[int]) -> str:
 def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
     train_steps = list(range(args.window, args.steps + 1, args.window))
     dev_steps = sorted({*range(args.dev_every, args.steps + 1, args.dev_every), args.steps})
-    lr_steps = [s for s in (1, args.warmup // 2, args.warmup, args.steps) if s in train_steps]
+    lr_steps = sorted({s for s in (1, args.warmup // 2, args.warmup, args.steps) if s in train_steps})
     tokens = "; ".join(f"{name} {sum(c['tokens_per_step'] for c in curves) / len(curves):.0f}"
                        for name, curves in results.items())
     return "\n\n".join([

@@ -30,7 +30,7 @@ Schemes (``SCHEMES``):
 
 Deviation from paper: the paper states no initialisation, and the default ``fairseq`` is not its
 code's (tensor2tensor, ``model.init: t2t``): on real WMT text ``benchmarks/learning_parity.py`` shows
-our model learns as fast as fairseq's with it and more slowly with ``t2t`` or ``xavier``
+our model learns as fast as fairseq's with it and more slowly with ``t2t``
 (``benchmarks/RESULTS.md``, "Learning parity with fairseq").
 
 Initialisation draws from torch's global generator: seed it (``torch.manual_seed``) first.
