@@ -74,6 +74,14 @@ def write_results(results: Path, config: dict) -> None:
     _json(results / "wsj/baseline/test-flat.evalb.json", {**evalb, "f1": 20.5, "f1_len40": 21.0})
 
 
+def written_results(tmp_path: Path) -> tuple[dict, Path]:
+    """The small config and a results folder under ``tmp_path`` holding every metric file it reads."""
+    results = tmp_path / "results"
+    config = small_config(results)
+    write_results(results, config)
+    return config, results
+
+
 def write_train_log(path: Path, steps: int = 30, dev_every: int = 10) -> None:
     """A ``log.csv`` as the trainer writes it: ``dev_ppl`` empty except on dev evaluations."""
     lines = ["step,loss,lr,dev_ppl"]

@@ -4,7 +4,7 @@ built from the runs a `run:` choice keeps, the others left blank."""
 import math
 
 import pytest
-from report_fixtures import small_config, write_results
+from report_fixtures import written_results
 
 from aiayn.report import experiments, layout, plots, table3
 from aiayn.report.metrics import MetricFileError
@@ -20,10 +20,7 @@ en-de,C1,"model.n_layers=2, train.precision=fp32",100000,36.25,6.25,23.2,22.5,,,
 
 @pytest.fixture
 def results(tmp_path):
-    results = tmp_path / "results"
-    config = small_config(results)
-    write_results(results, config)
-    return config, results
+    return written_results(tmp_path)
 
 
 def test_golden_csv_and_markdown(results):

@@ -8,7 +8,7 @@ import pytest
 from aiayn.report import layout, paper, table2
 from aiayn.report.metrics import MetricFileError
 from aiayn.report.tables import build_tables, main, provenance
-from report_fixtures import small_config, write_config, write_results
+from report_fixtures import write_config, written_results
 
 TABLE3_MD = """\
 ## Table 3: variations on the Transformer (EN-DE dev)
@@ -60,10 +60,7 @@ Copy the source (baseline),EN-DE,,2.5,,2.25,,,,
 
 @pytest.fixture
 def results(tmp_path):
-    results = tmp_path / "results"
-    config = small_config(results)
-    write_results(results, config)
-    return config, results
+    return written_results(tmp_path)
 
 
 def _by_name(config, results):
