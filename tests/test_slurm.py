@@ -130,12 +130,8 @@ DATA_RULES = ("extract", "tokenize", "clean_en_de", "treebank", "bpe_learn", "bp
 
 
 def _shrink_overlay(path: Path) -> Path:
-    experiments = {}
-    for config in PROJECT_CONFIGS:
-        experiments.update(yaml.safe_load(config.read_text(encoding="utf-8")).get("experiments", {}))
-    overlay = {e: {"tables": []} for e in experiments if e not in KEEP}
-    overlay["base"] = {"tasks": ["en-de"]}
-    path.write_text(yaml.safe_dump({"experiments": overlay}))
+    """Only the runs in KEEP, on EN-DE and the treebank (``run:`` limits the DAG to them)."""
+    path.write_text(yaml.safe_dump({"run": {"tasks": ["en-de", "wsj"], "experiments": sorted(KEEP)}}))
     return path
 
 
