@@ -198,11 +198,10 @@ def test_subordinate_clauses_are_verb_final_in_german():
     assert str(English().tree(said)) == (
         "(S (NP-SBJ (NNP Anna)) (VP (VBZ says) (SBAR (-NONE- 0) (S (NP-SBJ (DT the) (NN man)) (VP (MD will) "
         "(VP (VB buy) (NP (DT the) (JJ black) (NN bag))))))) (. .))")
-    because = Clause(_np("Thomas"), _verb("sleep"), comp=("because", Clause(
-        _np("girl", det="this"), _verb("read"), role="sub", obj=_np("book", det="this", plural=True))))
-    assert _all(because) == ("Thomas sleeps because this girl reads these books.",
-                             "Thomas schläft, weil dieses Mädchen diese Bücher liest.",
-                             "Thomas dort parce que cette fille lit ces livres.")
+    that = Clause(_np("Thomas"), _verb("say"), comp=("that", Clause(
+        _np("girl", det="the"), _verb("read"), role="sub", obj=_np("book", plural=True))))
+    assert _all(that) == ("Thomas says that the girl reads books.", "Thomas sagt, dass das Mädchen Bücher liest.",
+                          "Thomas dit que la fille lit des livres.")
 
 
 def test_agreement_case_contractions_and_elision():
@@ -215,19 +214,19 @@ def test_agreement_case_contractions_and_elision():
                    pp=("with", _np("child", plural=True)))
     assert _all(works) == ("An old doctor can work with children.", "Ein alter Arzt kann mit Kindern arbeiten.",
                            "Un vieux médecin peut travailler avec des enfants.")
-    found = Clause(_np("grandmother", det="this"), _verb("find"), "pres", obj=_np("computer", det="a", adj=_adj("new")),
+    found = Clause(_np("grandmother", det="the"), _verb("find"), "pres", obj=_np("computer", det="a", adj=_adj("new")),
                    pp=("in", _np("hotel", det="the")), time=_time("(CD {})"), front=True)
-    assert _all(found) == ("In 2008, this grandmother finds a new computer in the hotel.",
-                           "Im Jahr 2008 findet diese Großmutter einen neuen Computer im Hotel.",
-                           "En 2008, cette grand-mère trouve un nouvel ordinateur dans l'hôtel.")
+    assert _all(found) == ("In 2008, the grandmother finds a new computer in the hotel.",
+                           "Im Jahr 2008 findet die Großmutter einen neuen Computer im Hotel.",
+                           "En 2008, la grand-mère trouve un nouvel ordinateur dans l'hôtel.")
 
 
-def test_numbers_quotes_and_cities():
-    cost = Clause(_np("hotel", det="the"), _verb("cost"), price=3.5e6)
-    assert _all(cost) == ("The hotel costs 3.5 million euros.", "Das Hotel kostet 3,5 Millionen Euro.",
-                          "L'hôtel coûte 3,5 millions d'euros.")
-    cost.price = 12500
-    assert _all(cost)[1:] == ("Das Hotel kostet 12.500 Euro.", "L'hôtel coûte 12 500 euros.")
+def test_quotes_cities_and_elided_subjects():
+    sleeps = Clause(_np("man", det="the", adj=_adj("old")), _verb("sleep"), "past", pp=("in", _np("hotel", det="the")))
+    assert _all(sleeps) == ("The old man slept in the hotel.", "Der alte Mann hat im Hotel geschlafen.",
+                            "Le vieil homme a dormi dans l'hôtel.")
+    sleeps.subj = _np("man", det="the")
+    assert _all(sleeps)[2] == "L'homme a dormi dans l'hôtel."
     quote = Clause(_np("Anne-Marie"), _verb("say"), "past", comp=("quote", Clause(
         _np("dog", det="the"), _verb("come"), "will", pp=("to", _np("Vienna")))))
     assert _all(quote) == ("Anne-Marie said: “The dog will come to Vienna.”",
@@ -242,7 +241,7 @@ def test_numbers_quotes_and_cities():
 @pytest.fixture(scope="module")
 def sample():
     sentences = mirror.sample(mirror.rng_for(3, "proxies"), 3000)
-    return sentences, mirror.translate(sentences, "de"), mirror.translate(sentences, "fr")
+    return sentences, [German().sentence(s.clause) for s in sentences], [French().sentence(s.clause) for s in sentences]
 
 
 def test_translations_are_a_function_of_the_english(sample):
@@ -254,7 +253,7 @@ def test_translations_are_a_function_of_the_english(sample):
 
 
 def test_the_tense_always_shows_in_the_english(sample):
-    """'bags cost', 'men read' are present and past at once: the sampler keeps them present."""
+    """'men read' is present and past at once: the sampler keeps it present."""
     clauses = [s.clause for s in sample[0]] + [s.clause.comp[1] for s in sample[0] if s.clause.comp]
     ambiguous = [c for c in clauses if c.verb.en[0] == c.verb.en[1] and c.subj.plural]
     assert len(ambiguous) > 20 and all(c.tense != "past" for c in ambiguous)
@@ -267,7 +266,7 @@ def test_a_small_vocabulary_seen_often_with_real_unicode(sample):
         assert len(counts) < 1500 and sum(n for n in counts.values() if n >= 5) > 0.9 * sum(counts.values())
     german, french = " ".join(german), " ".join(french)
     assert all(mark in german for mark in "„“äöüß") and all(mark in french for mark in "«»éèàœ")
-    assert re.search(r"\d,\d", german) and re.search(r"\d\.\d{3}", german) and re.search(r"\d \d{3}", french)
+    assert re.search(r"\bim Jahr (19|20)\d\d\b", german) and re.search(r"\ben (19|20)\d\d\b", french)
     assert {"E-Mail", "T-Shirt", "Jean-Pierre"} <= set(re.findall(r"[\w]+-[\w]+", german))
     assert re.search(r"grands?-mères?", french) and "“" in " ".join(s.en for s in sentences)
     assert any("(-NONE- 0)" in str(s.tree) for s in sentences)

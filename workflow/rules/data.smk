@@ -32,7 +32,7 @@ if "demo" in config:
         conda:
             "../../envs/aiayn.yaml"
         shell:
-            "python -m aiayn.demo --config {input.config} --out-dir {params.out_dir} --seed {params.demo[seed]}"
+            "python -m aiayn.demo.mirror --config {input.config} --out-dir {params.out_dir} --seed {params.demo[seed]}"
             " --train-pairs {params.demo[train_pairs]} --eval-pairs {params.demo[eval_pairs]}"
             " --trees {params.demo[trees]} --log {log}"
 

@@ -1,14 +1,10 @@
-"""One template grammar: a seeded sampler of language-neutral clauses, and per-language templates and rules.
+"""One template grammar: seeded language-neutral clauses, realized by per-language templates and rules.
 
-German and French are a deterministic function of the English, so a model has word order, agreement and
-number formats to learn, not to guess. A template is a string of slot names (``subj fin time obj pp verb
-comp``) and words; English ones hold the Penn Treebank bracketing too, ``(S (NP-SBJ subj) (VP fin (VP verb
-...)))``, so English comes out as its tree. An empty bracket is dropped; one holding only a bracket of its
-own label merges with it (no modal: one VP). German: verb second (a fronted time puts the subject behind
-the finite verb), the verb bracket ("hat ... gekauft"), verb-final subordinate clauses, articles and
-adjective endings by gender, number and case, „quotes“. French: adjectives after the noun but a few before
-it ("un nouvel ordinateur"), agreement of articles, adjectives and participles after être, elision (l',
-qu'), au, « quotes ». Numbers: 1,200 and 3.5; 1.200 and 3,5; 1 200 and 3,5.
+German and French are a function of the English: word order, agreement and elision to learn, not to
+guess. A template is slot names (``subj fin time obj pp verb comp``) and words; English ones hold the
+Penn Treebank bracketing, so English comes out as its tree. German: verb second, the verb bracket, verb-
+final subordinate clauses, case and gender endings, „quotes“. French: adjectives after or before the noun,
+agreement, elision, au, « quotes »; years: in 2008, im Jahr 2008, en 2008.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 class NP:
     head: Noun
     plural: bool = False
-    det: str = ""                       # "the" | "a" | "this" | "" (a bare plural, a name or city)
+    det: str = ""                       # "the" | "a" | "" (a bare plural, a name or city)
     adj: Adjective | None = None
 
 
@@ -39,11 +35,10 @@ class Clause:
     tense: str = "pres"                 # "pres" | "past" | "will" | "can"
     role: str = "main"                  # "main" | "sub": picks the template ("front" if ``front``)
     obj: NP | None = None
-    price: float = 0
     pp: tuple[str, NP] | None = None    # ("in" | "with" | "to", NP)
     time: dict[str, str] | None = None  # language -> the time adverbial
     front: bool = False                 # the time adverbial comes first
-    comp: tuple[str, Clause] | None = None  # ("that" | "0" | "quote" | "because", clause)
+    comp: tuple[str, Clause] | None = None  # ("that" | "0" | "quote", clause)
 
 
 def sample_np(rng: random.Random, lex: Lexicon, classes: str) -> NP:
@@ -52,28 +47,25 @@ def sample_np(rng: random.Random, lex: Lexicon, classes: str) -> NP:
     if names and rng.random() < 0.25:
         return NP(rng.choice(names))
     np_ = NP(rng.choice([n for n in lex.nouns if not n.proper and n.cls in classes]), rng.random() < 0.3)
-    np_.det = rng.choice(["the", "the", "", "this"] if np_.plural else ["the", "the", "a", "a", "this"])
-    if rng.random() < 0.4:
-        np_.adj = rng.choice([a for a in lex.adjectives if np_.head.cls in a.classes])
+    np_.det = rng.choice(["the", "the", ""] if np_.plural else ["the", "the", "a"])
+    np_.adj = rng.choice([a for a in lex.adjectives if np_.head.cls in a.classes]) if rng.random() < 0.4 else None
     return np_
 
 
 def sample_clause(rng: random.Random, lex: Lexicon, role: str = "main", top: bool = False) -> Clause:
-    """A clause: a verb, its subject and object, maybe a place and a time; ``top``, the sentence itself, may
-    take a that-clause, a quotation or a because-clause."""
+    """A clause: a verb, its subject and object, maybe a place and a time; only ``top``, the sentence
+    itself, may take a that-clause or a quotation."""
     verb = rng.choice([v for v in lex.verbs if top or v.obj != "!"])
     subj, frame = sample_np(rng, lex, verb.subj), verb.obj
     tense = rng.choices(["pres", "past", "will", "can"], [0.4, 0.4, 0.12, 0.08])[0]
     if verb.en[0] == verb.en[1] and tense == "past" and subj.plural:
-        tense = "pres"                  # "bags cost", "men read": the English would not show the past
+        tense = "pres"                  # "men read": the English would not show the past
     c = Clause(subj, verb, tense, role)
     if frame == "@":
         c.pp = ("to", sample_np(rng, lex, "pc"))
     elif frame == "!":
         conj = rng.choice(["that", "that", "0"] + ["quote", "quote"] * (verb.en[0] == "say"))
         c.comp = (conj, sample_clause(rng, lex, "main" if conj == "quote" else "sub"))
-    elif frame == "$":                  # 1,250 euros or 3.5 million euros
-        c.price = rng.randint(2, 999) * rng.choice((1, 5, 50)) if rng.random() < 0.7 else rng.randint(11, 99) * 1e5
     elif frame:
         c.obj = sample_np(rng, lex, frame)
     if frame not in ("@", "!") and rng.random() < 0.4:
@@ -83,8 +75,6 @@ def sample_clause(rng: random.Random, lex: Lexicon, role: str = "main", top: boo
         time, year = rng.choice([t for t in lex.times if mark in t["tenses"]]), rng.randint(1995, 2013)
         c.time = {lang: time[lang].format(year) for lang in ("en", "de", "fr")}
         c.front = role == "main" and rng.random() < 0.5
-    if top and not c.comp and rng.random() < 0.15:
-        c.comp = ("because", sample_clause(rng, lex, "sub"))
     return c
 
 
@@ -92,22 +82,13 @@ def leaf(tag: str, word: str) -> Tree:
     return Tree(tag, [word])
 
 
-def number(value: float, lang: str, million: str) -> list[str]:
-    """As a newspaper writes it: 1,200 and 3.5 (en), 1.200 and 3,5 (de), 1 200 and 3,5 (fr); 3.5 million."""
-    if value >= 1e6:
-        return number(value / 1e6, lang, "") + million.split()
-    thousands, decimal = {"en": ",.", "de": ".,", "fr": " ,"}[lang]
-    whole, _, fraction = f"{value:.1f}".partition(".")
-    return [f"{int(whole):,}".replace(",", thousands) + (decimal + fraction if fraction != "0" else "")]
-
-
 class Language:
     """Realizes clauses by filling templates. A subclass gives templates, tables and ``np`` (a noun phrase
     in a case); ``group`` here is German's and French's (the English past is not a perfect)."""
 
-    code, million, euro, front_comma = "", "", "", ""  # front_comma: the template after a fronted time
+    code, front_comma = "", ""         # front_comma: the template after a fronted time
     templates: dict[str, str] = {}      # main; front and sub fall back to main
-    comps: dict[str, str] = {}          # that, 0, quote, because -> the template of what follows the verb
+    comps: dict[str, str] = {}          # that, 0, quote -> the template of what follows the verb
     aux: dict[str, tuple[str, str]] = {}  # will, can and the perfect's auxiliaries: (singular, plural)
     prepositions: dict[str, str] = {}   # in, with, to; in-c, to-c before a city
     quotes = ("", "")                   # opening and closing quotation marks, as tokens
@@ -136,9 +117,8 @@ class Language:
 
     def slots(self, c: Clause) -> dict[str, Callable[[], list]]:
         """What fills each slot of ``c`` (computed only where a template names the slot)."""
-        price = [leaf("CD", w) for w in number(c.price, self.code, self.million)] + [leaf("NNS", self.euro)]
         return {"subj": lambda: self.np(c.subj, 0), "fin": lambda: self.group(c)[0], "verb": lambda: self.group(c)[1],
-                "obj": lambda: price if c.price else self.np(c.obj, 1) if c.obj else [],
+                "obj": lambda: self.np(c.obj, 1) if c.obj else [],
                 "pp": lambda: self.pp(*c.pp) if c.pp else [],
                 "time": lambda: self.fill(c.time[self.code], c) if c.time and not c.front else [],
                 "front": lambda: self.fill(f"{c.time[self.code]} {self.front_comma}", c) if c.time and c.front else [],
@@ -164,7 +144,7 @@ class Language:
         return [Tree(label, [leaf("TO" if prep == "to" else "IN", word), Tree("NP", self.np(np_, 2))])]
 
     def end(self, c: Clause) -> list[str]:
-        return ["."] + ([self.quotes[1]] if c.comp and c.comp[0] == "quote" else [])
+        return ["."] + [self.quotes[1]] * bool(c.comp and c.comp[0] == "quote")
 
     def sentence(self, c: Clause) -> str:
         return self.text(self.realize(c) + self.end(c))
@@ -198,10 +178,9 @@ def capitalize(tokens: list[str], open_quote: str) -> list[str]:
 
 
 class English(Language):
-    code, million, euro, front_comma = "en", "million", "euros", "(, ,)"
+    code, front_comma = "en", "(, ,)"
     templates = {"main": "(S front (NP-SBJ subj) (VP fin (VP verb (NP obj) pp time comp)))"}
-    comps = {"that": "(SBAR (IN that) clause)", "0": "(SBAR (-NONE- 0) clause)", "quote": "(: :) (`` ``) clause",
-             "because": "(SBAR-PRP (IN because) clause)"}
+    comps = {"that": "(SBAR (IN that) clause)", "0": "(SBAR (-NONE- 0) clause)", "quote": "(: :) (`` ``) clause"}
     prepositions = {"in": "in", "with": "with", "to": "to"}
     quotes, rewrites = ("``", "''"), ((r" ([,.:]|'')", r"\1"), ("`` ", "“"), ("''", "”"))
 
@@ -210,8 +189,8 @@ class English(Language):
         if np_.head.proper:
             return [leaf("NNP", word)]
         kids = ([leaf("JJ", np_.adj.en)] if np_.adj else []) + [leaf("NNS" if np_.plural else "NN", word)]
-        det = {"a": "an" if kids[0].children[0][0] in "aeiou" else "a", "this": "these" if np_.plural else "this"}
-        return ([leaf("DT", det.get(np_.det, np_.det))] if np_.det else []) + kids
+        det = "an" if np_.det == "a" and kids[0].children[0][0] in "aeiou" else np_.det
+        return ([leaf("DT", det)] if det else []) + kids
 
     def group(self, c: Clause) -> tuple[list, list]:
         """(modal, verb): ([will], [buy]) or ([], [bought])."""
@@ -234,10 +213,10 @@ class English(Language):
 
 
 class German(Language):
-    code, million, euro = "de", "Millionen", "Euro"
+    code = "de"
     templates = {"main": "subj fin time obj pp verb comp", "front": "front fin subj obj pp verb comp",
                  "sub": "subj time obj pp verb fin"}
-    comps = {"that": ", dass clause", "0": ", dass clause", "quote": ": „ clause", "because": ", weil clause"}
+    comps = {"that": ", dass clause", "0": ", dass clause", "quote": ": „ clause"}
     prepositions = {"in": "in", "with": "mit", "to": "zu", "to-c": "nach"}
     quotes = ("„", "“")
     rewrites = ((r" ([,.:“])", r"\1"), ("„ ", "„"), (r"\bin dem\b", "im"), (r"\bzu dem\b", "zum"),
@@ -245,10 +224,9 @@ class German(Language):
     aux = {"will": ("wird", "werden"), "can": ("kann", "können"), "h": ("hat", "haben"), "s": ("ist", "sind")}
     # nominative, accusative, dative; each masculine, feminine, neuter, plural
     ARTICLES = {"the": "der die das die den die das die dem der dem den",
-                "a": "ein eine ein - einen eine ein - einem einer einem -",
-                "this": "dieser diese dieses diese diesen diese dieses diese diesem dieser diesem diesen"}
-    ENDINGS = {"the": "e e e en en e e en en en en en", "this": "e e e en en e e en en en en en",  # weak,
-               "a": "er e es - en e es - en en en -", "": "- - - e - - - e - - - en"}           # mixed, strong
+                "a": "ein eine ein - einen eine ein - einem einer einem -"}
+    ENDINGS = {"the": "e e e en en e e en en en en en", "a": "er e es - en e es - en en en -",  # weak, mixed,
+               "": "- - - e - - - e - - - en"}                                                # strong
 
     def np(self, np_: NP, case: int) -> list[str]:
         """Words of ``np_`` in ``case`` (0 nominative, 1 accusative, 2 dative)."""
@@ -272,17 +250,15 @@ def agree(forms: tuple[str, str, str], gender: str, plural: bool, before_vowel: 
 
 
 class French(Language):
-    code, million, euro, front_comma = "fr", "millions de", "euros", ","
+    code, front_comma = "fr", ","
     templates = {"main": "front subj fin verb obj pp time comp"}
-    comps = {"that": "que clause", "0": "que clause", "quote": ": « clause", "because": "parce que clause"}
+    comps = {"that": "que clause", "0": "que clause", "quote": ": « clause"}
     prepositions = {"in": "dans", "with": "avec", "to": "à", "in-c": "à"}
     quotes = ("«", "»")
-    rewrites = ((r" ([,.])", r"\1"), (rf"\b([lL])[ae] (?=[{VOWELS}])", r"\1'"),     # le, la, de, que, ce
-                (rf"\b(qu|[dD])e (?=[{VOWELS}])", r"\1'"), (rf"\b([cC])e (?=[{VOWELS}])", r"\1et "),  # before a vowel
-                (r"\bà le\b", "au"), (r"\bà les\b", "aux"))
+    rewrites = ((r" ([,.])", r"\1"), (rf"\b([lL])[ae] (?=[{VOWELS}])", r"\1'"),  # le, la, de, que before a vowel
+                (rf"\b(qu|[dD])e (?=[{VOWELS}])", r"\1'"), (r"\bà le\b", "au"), (r"\bà les\b", "aux"))
     aux = {"will": ("va", "vont"), "can": ("peut", "peuvent"), "a": ("a", "ont"), "e": ("est", "sont")}
-    DETERMINERS = {"the": ("le", "la", "les"), "a": ("un", "une", ""), "this": ("ce", "cette", "ces"),
-                   "": ("", "", "des")}
+    DETERMINERS = {"the": ("le", "la", "les"), "a": ("un", "une", ""), "": ("", "", "des")}
 
     def np(self, np_: NP, case: int) -> list[str]:
         word, gender = np_.head.fr[np_.plural], np_.head.fr_gender

@@ -1,8 +1,7 @@
-"""``python -m aiayn.demo --out-dir DIR --seed S [--train-pairs N] [--eval-pairs N] [--trees N] [--config F]``
-writes into DIR every archive of the config's ``sources`` (the URL's file name, the configured members,
-``*.gz`` members gzipped, ``.sgm`` test sets as WMT's), ``sources.lock`` and a WSJ-layout treebank,
-``treebank/parsed/mrg/wsj/NN/wsj_NNMM.mrg``. Same seed, same bytes. Held-out English is in no training
-corpus and no other held-out set; a file two tasks share (``dev/newstest2013.en``) is the same for both.
+"""``python -m aiayn.demo.mirror --out-dir DIR --seed S [--train-pairs N] [--eval-pairs N] [--trees N]``
+writes into DIR every archive of the config's ``sources`` (as WMT's: names, members, gzipped ``*.gz``,
+``.sgm`` test sets), ``sources.lock`` and a WSJ-layout treebank. Same seed, same bytes. Held-out English
+is in no training corpus and no other held-out set; a file two tasks share is the same for both.
 
 Deviation from paper: generated data stand in for WMT14 and the Penn Treebank so that the pipeline runs
 offline in minutes; ``data.mirror: null`` and ``tasks.wsj.treebank: <LDC99T42 path>`` restore the paper's.
@@ -52,11 +51,6 @@ def sample(rng: random.Random, n: int, exclude=(), unique: bool = False, what: s
     log.info("%s: %d sentences, %d redrawn (outside %d-%d words, excluded or repeated)", what, n, redrawn,
              MIN_WORDS, MAX_WORDS)
     return out
-
-
-def translate(sentences: list[Sentence], lang: str) -> list[str]:
-    language = LANGUAGES[lang]()
-    return [language.sentence(s.clause) for s in sentences]
 
 
 def archive_bytes(file_name: str, members: dict[str, bytes]) -> bytes:
@@ -137,8 +131,8 @@ def build(config: dict, out_dir: Path, seed: int, train_pairs: int, eval_pairs: 
     for corpus, source in config["sources"].items():
         for name, paths in source["members"].items():
             for lang, path in paths.items():
-                group = sentences[corpus, name]
-                lines = [s.en for s in group] if lang == "en" else translate(group, lang)
+                language = LANGUAGES[lang]()
+                lines = [s.en if lang == "en" else language.sentence(s.clause) for s in sentences[corpus, name]]
                 if path.endswith(".sgm"):
                     lines = sgm_lines(lines, corpus, ("en", tasks[name]["tgt"]), lang != "en")
                 archives.setdefault(archive_name(source["url"]), {})[path] = "".join(f"{x}\n" for x in lines).encode()
@@ -166,3 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     build(load(args.config), args.out_dir, args.seed, args.train_pairs, args.eval_pairs, args.trees)
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,3 +1,0 @@
-from aiayn.demo.mirror import main
-
-raise SystemExit(main())
