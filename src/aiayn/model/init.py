@@ -29,9 +29,10 @@ Schemes (``SCHEMES``):
     PyTorch's default ``nn.Linear``: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 
 Deviation from paper: the paper states no initialisation, and the default ``fairseq`` is not its
-code's (tensor2tensor, ``model.init: t2t``): on real WMT text ``benchmarks/learning_parity.py`` shows
-our model learns as fast as fairseq's with it and more slowly with ``t2t``
-(``benchmarks/RESULTS.md``, "Learning parity with fairseq").
+code's (tensor2tensor, ``model.init: t2t`` restores it): on real WMT text
+``benchmarks/learning_parity.py`` shows our model learns as fast as fairseq's with it, and as fast
+with ``t2t`` (two seeds to step 300, and at the paper's base shape); ``xavier`` (q, k, v at gain 1)
+is slower (``benchmarks/RESULTS.md``, "Learning parity with fairseq").
 
 Initialisation draws from torch's global generator: seed it (``torch.manual_seed``) first.
 """
