@@ -26,22 +26,10 @@ import torch
 from aiayn import settings
 from aiayn.decode.settings import AverageConfig
 from aiayn.io import atomic_path, setup_logging
-from aiayn.train import checkpoint
-from aiayn.train.checkpoint import list_checkpoints, spaced_checkpoints
+from aiayn.train.checkpoint import list_checkpoints, load_checkpoint, spaced_checkpoints
 from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)
-
-
-def load_checkpoint(path: Path, step: int | None = None) -> dict:
-    """Load a checkpoint on the CPU, memory-mapped so that N large checkpoints need not fit at once.
-
-    Checkpoints hold tensors and plain Python values only (the trainer stores RNG states as such), so
-    they load with ``weights_only=True``. A truncated or overwritten file, one that holds another step
-    than its name says, or one with non-finite weights is refused, naming it
-    (:func:`aiayn.train.checkpoint.load_checkpoint`): averaging never takes a corrupt input.
-    """
-    return checkpoint.load_checkpoint(path, "cpu", mmap=True, step=step)
 
 
 def _check_same_layout(reference: dict, ref_path: Path, state: dict, path: Path) -> None:
@@ -96,7 +84,7 @@ def average_checkpoints(train_dir: str | Path, last: int) -> dict:
                     train_dir, len(chosen), last)
     states, newest, newest_path = [], None, None
     for file_step, path in chosen:
-        state = load_checkpoint(path, file_step)
+        state = load_checkpoint(path, "cpu", mmap=True, step=file_step)  # verified: a corrupt input is refused
         if newest is not None and state["vocab"] != newest["vocab"]:
             raise ValueError(f"{path} and {newest_path} have different vocabularies")
         states.append((path, state["model"]))
@@ -112,7 +100,7 @@ def select_spaced(available: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
     the newest checkpoint's ``settings.train``; the others are logged by step."""
     newest = available[-1][1]
     try:
-        train = TrainConfig.from_dict(load_checkpoint(newest)["settings"]["train"])
+        train = TrainConfig.from_dict(load_checkpoint(newest, "cpu", mmap=True)["settings"]["train"])
     except (KeyError, TypeError):
         raise ValueError(f"{newest}: no settings.train in the checkpoint (not written by aiayn.train)") from None
     spaced = spaced_checkpoints(available, train.checkpoint_steps, train.train_steps)
