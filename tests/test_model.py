@@ -123,6 +123,16 @@ def test_no_mask_without_padding_gives_the_same_logits():
     torch.testing.assert_close(masked, unmasked, rtol=1e-5, atol=1e-6)
 
 
+def test_rows_project_only_the_positions_asked_for():
+    model = model_of(tiny())
+    src, tgt = tokens(2, 5, 1), tokens(2, 4, 2)
+    rows = torch.tensor([0, 1, 2, 4, 7])  # positions of the (2 * 4) flattened target
+    with torch.no_grad():
+        full, some = model(src, tgt), model(src, tgt, rows=rows)
+    assert some.shape == (5, V)
+    torch.testing.assert_close(some, full.reshape(8, V)[rows])
+
+
 def test_shared_embedding_is_projection_and_scaled_on_input():
     model = model_of(tiny(n_layers=1))
     assert not hasattr(model, "out_proj")

@@ -3,6 +3,7 @@ import logging
 import pytest
 import torch
 
+from aiayn.model.functional import onednn_available
 from aiayn.train import precision as precisionlib
 from aiayn.train.precision import autocast_for, resolve_precision
 
@@ -43,3 +44,15 @@ def test_tf32_matmuls_on_cuda_fp32_paths_only(monkeypatch):
 def test_autocast_only_for_bf16():
     assert isinstance(autocast_for("bf16", torch.device("cpu")), torch.autocast)
     assert not isinstance(autocast_for("fp32", torch.device("cpu")), torch.autocast)
+
+
+def test_onednn_only_for_uncompiled_cpu_training_where_the_build_has_it(monkeypatch, caplog):
+    cpu = torch.device("cpu")
+    assert precisionlib.use_onednn("onednn", False, cpu) == onednn_available()
+    assert not precisionlib.use_onednn("mkl", False, cpu)
+    assert not precisionlib.use_onednn("onednn", True, cpu)  # inductor chooses its own kernels
+    assert not precisionlib.use_onednn("onednn", False, torch.device("cuda", 0))
+    monkeypatch.setattr(precisionlib, "onednn_available", lambda: False)
+    with caplog.at_level("INFO"):
+        assert not precisionlib.use_onednn("onednn", False, cpu)
+    assert "no oneDNN linear operator" in caplog.text

@@ -406,3 +406,9 @@ def test_progress_line_golden():
     assert line == "step 200/1000 (20.0%) | 5210 tokens/s | loss 6.1234 | lr 3.50e-04 | ETA 0:12:40"
     assert progress_line(1000, 1000, 1.0, 1.0, 1.0, 9.0).endswith("ETA 0:00:00")
     assert progress_line(0, 100, 1.0, 1.0, 1.0, 3600.0).endswith("ETA 100:00:00")
+
+
+def test_cpu_matmul_takes_onednn_or_mkl():
+    assert TrainConfig().cpu_matmul == "onednn" and TrainConfig(cpu_matmul="mkl").cpu_matmul == "mkl"
+    with pytest.raises(ValueError, match="train.cpu_matmul must be 'onednn' or 'mkl', got 'blas'"):
+        TrainConfig(cpu_matmul="blas")

@@ -15,6 +15,8 @@ import math
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from aiayn.model.functional import Linear
+
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with per-head sizes ``d_k`` (queries, keys) and ``d_v`` (values).
@@ -34,11 +36,11 @@ class MultiHeadAttention(nn.Module):
         self.attention_dropout = attention_dropout
         qk, vv = n_heads * d_k, n_heads * d_v
         if self_attention:
-            self.qkv = nn.Linear(d_model, 2 * qk + vv, bias=bias)
+            self.qkv = Linear(d_model, 2 * qk + vv, bias=bias)
         else:
-            self.q = nn.Linear(d_model, qk, bias=bias)
-            self.kv = nn.Linear(d_model, qk + vv, bias=bias)
-        self.out = nn.Linear(vv, d_model, bias=bias)
+            self.q = Linear(d_model, qk, bias=bias)
+            self.kv = Linear(d_model, qk + vv, bias=bias)
+        self.out = Linear(vv, d_model, bias=bias)
 
     def _heads(self, x: Tensor, size: int) -> Tensor:
         """(B, T, h * size) -> (B, h, T, size)."""

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 from aiayn.model.attention import MultiHeadAttention
 from aiayn.model.cache import DecoderCache
 from aiayn.model.config import ModelConfig
+from aiayn.model.functional import Linear, dropout
 
 
 class FeedForward(nn.Module):
@@ -18,11 +19,11 @@ class FeedForward(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.w1, self.w2 = nn.Linear(cfg.d_model, cfg.d_ff), nn.Linear(cfg.d_ff, cfg.d_model)
+        self.w1, self.w2 = Linear(cfg.d_model, cfg.d_ff), Linear(cfg.d_ff, cfg.d_model)
         self.relu_dropout = cfg.relu_dropout
 
     def forward(self, x: Tensor) -> Tensor:  # (B, T, d_model) -> (B, T, d_model)
-        h = F.dropout(F.relu(self.w1(x)), self.relu_dropout, self.training)  # (B, T, d_ff)
+        h = dropout(F.relu(self.w1(x)), self.relu_dropout, self.training)  # (B, T, d_ff)
         return self.w2(h)
 
 
@@ -45,7 +46,7 @@ class Residual(nn.Module):
 
     def outer(self, x: Tensor, y: Tensor) -> Tensor:
         """Combine the residual x with the sub-layer output y (both (B, T, d_model))."""
-        out = x + F.dropout(y, self.dropout, self.training)
+        out = x + dropout(y, self.dropout, self.training)
         return out if self.pre else self.norm(out)
 
 

@@ -6,11 +6,11 @@ import math
 import os
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from aiayn.model.cache import DecoderCache, EncoderOut
 from aiayn.model.config import ModelConfig
+from aiayn.model.functional import Linear, dropout, linear
 from aiayn.model.init import SCHEMES, initialize
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
@@ -45,6 +45,15 @@ class Transformer(nn.Module):
         self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps) if pre else nn.Identity()
         initialize(self, SCHEMES[cfg.init])
 
+    onednn = False
+
+    def use_onednn(self, on: bool) -> None:
+        """Route this model's float32 CPU training products through oneDNN (:func:`aiayn.model.functional.linear`)."""
+        self.onednn = on
+        for module in self.modules():
+            if isinstance(module, Linear):
+                module.onednn = on
+
     def token_tables(self) -> list[nn.Embedding]:
         """The (V, d_model) token matrices: the source embedding, the target's unless shared
         (``share_embeddings``), the pre-softmax projection unless shared (``share_softmax``)."""
@@ -54,7 +63,7 @@ class Transformer(nn.Module):
     def _embed(self, tokens: Tensor, table: nn.Embedding, pos: PositionalEncoding, start: int = 0) -> Tensor:
         """Dropout(E[tokens] * sqrt(d_model) + PE): (B, T) -> (B, T, d_model) (section 3.4, 5.4)."""
         x = table(tokens) * math.sqrt(self.cfg.d_model) + pos(start, tokens.shape[1]).to(table.weight.dtype)
-        return F.dropout(x, self.cfg.dropout, self.training)
+        return dropout(x, self.cfg.dropout, self.training)
 
     def encode(self, src: Tensor, padded: bool | None = None) -> EncoderOut:
         """src (B, S) ids -> EncoderOut(memory (B, S, d_model), src_pad (B, S) bool, True at pad).
@@ -78,12 +87,15 @@ class Transformer(nn.Module):
         cross = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder]
         return DecoderCache(enc, cross, beam_size, capacity=max(1, max_len or 16))
 
-    def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None) -> Tensor:
+    def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None,
+               rows: Tensor | None = None) -> Tensor:
         """Next-token logits (B, T, V) for target prefix tgt_in (B, T).
 
         Without a cache, all T positions at once (causal self-attention). With a cache, tgt_in is the
         newest token (B, 1): its position is ``cache.length``, its self-attention keys/values are
-        appended, and the cache's (possibly reordered) encoder output is used.
+        appended, and the cache's (possibly reordered) encoder output is used. ``rows`` (R,) int64:
+        only these of the B * T positions (row-major) are projected, giving logits (R, V): training
+        projects the positions with a gold target and spends nothing on padding.
         """
         if cache is not None:
             if tgt_in.shape[1] != 1:
@@ -97,20 +109,24 @@ class Transformer(nn.Module):
             x = layer(x, memory_kv[i], mask, cache, i)
         if cache is not None:
             cache.length += 1
-        return self.project(self.dec_norm(x))
+        x = self.dec_norm(x)
+        if rows is not None:
+            x = x.reshape(-1, x.shape[-1]).index_select(0, rows)  # (R, d_model)
+        return self.project(x)
 
     def _target_table(self) -> nn.Embedding:
         return self.embed if self.cfg.share_embeddings else self.tgt_embed
 
     def project(self, x: Tensor) -> Tensor:
-        """Pre-softmax linear: (B, T, d_model) -> (B, T, V), the target embedding matrix unscaled
+        """Pre-softmax linear: (..., d_model) -> (..., V), the target embedding matrix unscaled
         (section 3.4), or its own matrix without ``share_softmax``."""
         weight = self._target_table().weight if self.cfg.share_softmax else self.out_proj.weight
-        return F.linear(x, weight)
+        return linear(x, weight, onednn=self.onednn)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None) -> Tensor:
-        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V); ``src_padded`` as in :meth:`encode`."""
-        return self.decode(tgt_in, self.encode(src, src_padded))
+    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None, rows: Tensor | None = None) -> Tensor:
+        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V), or (R, V) at ``rows`` of the
+        B * T positions (:meth:`decode`); ``src_padded`` as in :meth:`encode`."""
+        return self.decode(tgt_in, self.encode(src, src_padded), rows=rows)
 
 
 def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[Transformer, dict]:

@@ -32,14 +32,16 @@ log = logging.getLogger(__name__)
 class Batch:
     """Padded tensors of one batch. src (B, S) = ids + [eos]; tgt_in (B, T) = [bos] + ids;
     tgt_out (B, T) = ids + [eos]; padding 0. ``src_tokens`` / ``tgt_tokens`` count non-pad tokens;
-    ``src_padded`` is False when every source has the same length (no attention mask is needed)."""
+    ``src_padded`` is False when every source has the same length (no attention mask is needed).
+    ``gold_rows`` (tgt_tokens,): the positions of tgt_out.view(-1) that hold a token, in order."""
 
     src: torch.Tensor
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
     src_tokens: int
     tgt_tokens: int
-    src_padded: bool = True
+    src_padded: bool
+    gold_rows: torch.Tensor
 
     def to(self, device: torch.device) -> "Batch":
         """The tensors on ``device``; from pinned memory the copies are asynchronous."""
@@ -47,7 +49,7 @@ class Batch:
             return t.to(device, non_blocking=device.type == "cuda" and t.is_pinned())
 
         return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.src_tokens, self.tgt_tokens,
-                     self.src_padded)
+                     self.src_padded, move(self.gold_rows))
 
 
 def _empty(rows: int, width: int, pin: bool) -> tuple[torch.Tensor, np.ndarray]:
@@ -74,7 +76,9 @@ def collate(corpus: ShardedCorpus, indices, pin: bool = False) -> Batch:
     tgt_out_np[:, :t], tgt_out_np[:, t] = tgt_ids, PAD
     tgt_out_np[rows, tgt_len] = EOS
     padded = bool(n and src_len.min() != src_len.max())
-    return Batch(src, tgt_in, tgt_out, int(src_len.sum()) + n, int(tgt_len.sum()) + n, padded)
+    gold = np.flatnonzero(np.arange(t + 1) <= tgt_len[:, None])  # (tokens,) row-major positions of ids + eos
+    gold_rows = torch.from_numpy(gold).pin_memory() if pin else torch.from_numpy(gold)
+    return Batch(src, tgt_in, tgt_out, int(src_len.sum()) + n, int(tgt_len.sum()) + n, padded, gold_rows)
 
 
 def check_at_least_one_batch(where: str, tgt_lengths: np.ndarray, batches: list, max_tokens: int) -> None:

@@ -18,6 +18,8 @@ import logging
 
 import torch
 
+from aiayn.model.functional import onednn_available
+
 PRECISIONS = ("auto", "fp32", "bf16")
 log = logging.getLogger(__name__)
 
@@ -58,3 +60,15 @@ def autocast_for(resolved: str, device: torch.device) -> contextlib.AbstractCont
     if resolved == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def use_onednn(matmul: str, compile_model: bool, device: torch.device) -> bool:
+    """Whether a CPU training step's float32 products go through oneDNN (``train.cpu_matmul: onednn``,
+    :mod:`aiayn.model.functional`): on a CPU, not compiled (inductor picks its own kernels), and
+    where this torch build has oneDNN's linear operator (else MKL's, said in the log)."""
+    if matmul != "onednn" or compile_model or device.type != "cpu":
+        return False
+    if not onednn_available():
+        log.info("train.cpu_matmul onednn: this torch build has no oneDNN linear operator; using its default")
+        return False
+    return True

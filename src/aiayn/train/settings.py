@@ -26,6 +26,7 @@ class TrainConfig:
     seed: int = 1
     precision: str = "auto"
     compile: bool = False
+    cpu_matmul: str = "onednn"
     gpus: int = 1
     checkpoint_minutes: float = 10.0
     checkpoint_steps: int = 1400
@@ -39,6 +40,8 @@ class TrainConfig:
         if self.precision not in ("auto", "fp32", "bf16"):
             raise ValueError(f"train.precision {self.precision!r} is not supported: use auto, fp32 or bf16 "
                              "(fp16 would need loss scaling; bf16 has fp32's range)")
+        if self.cpu_matmul not in ("onednn", "mkl"):
+            raise ValueError(f"train.cpu_matmul must be 'onednn' or 'mkl', got {self.cpu_matmul!r}")
         if self.nan_policy not in ("skip", "stop"):
             raise ValueError(f"train.nan_policy must be 'skip' or 'stop', got {self.nan_policy!r}")
         if not 0.0 <= self.label_smoothing < 1.0:

@@ -38,7 +38,7 @@ from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name, wrap_
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
 from aiayn.train.metrics import MetricsLog, progress_line
-from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision
+from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
 from aiayn.train.prefetch import Prefetcher
 from aiayn.train.schedule import learning_rate
 from aiayn.train.settings import TrainConfig
@@ -105,6 +105,7 @@ class Trainer:
         self.vocab = {"size": self.train_data.vocab_size, "pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS}
         torch.manual_seed(self.cfg.seed)
         self.raw_model = Transformer(self.model_cfg, self.vocab["size"], PAD).to(env.device)
+        self.raw_model.use_onednn(use_onednn(self.cfg.cpu_matmul, self.cfg.compile, env.device))
         self.model, self.ddp = wrap_model(self.raw_model, env, self.cfg.compile)
         self.optimizer = torch.optim.Adam(self.raw_model.parameters(), lr=0.0, betas=self.cfg.adam_betas,
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
@@ -143,8 +144,9 @@ class Trainer:
         """Forward and backward of one batch; returns (loss sum, nll sum, target tokens, source tokens),
         float64 on the device."""
         with self.autocast:
-            logits = self.model(batch.src, batch.tgt_in, batch.src_padded)  # (B, T, V)
-        loss, nll, n_tgt = label_smoothed_loss(logits, batch.tgt_out, self.cfg.label_smoothing, PAD)
+            logits = self.model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows)  # (R, V), no padding
+        gold = batch.tgt_out.view(-1).index_select(0, batch.gold_rows)  # (R,)
+        loss, nll, n_tgt = label_smoothed_loss(logits, gold, self.cfg.label_smoothing, PAD)
         loss.backward()
         return torch.stack([loss.detach().double(), nll.double(), n_tgt.double(), batch.src.ne(PAD).sum().double()])
 
