@@ -5,7 +5,8 @@
 Both models: 3+3 layers, d_model 256, 4 heads, d_ff 1024, shared embeddings, dropout 0.1, a
 10,000-symbol vocabulary; the same batch of 128 x 32 target tokens (4096), label smoothing 0.1 and
 fused Adam. Steps alternate (ABBA) so that whatever else runs on the machine hits both alike;
-prints the median target tokens/s (real target tokens) from the third step on.
+prints the median target tokens/s (real target tokens) from the third step on. Ours runs as the
+Trainer runs it on a CPU: oneDNN products (``train.cpu_matmul``), logits of the gold positions only.
 
 ``--padded``: the batch is padded as a length-sorted training batch is (128 sentences, source
 lengths 25-32, each target within 20% of its source, padding on the right), so both models mask.
@@ -23,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from aiayn.model import ModelConfig, Transformer
+from aiayn.model.functional import onednn_available
 from aiayn.train.loss import label_smoothed_loss
 
 
@@ -59,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     theirs, dictionary = fairseq_model(10000)
     shape = ModelConfig(n_layers=3, d_model=256, d_ff=1024, n_heads=4, d_k=64, d_v=64)
     ours = Transformer(shape, len(dictionary), dictionary.pad()).train()
+    ours.use_onednn(onednn_available())  # as the Trainer does on a CPU (train.cpu_matmul: onednn)
     g = torch.Generator().manual_seed(0)
     src, tgt = (torch.randint(4, len(dictionary), (128, 32), generator=g) for _ in range(2))
     lengths = torch.full((128,), 32)
@@ -78,8 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         lprobs = F.log_softmax(logits.float(), dim=-1).view(-1, logits.shape[-1])
         return label_smoothed_nll_loss(lprobs, tgt.view(-1), 0.1, ignore_index=dictionary.pad(), reduce=True)[0]
 
+    gold_rows = tgt.view(-1).ne(dictionary.pad()).nonzero().squeeze(1)  # as collate lists them
+
     def loss_aiayn():
-        return label_smoothed_loss(ours(src, tgt, args.padded), tgt, 0.1, dictionary.pad())[0]
+        logits = ours(src, tgt, args.padded, gold_rows)
+        return label_smoothed_loss(logits, tgt.view(-1)[gold_rows], 0.1, dictionary.pad())[0]
 
     def step(name: str) -> None:
         losses[name]().backward()

@@ -49,7 +49,7 @@ def side_by_side(variants: dict, repeats: int) -> dict[str, float]:
 
 
 def products(rows: int, repeats: int) -> list[str]:
-    lines = [f"{'product':<28}{'MKL GFLOP/s':>12}{'oneDNN':>9}{'ratio':>7}"]
+    lines = [f"{'product':<36}{'MKL GFLOP/s':>12}{'oneDNN':>9}{'ratio':>7}"]
     for name, (k, m) in SHAPES.items():
         g = torch.Generator().manual_seed(0)
         x, w, grad = (torch.randn(*shape, generator=g) for shape in ((rows, k), (m, k), (rows, m)))
@@ -58,7 +58,7 @@ def products(rows: int, repeats: int) -> list[str]:
                                ("input gradient", lambda: grad @ w, lambda: onednn(grad, w.t())),
                                ("weight gradient", lambda: grad.t() @ x, lambda: onednn(grad.t(), x.t()))):
             t = side_by_side({"mkl": mkl, "onednn": dnn}, repeats)
-            lines.append(f"{name + ' ' + part:<28}{flops / t['mkl'] / 1e9:>12.0f}{flops / t['onednn'] / 1e9:>9.0f}"
+            lines.append(f"{name + ' ' + part:<36}{flops / t['mkl'] / 1e9:>12.0f}{flops / t['onednn'] / 1e9:>9.0f}"
                          f"{t['mkl'] / t['onednn']:>7.2f}")
     return lines
 

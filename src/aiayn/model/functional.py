@@ -1,9 +1,10 @@
 """The two CPU kernels a float32 training step spends most of its time in, made faster.
 
 - ``linear``: y = x W^T + b. On a CPU in float32 with ``onednn``, the forward product and the input
-  gradient run through oneDNN's matrix product, which measured 10-40% faster than the default (MKL's
-  sgemm) on these shapes on an AMD EPYC (``benchmarks/cpu_kernels.py``); the weight gradient stays
-  with MKL (faster there). Same arithmetic up to float32 rounding. Elsewhere ``F.linear``.
+  gradient run through oneDNN's matrix product, which measured 11-19% faster than torch's default
+  (MKL's sgemm) at the CPU benchmark's shapes on an AMD EPYC (``benchmarks/cpu_kernels.py``); the
+  weight gradient stays with MKL (faster there). Same arithmetic up to float32 rounding. Elsewhere,
+  and for products that need no gradient (decoding, scoring), ``F.linear``.
 - ``dropout``: on a CPU the mask is ``uniform >= p`` (a bool mask, like ``F.dropout``'s), which is
   about twice as fast as ``F.dropout``'s Bernoulli draw; the same distribution, other random numbers.
   On a GPU ``F.dropout`` (one fused kernel).
