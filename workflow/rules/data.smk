@@ -1,4 +1,8 @@
 # Data stages: download -> extract -> normalize/tokenize -> clean -> shared BPE -> encode -> shards.
+# They carry priority 10 (trainings and the rest 0): when both are ready the scheduler starts data
+# stages first, so every task's data is ready early and its trainings can fill the cores or GPUs
+# (without it, trainings of the first task whose data is ready can go ahead of other tasks' data).
+# The treebank rules of parsing.smk carry it too.
 
 
 # The demo (configs/demo.yaml) generates its archives, their lock and a treebank where its config points
@@ -64,6 +68,7 @@ rule extract:
         f"{D}/raw/{{ttask}}/{{acorpus}}.{{lang}}",
     params:
         member=lambda w: SOURCES[w.acorpus]["members"][w.ttask][w.lang],
+    priority: 10
     log:
         f"{D}/logs/extract/{{ttask}}/{{acorpus}}.{{lang}}.log",
     conda:
@@ -78,6 +83,7 @@ rule convert:
         lambda w: f"{D}/downloads/{data_sources.download_path(SOURCES, w.fcorpus, w.lang)}",
     output:
         f"{D}/raw/{{ttask}}/{{fcorpus}}.{{lang}}",
+    priority: 10
     log:
         f"{D}/logs/extract/{{ttask}}/{{fcorpus}}.{{lang}}.log",
     conda:
@@ -93,6 +99,7 @@ rule tokenize:
     output:
         f"{D}/tok/{{ttask}}/{{corpus}}.{{lang}}",
     threads: config["threads"]["data"]
+    priority: 10
     log:
         f"{D}/logs/tokenize/{{ttask}}/{{corpus}}.{{lang}}.log",
     conda:
@@ -121,6 +128,7 @@ for _task in TRANSLATION:
             tgt=_tgt,
             corpora=" ".join(f"{D}/tok/{_task}/{c}" for c in TASKS[_task]["train"]),
             prefix=lambda w, output: output.stats.removesuffix(".stats.json"),
+        priority: 10
         log:
             f"{D}/logs/clean/{_task}.log",
         conda:
@@ -141,6 +149,7 @@ rule bpe_learn:
     params:
         prefix=lambda w: f"{D}/bpe/{w.task}/spm",
     threads: config["threads"]["data"]
+    priority: 10
     log:
         f"{D}/logs/bpe/{{task}}.learn.log",
     conda:
@@ -157,6 +166,7 @@ rule bpe_encode:
     output:
         f"{D}/bpe/{{task}}/{{split}}.{{side}}",
     threads: config["threads"]["data"]
+    priority: 10
     log:
         f"{D}/logs/bpe/{{task}}.{{split}}.{{side}}.encode.log",
     conda:
@@ -177,6 +187,7 @@ rule binarize:
     params:
         out_dir=lambda w: f"{D}/bin/{w.task}/{w.split}",
     threads: config["threads"]["data"]
+    priority: 10
     log:
         f"{D}/logs/binarize/{{task}}.{{split}}.log",
     conda:

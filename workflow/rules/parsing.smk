@@ -10,6 +10,7 @@ rule treebank:
         [f"{D}/tok/{{ptask}}/{split}.gold" for split in ("dev", "test")],
     params:
         out_dir=lambda w: f"{D}/tok/{w.ptask}",
+    priority: 10
     log:
         f"{D}/logs/treebank/{{ptask}}.log",
     conda:
@@ -26,6 +27,7 @@ rule trees:
         gold=f"{D}/tok/{{ptask}}/{{split}}.gold",
     output:
         f"{R}/{{ptask}}/{{exp}}/{{split}}-{{ckpt}}.trees",
+    priority: 10
     log:
         f"{R}/{{ptask}}/{{exp}}/logs/{{split}}-{{ckpt}}.trees.log",
     conda:
