@@ -103,7 +103,8 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id
                         chunk_rows: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """Summed label-smoothed cross entropy, summed NLL and the number of non-pad targets.
 
-    logits (B, T, V) (any float dtype; the arithmetic is float32), target (B, T) ids.
+    logits (..., V) (any float dtype; the arithmetic is float32), target (...) ids: (B, T, V) and (B, T),
+    or the gold positions only, (R, V) and (R,), as the trainer passes them.
     loss = -sum_tokens sum_c q(c) log p(c) with q of :func:`smoothed_targets`, evaluated as
     -(1 - eps) log p(gold) - eps / (V - 2) (sum_c log p(c) - log p(gold) - log p(pad)).
     nll = -sum_tokens log p(gold) (not differentiable). Padding targets are ignored. ``chunk_rows``
