@@ -3,9 +3,16 @@ import torch
 import torch.nn.functional as F
 
 from aiayn.model import ModelConfig, Transformer
+from aiayn.model import functional
 from aiayn.model.functional import Linear, dropout, linear, onednn_available
 
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch build has no oneDNN linear operator")
+
+
+@pytest.fixture
+def any_size(monkeypatch):
+    """oneDNN for products of every size (the tests' products are far below the threshold)."""
+    monkeypatch.setattr(functional, "ONEDNN_MIN_MACS", 0)
 
 
 def grads_of(fn, *tensors):
@@ -19,7 +26,7 @@ def grads_of(fn, *tensors):
 
 @needs_onednn
 @pytest.mark.parametrize("bias", [True, False])
-def test_onednn_linear_equals_f_linear_values_and_gradients(bias):
+def test_onednn_linear_equals_f_linear_values_and_gradients(bias, any_size):
     g = torch.Generator().manual_seed(0)
     x, w = torch.randn(3, 7, 16, generator=g), torch.randn(24, 16, generator=g)
     b = torch.randn(24, generator=g) if bias else None
@@ -33,7 +40,7 @@ def test_onednn_linear_equals_f_linear_values_and_gradients(bias):
 
 
 @needs_onednn
-def test_onednn_linear_is_used_for_cpu_float32_training_only():
+def test_onednn_linear_is_used_for_cpu_float32_training_only(any_size):
     x, w = torch.randn(5, 8, requires_grad=True), torch.randn(4, 8, requires_grad=True)
     assert linear(x, w, onednn=True).grad_fn.name() == "_OneDNNLinearBackward"
     assert linear(x, w, onednn=False).grad_fn.name() != "_OneDNNLinearBackward"
@@ -42,6 +49,15 @@ def test_onednn_linear_is_used_for_cpu_float32_training_only():
     assert linear(x.double(), w.double(), onednn=True).grad_fn.name() != "_OneDNNLinearBackward"
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert linear(x, w, onednn=True).dtype == torch.bfloat16
+
+
+@needs_onednn
+def test_small_products_stay_with_f_linear(monkeypatch):
+    x, w = torch.randn(6, 8, requires_grad=True), torch.randn(4, 8, requires_grad=True)  # 6 * 8 * 4 = 192
+    monkeypatch.setattr(functional, "ONEDNN_MIN_MACS", 193)
+    assert linear(x, w, onednn=True).grad_fn.name() != "_OneDNNLinearBackward"
+    monkeypatch.setattr(functional, "ONEDNN_MIN_MACS", 192)
+    assert linear(x, w, onednn=True).grad_fn.name() == "_OneDNNLinearBackward"
 
 
 def test_use_onednn_reaches_every_product_and_keeps_the_state_dict():
@@ -59,7 +75,7 @@ def test_use_onednn_reaches_every_product_and_keeps_the_state_dict():
 
 
 @needs_onednn
-def test_training_loss_and_gradients_agree_with_and_without_onednn():
+def test_training_loss_and_gradients_agree_with_and_without_onednn(any_size):
     cfg = ModelConfig(n_layers=2, d_model=16, d_ff=32, n_heads=2, d_k=8, d_v=8, dropout=0.1)
     torch.manual_seed(0)
     model = Transformer(cfg, 30).train()

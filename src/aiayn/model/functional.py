@@ -4,7 +4,7 @@
   gradient run through oneDNN's matrix product, which measured 11-19% faster than torch's default
   (MKL's sgemm) at the CPU benchmark's shapes on an AMD EPYC (``benchmarks/cpu_kernels.py``); the
   weight gradient stays with MKL (faster there). Same arithmetic up to float32 rounding. Elsewhere,
-  and for products that need no gradient (decoding, scoring), ``F.linear``.
+  for small products and for products that need no gradient (decoding, scoring), ``F.linear``.
 - ``dropout``: on a CPU the mask is ``uniform >= p`` (a bool mask, like ``F.dropout``'s), which is
   about twice as fast as ``F.dropout``'s Bernoulli draw; the same distribution, other random numbers.
   On a GPU ``F.dropout`` (one fused kernel).
@@ -54,11 +54,19 @@ class _OneDNNLinear(torch.autograd.Function):
         return grad_x, grad_w, grad_b
 
 
+# Products of fewer multiply-adds than this stay with F.linear: there the fixed cost of a Python
+# autograd function outweighs oneDNN's faster product (the demo's models, d_model 64 and 600 tokens
+# per step on one thread, trained 6% slower through oneDNN; the CPU benchmark's, 4096 x 256 x 256
+# and up, 10% faster). 2^26 lies between the two.
+ONEDNN_MIN_MACS = 2**26
+
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False) -> Tensor:
-    """x (..., K) W^T (K, M) + b: ``F.linear``, through oneDNN when ``onednn`` and x is a float32 CPU
-    tensor taking part in a gradient computation (not under autocast)."""
-    if (onednn and x.device.type == "cpu" and x.dtype == torch.float32 and x.numel() and torch.is_grad_enabled()
-            and not torch.is_autocast_enabled("cpu")):
+    """x (..., K) W^T (K, M) + b: ``F.linear``, through oneDNN when ``onednn``, x is a float32 CPU
+    tensor taking part in a gradient computation (not under autocast) and the product has at least
+    :data:`ONEDNN_MIN_MACS` multiply-adds."""
+    if (onednn and x.device.type == "cpu" and x.dtype == torch.float32 and torch.is_grad_enabled()
+            and x.numel() * weight.shape[0] >= ONEDNN_MIN_MACS and not torch.is_autocast_enabled("cpu")):
         return _OneDNNLinear.apply(x, weight, bias)
     return F.linear(x, weight, bias)
 
