@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -45,7 +46,11 @@ def _run(python: str, module: str, args: list[str], threads: int) -> str:
 
 
 def fairseq_prepare(python: str, work: Path, sources: list[list[int]], vocab: int, threads: int) -> Path:
-    """Preprocess the sentences and make a one-update checkpoint; returns the binarized data directory."""
+    """Preprocess the sentences and make a one-update checkpoint; returns the binarized data directory.
+
+    Any earlier checkpoint in ``work`` is removed first: fairseq-train would resume from it, and each
+    rerun would time a different model (one that ends every sentence at once after a few)."""
+    shutil.rmtree(work / "ckpt", ignore_errors=True)
     write_corpus(work, sources, vocab)
     data = work / "bin"
     _run(python, "fairseq_cli.preprocess", ["--source-lang", "src", "--target-lang", "tgt",

@@ -78,7 +78,9 @@ class Linear(nn.Linear):
     onednn = False
 
     def forward(self, x: Tensor) -> Tensor:
-        return linear(x, self.weight, self.bias, self.onednn)
+        if self.onednn:
+            return linear(x, self.weight, self.bias, True)
+        return F.linear(x, self.weight, self.bias)  # decoding: no detour per call
 
 
 class _UniformDropout(torch.autograd.Function):
