@@ -78,6 +78,7 @@ def test_collate_adds_eos_and_bos(tmp_path):
     assert batch.tgt_out.tolist() == [[10, 11, 3, 0], [13, 14, 15, 3]]
     assert (batch.src_tokens, batch.tgt_tokens) == (6, 7)
     assert batch.gold_rows.tolist() == [0, 1, 2, 4, 5, 6, 7]  # the non-pad positions of tgt_out.view(-1)
+    assert batch.gold().tolist() == [10, 11, 3, 13, 14, 15, 3]
 
 
 def reference_batches(src_lengths, tgt_lengths, max_tokens, max_len=None, drop_oversize=True):

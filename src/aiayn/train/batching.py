@@ -43,6 +43,10 @@ class Batch:
     src_padded: bool
     gold_rows: torch.Tensor
 
+    def gold(self) -> torch.Tensor:
+        """The target ids at ``gold_rows``: (tgt_tokens,), no padding."""
+        return self.tgt_out.view(-1).index_select(0, self.gold_rows)
+
     def to(self, device: torch.device) -> "Batch":
         """The tensors on ``device``; from pinned memory the copies are asynchronous."""
         def move(t: torch.Tensor) -> torch.Tensor:

@@ -43,7 +43,7 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device:
         batch = collate(corpus, indices).to(device)
         with autocast or contextlib.nullcontext():
             logits = model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows)  # (R, V)
-        _, batch_nll, n = label_smoothed_loss(logits, batch.tgt_out.view(-1).index_select(0, batch.gold_rows), 0.0)
+        _, batch_nll, n = label_smoothed_loss(logits, batch.gold(), 0.0)
         nll += float(batch_nll)
         tokens += int(n)
     model.train(was_training)

@@ -145,8 +145,7 @@ class Trainer:
         float64 on the device."""
         with self.autocast:
             logits = self.model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows)  # (R, V), no padding
-        gold = batch.tgt_out.view(-1).index_select(0, batch.gold_rows)  # (R,)
-        loss, nll, n_tgt = label_smoothed_loss(logits, gold, self.cfg.label_smoothing, PAD)
+        loss, nll, n_tgt = label_smoothed_loss(logits, batch.gold(), self.cfg.label_smoothing, PAD)
         loss.backward()
         return torch.stack([loss.detach().double(), nll.double(), n_tgt.double(), batch.src.ne(PAD).sum().double()])
 
