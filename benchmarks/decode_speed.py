@@ -2,7 +2,8 @@
 
 Model: d_model 256, 3 + 3 layers, 4 heads (d_k = d_v = 64), d_ff 1024, shared embeddings, word-level
 synthetic vocabulary; sources of 10-40 random words. The same 500 sentences are decoded with beam 4,
-alpha 0.6, early stop, batches of 64. ``--rounds N`` alternates ours and fairseq-generate N times
+alpha 0.6, early stop, batches of 64, products as ``aiayn.decode.translate`` computes them
+(``--cpu-matmul``, ``decode.cpu_matmul``). ``--rounds N`` alternates ours and fairseq-generate N times
 (ours, fairseq, ours, fairseq, ...) so that load from other jobs hits both alike, and reports each
 round's ratio and their median, with the load average before and after. ``--uncached`` also decodes
 once recomputing the prefix every step (the reference the cache must match: same hypotheses).
@@ -36,6 +37,7 @@ import torch.nn.functional as F
 from aiayn.decode.beam import SpecialIds, UncachedDecoding, translate_sentences
 from aiayn.io import setup_logging
 from aiayn.model import ModelConfig, Transformer
+from aiayn.train.precision import use_onednn
 
 log = logging.getLogger("decode_speed")
 IDS = SpecialIds(pad=0, bos=2, eos=3)
@@ -150,18 +152,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trained", help="reuse (or save) the trained copy model here")
     parser.add_argument("--fairseq-python", help="python of a fairseq virtualenv: add fairseq-generate")
     parser.add_argument("--work", default="/tmp/decode_speed", help="scratch directory for fairseq")
+    parser.add_argument("--cpu-matmul", choices=["onednn", "mkl"], default="onednn",
+                        help="decode.cpu_matmul: our products through oneDNN (the default) or MKL")
     parser.add_argument("--log")
     args = parser.parse_args(argv)
     setup_logging(args.log)
     torch.set_num_threads(args.threads)
     model, trained = load_or_make_model(args)
+    model.use_onednn(use_onednn(args.cpu_matmul, False, torch.device("cpu"), "decode.cpu_matmul"))  # as translate does
     max_len_b = 50.0 if trained else 0.0
     sources = random_sentences(args.sentences, args.vocab, torch.Generator().manual_seed(1234))
     runs = side_by_side(args, model, sources, max_len_b)
     cached = runs.pop("hypotheses")
     result = {"machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
               "torch": torch.__version__, "shape": SHAPE, "vocab": args.vocab, "sentences": args.sentences,
-              "batch": args.batch, "trained_steps": args.train_steps, "max_len": f"|x| + {max_len_b:g}", **runs}
+              "batch": args.batch, "cpu_matmul": args.cpu_matmul, "trained_steps": args.train_steps, "max_len": f"|x| + {max_len_b:g}", **runs}
     if args.uncached:
         uncached, uncached_s = timed_decode(UncachedDecoding(model), sources, args.batch, max_len_b)
         result["uncached"] = summary(uncached, uncached_s, sources)

@@ -185,3 +185,20 @@ def test_beam_one_is_greedy_on_real_model():
         expected = [greedy(model, s, len(s) + 8) for s in REAL_SOURCES]
     assert [h.tokens for h in hyps] == expected
     assert [] in expected and any(len(tokens) == len(s) + 8 for tokens, s in zip(expected, REAL_SOURCES))
+
+
+def test_onednn_products_give_the_same_hypotheses_on_real_model(monkeypatch):
+    """decode.cpu_matmul: onednn (every product through oneDNN here) against torch's own products."""
+    from aiayn.model import functional
+
+    if not functional.onednn_available():
+        pytest.skip("this torch build has no oneDNN linear operator")
+    monkeypatch.setattr(functional, "ONEDNN_MIN_MACS_NO_GRAD", 0)
+    model = real_model(seed=0)
+    settings = dict(beam_size=4, length_penalty_alpha=0.6, max_len_b=8.0)
+    plain = search(model, REAL_SOURCES, **settings)
+    model.model.use_onednn(True)
+    fast = search(model, REAL_SOURCES, **settings)
+    assert [h.tokens for h in fast] == [h.tokens for h in plain]
+    assert [h.score for h in fast] == pytest.approx([h.score for h in plain], abs=1e-5)
+

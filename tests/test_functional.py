@@ -11,8 +11,9 @@ needs_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch bui
 
 @pytest.fixture
 def any_size(monkeypatch):
-    """oneDNN for products of every size (the tests' products are far below the threshold)."""
+    """oneDNN for products of every size (the tests' products are far below the thresholds)."""
     monkeypatch.setattr(functional, "ONEDNN_MIN_MACS", 0)
+    monkeypatch.setattr(functional, "ONEDNN_MIN_MACS_NO_GRAD", 0)
 
 
 def grads_of(fn, *tensors):
@@ -40,15 +41,51 @@ def test_onednn_linear_equals_f_linear_values_and_gradients(bias, any_size):
 
 
 @needs_onednn
-def test_onednn_linear_is_used_for_cpu_float32_training_only(any_size):
+def test_onednn_linear_is_used_for_cpu_float32_only(any_size, monkeypatch):
     x, w = torch.randn(5, 8, requires_grad=True), torch.randn(4, 8, requires_grad=True)
     assert linear(x, w, onednn=True).grad_fn.name() == "_OneDNNLinearBackward"
     assert linear(x, w, onednn=False).grad_fn.name() != "_OneDNNLinearBackward"
-    with torch.no_grad():  # decoding and scoring: torch's own product, bit for bit
-        assert torch.equal(linear(x, w, onednn=True), F.linear(x, w))
     assert linear(x.double(), w.double(), onednn=True).grad_fn.name() != "_OneDNNLinearBackward"
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert linear(x, w, onednn=True).dtype == torch.bfloat16
+    calls = []
+    product = functional._onednn_product
+    monkeypatch.setattr(functional, "_onednn_product", lambda *a: calls.append(a) or product(*a))
+    with torch.no_grad():  # decoding: the operator itself, no autograd function
+        linear(x, w, onednn=True)
+        linear(x, w, onednn=False)
+        linear(x.double(), w.double(), onednn=True)
+    assert len(calls) == 1
+
+
+@needs_onednn
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_onednn_products_without_gradients_equal_f_linear(relu, bias, any_size):
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(3, 7, 16, generator=g), torch.randn(24, 16, generator=g)
+    b = torch.randn(24, generator=g) if bias else None
+    want = F.linear(x, w, b)
+    want = F.relu(want) if relu else want
+    with torch.inference_mode():
+        got = linear(x, w, b, onednn=True, relu=relu)
+    assert (got == 0).any() == relu  # the ReLU is applied, inside oneDNN's product
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+def test_small_products_without_gradients_stay_with_f_linear(monkeypatch):
+    x, w = torch.randn(6, 8), torch.randn(4, 8)  # 6 * 8 * 4 = 192 multiply-adds
+    calls = []
+    product = functional._onednn_product
+    monkeypatch.setattr(functional, "_onednn_product", lambda *a: calls.append(a) or product(*a))
+    monkeypatch.setattr(functional, "ONEDNN_MIN_MACS_NO_GRAD", 193)
+    with torch.no_grad():
+        assert torch.equal(linear(x, w, onednn=True), F.linear(x, w))
+        assert not calls
+        monkeypatch.setattr(functional, "ONEDNN_MIN_MACS_NO_GRAD", 192)
+        linear(x, w, onednn=True)
+    assert len(calls) == 1
 
 
 @needs_onednn

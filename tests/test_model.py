@@ -239,3 +239,23 @@ def test_sinusoids_extend_past_max_positions():
         logits = model(src, tgt)
     assert logits.shape == (1, 7, V) and torch.isfinite(logits).all()
     torch.testing.assert_close(model.tgt_pos.sinusoids[:7], sinusoid_table(7, 16))
+
+
+@pytest.mark.parametrize("queries", [1, 4, 9])
+def test_cpu_attention_without_gradients_equals_the_fused_kernel(queries):
+    """On a CPU without gradients, attention of several queries runs as two batched products."""
+    from aiayn.model.attention import MultiHeadAttention
+
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(16, 2, 8, 6, 0.0, self_attention=False).eval()
+    q, k, v = torch.randn(3, 2, queries, 8), torch.randn(3, 2, 7, 8), torch.randn(3, 2, 7, 6)
+    mask = torch.ones(3, 1, 1, 7, dtype=torch.bool)
+    mask[1, ..., 4:] = False
+    mask[2, ..., :2] = False
+    for m in (mask, None):
+        with torch.enable_grad():  # the fused kernel (torch's scaled_dot_product_attention)
+            want = attn.attend(q, k, v, m)
+        with torch.no_grad():
+            got = attn.attend(q, k, v, m)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+

@@ -61,6 +61,10 @@ def test_settings_file_is_checked_and_names_the_file(setup, tmp_path):
     with pytest.raises(ValueError, match=r"decode\.json: unknown decode setting\(s\) \['beam'\]"):
         translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
                         str(root / "test.en"), "--output", str(tmp_path / "out"), "--settings", str(bad)])
+    bad.write_text(json.dumps(DECODE | {"cpu_matmul": "blas"}))
+    with pytest.raises(ValueError, match=r"decode\.json: decode\.cpu_matmul must be 'onednn' or 'mkl', got 'blas'"):
+        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
+                        str(root / "test.en"), "--output", str(tmp_path / "out"), "--settings", str(bad)])
     assert not (tmp_path / "out").exists()
 
 

@@ -20,7 +20,8 @@ class DecodeConfig:
     ``max_len_a * |X| + max_len_b`` target tokens; ``early_stop`` ends a sentence once no live hypothesis can
     beat the finished ones; ``max_sentences`` is the batch size of the decoding loop; ``precision``
     is the arithmetic of the forward passes (:mod:`aiayn.train.precision`: ``auto`` is bf16 autocast on
-    GPUs with bf16 tensor cores, fp32 elsewhere).
+    GPUs with bf16 tensor cores, fp32 elsewhere); ``cpu_matmul``: ``onednn`` computes float32 CPU
+    products through oneDNN (:mod:`aiayn.model.functional`), ``mkl`` through torch's default.
     """
 
     beam_size: int = 4
@@ -30,4 +31,9 @@ class DecodeConfig:
     early_stop: bool = True
     max_sentences: int = 128
     precision: str = "auto"
+    cpu_matmul: str = "onednn"
+
+    def __post_init__(self) -> None:
+        if self.cpu_matmul not in ("onednn", "mkl"):
+            raise ValueError(f"decode.cpu_matmul must be 'onednn' or 'mkl', got {self.cpu_matmul!r}")
 

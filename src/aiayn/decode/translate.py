@@ -14,7 +14,8 @@ Only the checkpoint's weights are read (onto the CPU, then the device).
 ``--device auto`` claims a free GPU as training does (:func:`aiayn.train.distributed.resolve_device`).
 ``decode.precision``: ``auto`` decodes in bf16 autocast on GPUs with bf16 tensor cores and in fp32
 elsewhere (:mod:`aiayn.train.precision`); the log-probabilities that rank hypotheses are always
-computed in fp32 from the logits.
+computed in fp32 from the logits. ``decode.cpu_matmul: onednn`` (default) computes a CPU's float32
+products through oneDNN (:mod:`aiayn.model.functional`), ``mkl`` through torch's default.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from aiayn.decode.settings import DecodeConfig
 from aiayn.io import ProgressLog, atomic_output, open_text, setup_logging
 from aiayn.model import load_model
 from aiayn.train.distributed import resolve_device
-from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision
+from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
         precision = resolve_precision(opts.precision, device)
         enable_tf32(device)
+        model.use_onednn(use_onednn(opts.cpu_matmul, False, device, "decode.cpu_matmul"))
         log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, device,
                  precision, asdict(opts))
         start = time.perf_counter()

@@ -1,10 +1,12 @@
 """The two CPU kernels a float32 training step spends most of its time in, made faster.
 
-- ``linear``: y = x W^T + b. On a CPU in float32 with ``onednn``, the forward product and the input
-  gradient run through oneDNN's matrix product, which measured 11-19% faster than torch's default
-  (MKL's sgemm) at the CPU benchmark's shapes on an AMD EPYC (``benchmarks/cpu_kernels.py``); the
-  weight gradient stays with MKL (faster there). Same arithmetic up to float32 rounding. Elsewhere,
-  for small products and for products that need no gradient (decoding, scoring), ``F.linear``.
+- ``linear``: y = x W^T + b (optionally max(0, y)). On a CPU in float32 with ``onednn``, the forward
+  product and the input gradient run through oneDNN's matrix product, which measured 11-19% faster
+  than torch's default (MKL's sgemm) at the CPU benchmark's shapes on an AMD EPYC
+  (``benchmarks/cpu_kernels.py``); the weight gradient stays with MKL (faster there). Products that
+  need no gradient (decoding, validation) call oneDNN's operator directly, with the ReLU fused into
+  it: 10-30% faster than MKL at the decoding benchmark's shapes (256 rows, 256-1024 wide). Same
+  arithmetic up to float32 rounding. Elsewhere, and for small products, ``F.linear``.
 - ``dropout``: on a CPU the mask is ``uniform >= p`` (a bool mask, like ``F.dropout``'s), which is
   about twice as fast as ``F.dropout``'s Bernoulli draw; the same distribution, other random numbers.
   On a GPU ``F.dropout`` (one fused kernel).
@@ -25,9 +27,9 @@ def onednn_available() -> bool:
         return False
 
 
-def _onednn_product(a: Tensor, b_t: Tensor, bias: Tensor | None = None) -> Tensor:
-    """a (N, K) @ b_t^T (K, M) + bias through oneDNN: (N, M)."""
-    return torch.ops.mkldnn._linear_pointwise(a, b_t, bias, "none", [], "")
+def _onednn_product(a: Tensor, b_t: Tensor, bias: Tensor | None = None, relu: bool = False) -> Tensor:
+    """a (..., K) @ b_t^T (K, M) + bias through oneDNN, then max(0, .) if ``relu`` (fused): (..., M)."""
+    return torch.ops.mkldnn._linear_pointwise(a, b_t, bias, "relu" if relu else "none", [], "")
 
 
 class _OneDNNLinear(torch.autograd.Function):
@@ -54,21 +56,33 @@ class _OneDNNLinear(torch.autograd.Function):
         return grad_x, grad_w, grad_b
 
 
-# Products of fewer multiply-adds than this stay with F.linear: there the fixed cost of a Python
-# autograd function outweighs oneDNN's faster product (the demo's models, d_model 64 and 600 tokens
-# per step on one thread, trained 6% slower through oneDNN; the CPU benchmark's, 4096 x 256 x 256
-# and up, 10% faster). 2^26 lies between the two.
+# Training products of fewer multiply-adds than this stay with F.linear: there the fixed cost of a
+# Python autograd function outweighs oneDNN's faster product (the demo's models, d_model 64 and 600
+# tokens per step on one thread, trained 6% slower through oneDNN; the CPU benchmark's, 4096 x 256 x
+# 256 and up, 10% faster). 2^26 lies between the two.
 ONEDNN_MIN_MACS = 2**26
+# Products without a gradient call the operator directly; it costs about 13 us a call more than
+# F.linear (one thread), so small products stay with F.linear: 256 x 256 x 256 (2^24) takes the same
+# time either way, 256 x 768 x 256 20% less through oneDNN, 128 x 256 x 256 14% more.
+ONEDNN_MIN_MACS_NO_GRAD = 2**24
 
 
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False) -> Tensor:
-    """x (..., K) W^T (K, M) + b: ``F.linear``, through oneDNN when ``onednn``, x is a float32 CPU
-    tensor taking part in a gradient computation (not under autocast) and the product has at least
-    :data:`ONEDNN_MIN_MACS` multiply-adds."""
-    if (onednn and x.device.type == "cpu" and x.dtype == torch.float32 and torch.is_grad_enabled()
-            and x.numel() * weight.shape[0] >= ONEDNN_MIN_MACS and not torch.is_autocast_enabled("cpu")):
-        return _OneDNNLinear.apply(x, weight, bias)
-    return F.linear(x, weight, bias)
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False,
+           relu: bool = False) -> Tensor:
+    """x (..., K) W^T (K, M) + b, then max(0, .) if ``relu``: ``F.linear``, or oneDNN's product when
+    ``onednn`` and x is a float32 CPU tensor (not under autocast) and the product has at least
+    :data:`ONEDNN_MIN_MACS` multiply-adds (taking part in a gradient computation) or
+    :data:`ONEDNN_MIN_MACS_NO_GRAD` (without gradients; the ReLU then runs inside oneDNN's product)."""
+    if onednn and x.device.type == "cpu" and x.dtype == torch.float32 and not torch.is_autocast_enabled("cpu"):
+        macs = x.numel() * weight.shape[0]
+        if not torch.is_grad_enabled():
+            if macs >= ONEDNN_MIN_MACS_NO_GRAD:
+                return _onednn_product(x, weight, bias, relu)
+        elif macs >= ONEDNN_MIN_MACS:
+            y = _OneDNNLinear.apply(x, weight, bias)
+            return F.relu(y) if relu else y
+    y = F.linear(x, weight, bias)
+    return F.relu(y) if relu else y
 
 
 class Linear(nn.Linear):
@@ -77,10 +91,12 @@ class Linear(nn.Linear):
 
     onednn = False
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, relu: bool = False) -> Tensor:
+        """x W^T + b, then max(0, .) if ``relu`` (fused into the product where oneDNN computes it)."""
         if self.onednn:
-            return linear(x, self.weight, self.bias, True)
-        return F.linear(x, self.weight, self.bias)  # decoding: no detour per call
+            return linear(x, self.weight, self.bias, True, relu)
+        y = F.linear(x, self.weight, self.bias)
+        return F.relu(y) if relu else y
 
 
 class _UniformDropout(torch.autograd.Function):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from aiayn.model.attention import MultiHeadAttention
@@ -23,7 +22,7 @@ class FeedForward(nn.Module):
         self.relu_dropout = cfg.relu_dropout
 
     def forward(self, x: Tensor) -> Tensor:  # (B, T, d_model) -> (B, T, d_model)
-        h = dropout(F.relu(self.w1(x)), self.relu_dropout, self.training)  # (B, T, d_ff)
+        h = dropout(self.w1(x, relu=True), self.relu_dropout, self.training)  # (B, T, d_ff)
         return self.w2(h)
 
 

@@ -84,7 +84,8 @@ class Transformer(nn.Module):
         """A decoding cache for ``beam_size`` rows per sentence of ``enc`` (each sentence's rows adjacent),
         holding every decoder layer's encoder-decoder keys and values, computed once per sentence;
         ``max_len`` target positions are preallocated (more are added when needed)."""
-        cross = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder]
+        # contiguous (B, h, S, d): read at every step, by rows of (sentence, head)
+        cross = [tuple(t.contiguous() for t in layer.cross_attn.project_memory(enc.memory)) for layer in self.decoder]
         return DecoderCache(enc, cross, beam_size, capacity=max(1, max_len or 16))
 
     def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None,

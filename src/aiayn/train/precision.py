@@ -62,13 +62,14 @@ def autocast_for(resolved: str, device: torch.device) -> contextlib.AbstractCont
     return contextlib.nullcontext()
 
 
-def use_onednn(matmul: str, compile_model: bool, device: torch.device) -> bool:
-    """Whether a CPU training step's float32 products go through oneDNN (``train.cpu_matmul: onednn``,
-    :mod:`aiayn.model.functional`): on a CPU, not compiled (inductor picks its own kernels), and
-    where this torch build has oneDNN's linear operator (else MKL's, said in the log)."""
+def use_onednn(matmul: str, compile_model: bool, device: torch.device, key: str = "train.cpu_matmul") -> bool:
+    """Whether float32 CPU products go through oneDNN (``key``, ``train.cpu_matmul`` or
+    ``decode.cpu_matmul``, is ``onednn``; :mod:`aiayn.model.functional`): on a CPU, not compiled
+    (inductor picks its own kernels), and where this torch build has oneDNN's linear operator (else
+    MKL's, said in the log)."""
     if matmul != "onednn" or compile_model or device.type != "cpu":
         return False
     if not onednn_available():
-        log.info("train.cpu_matmul onednn: this torch build has no oneDNN linear operator; using its default")
+        log.info("%s onednn: this torch build has no oneDNN linear operator; using its default", key)
         return False
     return True
