@@ -34,6 +34,8 @@ class FakeCache:
         rows = rows.tolist()
         self.keys = [self.keys[i] for i in rows]
         self.prefixes = [self.prefixes[i] for i in rows]
+        if self.enc.memory.size(0):
+            self.beam_size = len(rows) // self.enc.memory.size(0)  # rows per sentence may change
 
 
 class FakeModel:

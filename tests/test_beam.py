@@ -202,3 +202,17 @@ def test_onednn_products_give_the_same_hypotheses_on_real_model(monkeypatch):
     assert [h.tokens for h in fast] == [h.tokens for h in plain]
     assert [h.score for h in fast] == pytest.approx([h.score for h in plain], abs=1e-5)
 
+
+
+def test_first_step_runs_one_row_per_sentence():
+    """All K beams of a sentence start from bos: the first step decodes one row per sentence, the next K."""
+    model = real_model(seed=1)
+    rows = []
+    decode = model.decode
+    model.decode = lambda tgt_in, enc, cache=None: rows.append(tgt_in.size(0)) or decode(tgt_in, enc, cache)
+    with torch.no_grad():
+        hyps = search(model, REAL_SOURCES, beam_size=3, length_penalty_alpha=0.6, max_len_b=8.0)
+    n = len(REAL_SOURCES)
+    assert rows[0] == n and rows[1] > n and all(r % 3 == 0 for r in rows[1:])  # sentences leave when done
+    assert [h.tokens for h in hyps] == [h.tokens for h in search(UncachedDecoding(model), REAL_SOURCES, beam_size=3,
+                                                                 length_penalty_alpha=0.6, max_len_b=8.0)]

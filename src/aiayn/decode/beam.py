@@ -31,6 +31,8 @@ pad and bos are never generated: they mean nothing inside an output (tensor2tens
 and leaves pad, which a trained model never predicts, unmasked).
 
 Only the best finished hypothesis is returned. Sentences leave the batch (and the cache) when done.
+The first step runs one row per sentence (K rows would all hold the same prefix, bos); from the
+second step on each sentence has K rows.
 
 Device traffic per step: one device-to-host copy (the 2K candidates of every sentence: the host
 keeps the finished sets and decides what is done) and one asynchronous host-to-device copy (the
@@ -48,7 +50,9 @@ import torch.nn.functional as F
 
 
 class DecoderCache(Protocol):
-    """Incremental decoder state of N = B K rows; ``enc`` is the encoder output of its B sentences."""
+    """Incremental decoder state of N rows, N / B adjacent rows per sentence; ``enc`` is the encoder
+    output of its B sentences. ``reorder(rows, sentences)`` continues old row ``rows[r]`` in row r and
+    keeps the sentences ``sentences`` (None: all); the number of rows per sentence may change."""
 
     enc: Any
 
@@ -110,7 +114,8 @@ class _Finished:
 
 @dataclass
 class _Beams:
-    """Live state: ``active`` (n,) original sentence ids, ``log_probs`` (n, K), ``tokens`` (n*K, t).
+    """Live state: ``active`` (n,) original sentence ids, ``log_probs`` (n, w), ``tokens`` (n*w, t),
+    w the live hypotheses per sentence (1 before the first step, K after).
 
     Only ``log_probs`` lives on the model's device; the bookkeeping stays on the CPU.
     """
@@ -129,16 +134,15 @@ class _Beams:
 def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: int, ids: SpecialIds):
     """Top 2K continuations per sentence, on the device: (log P (n, 2K), beam * V + token (n, 2K)).
 
-    logits (n*K, V) of the newest position, log_probs (n, K) of the live hypotheses; pad and bos
+    logits (n*w, V) of the newest position, log_probs (n, w) of the live hypotheses; pad and bos
     can never be generated.
     """
     log_p = F.log_softmax(logits.float(), dim=-1)
     log_p[:, ids.pad] = -math.inf  # two slice fills: no index tensor to copy to the device
     log_p[:, ids.bos] = -math.inf
-    n, vocab = log_probs.size(0), log_p.size(-1)
-    total = (log_probs.reshape(-1, 1) + log_p).reshape(n, beam_size * vocab)
-    width = 2 * beam_size if beam_size > 1 else 1
-    return total.topk(min(width, total.size(1)), dim=1)
+    (n, width), vocab = log_probs.shape, log_p.size(-1)
+    total = (log_probs.reshape(-1, 1) + log_p).reshape(n, width * vocab)
+    return total.topk(min(2 * beam_size if beam_size > 1 else 1, total.size(1)), dim=1)
 
 
 def _to_host(top_lp: torch.Tensor, top_idx: torch.Tensor, vocab: int):
@@ -159,15 +163,14 @@ def _to_device(parts: list[torch.Tensor], device: torch.device) -> list[torch.Te
     return list(packed.split([p.numel() for p in parts]))
 
 
-def _collect_finished(cand, beams: _Beams, finished: _Finished, length: int, alpha: float,
-                      eos: int, beam_size: int) -> None:
+def _collect_finished(cand, beams: _Beams, finished: _Finished, length: int, alpha: float, eos: int) -> None:
     """Move candidates ending in eos (with finite log P) into the finished sets."""
     top_lp, top_beam, top_tok = cand
     hits = ((top_tok == eos) & torch.isfinite(top_lp)).nonzero().tolist()
-    lp = length_penalty(length, alpha)
+    lp, width = length_penalty(length, alpha), beams.log_probs.size(1)
     for i, j in hits:
         log_prob = top_lp[i, j].item()
-        row = i * beam_size + top_beam[i, j].item()
+        row = i * width + top_beam[i, j].item()
         finished.add(int(beams.active[i]), Hypothesis(beams.tokens[row].tolist(), log_prob / lp, log_prob))
 
 
@@ -180,10 +183,10 @@ def _next_live(cand, eos: int, beam_size: int):
 
 
 def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live, finished: _Finished,
-                       length: int, alpha: float, beam_size: int) -> None:
+                       length: int, alpha: float) -> None:
     """Sentences at their length limit with nothing finished: their live hypotheses finish as they are."""
     live_lp, live_beam, live_tok = live
-    lp = length_penalty(length, alpha)
+    lp, width = length_penalty(length, alpha), beams.log_probs.size(1)
     for i in at_max.nonzero().flatten().tolist():
         sentence = int(beams.active[i])
         if finished.hyps[sentence]:
@@ -191,7 +194,7 @@ def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live, finished: _Fin
         for j in range(live_lp.size(1)):
             log_prob = live_lp[i, j].item()
             if math.isfinite(log_prob):
-                prefix = beams.tokens[i * beam_size + live_beam[i, j].item()].tolist()
+                prefix = beams.tokens[i * width + live_beam[i, j].item()].tolist()
                 finished.add(sentence, Hypothesis(prefix + [live_tok[i, j].item()], log_prob / lp, log_prob))
 
 
@@ -218,31 +221,30 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
     """Best hypothesis of each source sentence; ``src`` (B,S) holds ids + eos, right-padded with pad.
 
     ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit. The
-    encoder runs once; each step feeds only the newest token (B*K, 1) to ``model.decode`` with the
-    cache, and ``cache.reorder`` keeps the rows of surviving beams (their self-attention keys and
-    values) and, when sentences finish, the remaining sentences' encoder output and keys/values.
+    encoder runs once; each step feeds only the newest token (B*K, 1; B at the first step) to
+    ``model.decode`` with the cache, and ``cache.reorder`` keeps the rows of surviving beams (their
+    self-attention keys and values) and, when sentences finish, the remaining sentences' encoder
+    output and keys/values.
     """
     if early_stop and length_penalty_alpha < 0:
         raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty_alpha}")
     batch, device = src.size(0), src.device
     max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
-    cache = model.new_cache(model.encode(src), beam_size, int(max_len.max()))
-    log_probs = torch.full((batch, beam_size), -math.inf, device=device)
-    log_probs[:, 0] = 0.0  # all beams start equal: only the first expands at step 0
-    beams = _Beams(torch.arange(batch), log_probs, torch.empty(batch * beam_size, 0, dtype=torch.long),
+    cache = model.new_cache(model.encode(src), 1, int(max_len.max()))  # one row per sentence at first
+    beams = _Beams(torch.arange(batch), torch.zeros(batch, 1, device=device), torch.empty(batch, 0, dtype=torch.long),
                    max_len, length_penalty(max_len.double(), length_penalty_alpha).float())
     finished = _Finished(batch, beam_size)
-    prev = torch.full((batch * beam_size, 1), ids.bos, dtype=torch.long, device=device)
+    prev = torch.full((batch, 1), ids.bos, dtype=torch.long, device=device)
     length = 0
     while beams.active.numel():
         length += 1
         logits = model.decode(prev, cache.enc, cache)[:, -1]
         top_lp, top_idx = _step_candidates(logits, beams.log_probs, beam_size, ids)
         cand = _to_host(top_lp, top_idx, logits.size(-1))
-        _collect_finished(cand, beams, finished, length, length_penalty_alpha, ids.eos, beam_size)
+        _collect_finished(cand, beams, finished, length, length_penalty_alpha, ids.eos)
         live, pos = _next_live(cand, ids.eos, beam_size)
         at_max, done = _done(beams, live[0], finished, length, early_stop)
-        _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha, beam_size)
+        _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha)
         prev, beams = _advance(cache, beams, ~done, live, pos, top_lp, device)
     return [finished.result(b) for b in range(batch)]
 
@@ -252,9 +254,9 @@ def _advance(cache: DecoderCache, beams: _Beams, keep: torch.Tensor, live, pos: 
     """Keep the live hypotheses of the sentences ``keep`` (bool (n,)): reorder the cache, and return
     the next step's input tokens (n' K, 1) and beams. log P stays on the device (``top_lp`` (n, W))."""
     _, live_beam, live_tok = live
-    beam_size = live_beam.size(1)
+    beam_size, width = live_beam.size(1), beams.log_probs.size(1)
     kept = keep.nonzero().flatten()
-    rows = (kept[:, None] * beam_size + live_beam[kept]).reshape(-1)
+    rows = (kept[:, None] * width + live_beam[kept]).reshape(-1)
     tokens = live_tok[kept].reshape(-1)
     chosen = (kept[:, None] * top_lp.size(1) + pos[kept]).reshape(-1)  # into top_lp, flattened
     shrinks = kept.numel() < keep.numel()

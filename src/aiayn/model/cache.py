@@ -38,7 +38,7 @@ class DecoderCache:
     cross_kv:  per layer, encoder-decoder keys (B, h, S, d_k) and values (B, h, S, d_v), computed
                once by :meth:`aiayn.model.Transformer.new_cache`; the K beams of a sentence (rows
                b K .. b K + K - 1) attend to them together, as K queries.
-    beam_size: K, the rows per sentence.
+    beam_size: K, the rows per sentence (set by :meth:`reorder`).
     capacity:  target positions preallocated for the self-attention keys and values (doubled when
                a step goes past it).
     length:    t, the number of target positions already decoded (the next position's index).
@@ -83,7 +83,9 @@ class DecoderCache:
         """Continue row ``rows[r]`` in row r (LongTensor (N',)); rows may repeat. Returns self.
 
         ``sentences`` (B',): the sentences that stay, in their new order, when the batch shrinks or is
-        permuted (each new sentence's K rows must come from that sentence); None: they stay as they are.
+        permuted (each new sentence's rows must come from that sentence); None: they stay as they are.
+        Each sentence then has N' / B' rows (``beam_size``): beam search starts with one row per
+        sentence and goes on with K.
         """
         device = self.enc.memory.device
         rows = rows.to(device)
@@ -99,6 +101,11 @@ class DecoderCache:
             sentences = sentences.to(device)
             self.enc = self.enc.index_select(sentences)
             self.cross_kv = [(k.index_select(0, sentences), v.index_select(0, sentences)) for k, v in self.cross_kv]
+        n_sentences = self.enc.memory.size(0)
+        if n_sentences:
+            if self.rows % n_sentences:
+                raise ValueError(f"reorder to {self.rows} rows for {n_sentences} sentences: each needs as many rows")
+            self.beam_size = self.rows // n_sentences
         return self
 
     def _new(self, like: Tensor) -> Tensor:
