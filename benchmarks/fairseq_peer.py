@@ -65,10 +65,13 @@ def fairseq_prepare(python: str, work: Path, sources: list[list[int]], vocab: in
 
 def fairseq_time(python: str, work: Path, batch: int, threads: int, max_len_b: int) -> dict:
     """Time beam-4 generation of the prepared sentences (fairseq-generate's own timer)."""
-    # fairseq counts the source eos in |x| and appends eos after max_len tokens: b - 1 gives |x| + b.
+    # Ours generates at most |x| + b tokens, eos included (a model that never ends a sentence: |x| + b
+    # words, |x| + b decoder steps). fairseq counts the source eos in |x| and forces an eos after
+    # max_len words: b - 2 gives |x| + b - 1 words and the eos, the same |x| + b steps. (fairseq's |x|
+    # is the longest source of the batch, ours each sentence's own.)
     output = _run(python, "fairseq_cli.generate", [str(work / "bin"), "--path", str(work / "ckpt" / "checkpoint_last.pt"),
                   "--gen-subset", "test", "--beam", "4", "--lenpen", "0.6", "--max-len-a", "1",
-                  "--max-len-b", str(max_len_b - 1), "--batch-size", str(batch),
+                  "--max-len-b", str(max_len_b - 2), "--batch-size", str(batch),
                   "--required-batch-size-multiple", "1", "--cpu", "--quiet"], threads)
     match = TRANSLATED.search(output)
     if match is None:
