@@ -63,6 +63,23 @@ def test_perplexity_follows_the_runs_precision(tmp_path, checkpoint):
     assert reports["bf16"]["ppl"] == pytest.approx(reports["fp32"]["ppl"], rel=0.05)
 
 
+def test_perplexity_follows_the_runs_cpu_matmul(tmp_path, checkpoint, monkeypatch):
+    """A CPU scores through oneDNN where the run trained (and validated) through it."""
+    from aiayn.evaluate import perplexity
+    from aiayn.model.functional import onednn_available
+
+    path, _ = checkpoint
+    data = make_task(tmp_path / "toy", n_train=1, n_dev=5)
+    seen, real = [], perplexity.corpus_nll
+    monkeypatch.setattr(perplexity, "corpus_nll", lambda model, *a: seen.append(model.onednn) or real(model, *a))
+    state = torch.load(path, weights_only=True)
+    for matmul in ("onednn", "mkl"):
+        state["settings"] = {**SETTINGS, "train": {**SETTINGS["train"], "cpu_matmul": matmul}}
+        torch.save(state, tmp_path / f"{matmul}.pt")
+        assert main(["--checkpoint", str(tmp_path / f"{matmul}.pt"), "--data", str(data / "dev"),
+                     "--output", str(tmp_path / f"{matmul}.json")]) == 0
+    assert seen == [onednn_available(), False]
+
 def test_report_golden_and_empty_split():
     assert perplexity_report({"nll": 2 * math.log(4), "tokens": 2, "sentences": 1}) == {
         "ppl": pytest.approx(4.0), "nll_per_token": pytest.approx(math.log(4)), "tokens": 2, "sentences": 1}

@@ -6,8 +6,9 @@
 PPL = exp(-(1/N) sum_i log p(y_i | y_<i, x)) over every target word-piece and every eos (N of them),
 teacher-forced, without label smoothing; padding is not counted (:mod:`aiayn.train.evaluation`). The
 arithmetic follows the checkpoint's ``train.precision`` on this device (bf16 autocast where its run
-trained in bf16, :func:`aiayn.train.precision.resolve_precision`); the JSON records it as
-``precision``. Only the checkpoint's weights are read (onto the CPU, then the device); ``--device
+trained in bf16, :func:`aiayn.train.precision.resolve_precision`; the JSON records it as
+``precision``) and its ``train.cpu_matmul`` (a CPU's products through oneDNN, as the run's own
+validation computed them). Only the checkpoint's weights are read (onto the CPU, then the device); ``--device
 auto`` claims a free GPU as training does.
 """
 
@@ -24,7 +25,7 @@ from aiayn.io import setup_logging, write_json
 from aiayn.model import load_model
 from aiayn.train.distributed import resolve_device
 from aiayn.train.evaluation import corpus_nll, perplexity_report
-from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision
+from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
 from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)
@@ -52,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
                              f"{args.checkpoint} was trained with {checkpoint['vocab']['size']}")
         max_len = model.cfg.max_positions if model.cfg.positional == "learned" else None
-        precision = resolve_precision(TrainConfig.from_dict(checkpoint["settings"]["train"]).precision, device)
+        train = TrainConfig.from_dict(checkpoint["settings"]["train"])
+        precision = resolve_precision(train.precision, device)
         enable_tf32(device)
+        model.use_onednn(use_onednn(train.cpu_matmul, False, device))
         report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len,
                                               autocast_for(precision, device)))
         report["precision"] = precision
