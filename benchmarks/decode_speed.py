@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     cached = runs.pop("hypotheses")
     result = {"machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
               "torch": torch.__version__, "shape": SHAPE, "vocab": args.vocab, "sentences": args.sentences,
-              "batch": args.batch, "cpu_matmul": args.cpu_matmul, "trained_steps": args.train_steps, "max_len": f"|x| + {max_len_b:g}", **runs}
+              "batch": args.batch, "cpu_matmul": args.cpu_matmul, "trained_steps": args.train_steps,
+              "max_len": f"|x| + {max_len_b:g}", **runs}
     if args.uncached:
         uncached, uncached_s = timed_decode(UncachedDecoding(model), sources, args.batch, max_len_b)
         result["uncached"] = summary(uncached, uncached_s, sources)

@@ -8,8 +8,8 @@ teacher-forced, without label smoothing; padding is not counted (:mod:`aiayn.tra
 arithmetic follows the checkpoint's ``train.precision`` on this device (bf16 autocast where its run
 trained in bf16, :func:`aiayn.train.precision.resolve_precision`; the JSON records it as
 ``precision``) and its ``train.cpu_matmul`` (a CPU's products through oneDNN, as the run's own
-validation computed them). Only the checkpoint's weights are read (onto the CPU, then the device); ``--device
-auto`` claims a free GPU as training does.
+validation computed them). Only the checkpoint's weights are read (onto the CPU, then the device);
+``--device auto`` claims a free GPU as training does.
 """
 
 from __future__ import annotations
