@@ -25,16 +25,21 @@ def grads_of(fn, *tensors):
     return out.detach(), [t.grad for t in leaves]
 
 
+# 3 x 7 = 21 rows reach oneDNN as they are; 5 x 7 = 35 rows are padded to bucket_rows(35) = 36.
+LEADING = [(3, 7), (5, 7)]
+
+
 @needs_onednn
+@pytest.mark.parametrize("lead", LEADING)
 @pytest.mark.parametrize("bias", [True, False])
-def test_onednn_linear_equals_f_linear_values_and_gradients(bias, any_size):
+def test_onednn_linear_equals_f_linear_values_and_gradients(bias, lead, any_size):
     g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(3, 7, 16, generator=g), torch.randn(24, 16, generator=g)
+    x, w = torch.randn(*lead, 16, generator=g), torch.randn(24, 16, generator=g)
     b = torch.randn(24, generator=g) if bias else None
     args = (x, w) + ((b,) if bias else ())
     out, grads = grads_of(lambda *t: linear(*t[:2], t[2] if bias else None, onednn=True), *args)
     want, want_grads = grads_of(lambda *t: F.linear(*t[:2], t[2] if bias else None), *args)
-    assert out.shape == (3, 7, 24)
+    assert out.shape == (*lead, 24)
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     for got, expected in zip(grads, want_grads):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
@@ -59,11 +64,12 @@ def test_onednn_linear_is_used_for_cpu_float32_only(any_size, monkeypatch):
 
 
 @needs_onednn
+@pytest.mark.parametrize("lead", LEADING)
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
-def test_onednn_products_without_gradients_equal_f_linear(relu, bias, any_size):
+def test_onednn_products_without_gradients_equal_f_linear(relu, bias, lead, any_size):
     g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(3, 7, 16, generator=g), torch.randn(24, 16, generator=g)
+    x, w = torch.randn(*lead, 16, generator=g), torch.randn(24, 16, generator=g)
     b = torch.randn(24, generator=g) if bias else None
     want = F.linear(x, w, b)
     want = F.relu(want) if relu else want
@@ -157,3 +163,19 @@ def test_dropout_gradient_follows_the_mask_and_the_seed_fixes_the_mask():
     torch.testing.assert_close(x.grad, kept.float() / 0.7)
     torch.manual_seed(3)
     assert torch.equal(dropout(x.detach(), 0.3, training=True), out.detach())
+
+
+@pytest.mark.parametrize("n, rows", [(1, 1), (31, 31), (32, 32), (33, 34), (100, 100), (1000, 1024),
+                                     (3001, 3072), (4096, 4096), (4100, 4352), (70000, 73728)])
+def test_bucket_rows_golden(n, rows):
+    assert functional.bucket_rows(n) == rows
+    assert functional.bucket_rows(3 * 7) == 21 and functional.bucket_rows(5 * 7) == 36  # LEADING's cases
+
+
+def test_bucket_rows_pads_at_most_one_sixteenth_and_keeps_sixteen_values_an_octave():
+    for n in range(1, 20000):
+        rows = functional.bucket_rows(n)
+        assert n <= rows <= n + n // 16 and functional.bucket_rows(rows) == rows
+    for octave in range(5, 14):
+        values = {functional.bucket_rows(n) for n in range(2**octave + 1, 2**(octave + 1) + 1)}
+        assert len(values) == functional.ROW_BUCKETS_PER_OCTAVE

@@ -7,6 +7,8 @@
   need no gradient (decoding, validation) call oneDNN's operator directly, with the ReLU fused into
   it: 10-30% faster than MKL at the decoding benchmark's shapes (256 rows, 256-1024 wide). Same
   arithmetic up to float32 rounding. Elsewhere, and for small products, ``F.linear``.
+  Row counts are rounded up to a few values per octave before they reach oneDNN (:func:`bucket_rows`):
+  each new shape costs memory that oneDNN never gives back.
 - ``dropout``: on a CPU the mask is ``uniform >= p`` (a bool mask, like ``F.dropout``'s), which is
   about twice as fast as ``F.dropout``'s Bernoulli draw; the same distribution, other random numbers.
   On a GPU ``F.dropout`` (one fused kernel).
@@ -27,9 +29,35 @@ def onednn_available() -> bool:
         return False
 
 
+# Row counts reaching oneDNN are rounded up to one of ROW_BUCKETS_PER_OCTAVE values per power of two.
+# oneDNN creates a primitive for each distinct (rows, K, M) and part of what a creation allocates is
+# never given back, whatever its primitive cache holds (ONEDNN_PRIMITIVE_CACHE_CAPACITY=8 grew as fast as
+# the default 1024); token-budget batches bring new row counts every step, so a CPU training grew by
+# about 2.5 MB a step without end (benchmarks/train_memory.py). Rounded, a training sees a few dozen row
+# counts per product, all created in its first steps; the zero rows cost at most 1/16 more arithmetic.
+ROW_BUCKETS_PER_OCTAVE = 16
+
+
+def bucket_rows(n: int) -> int:
+    """The smallest multiple of 2^s that is >= n, where 2^s is 1/16 of the power of two at or below n
+    (``ROW_BUCKETS_PER_OCTAVE`` values per octave; n itself below 32): 100 -> 100, 1000 -> 1024,
+    3001 -> 3072, 4100 -> 4352."""
+    shift = max(n.bit_length() - 1 - (ROW_BUCKETS_PER_OCTAVE.bit_length() - 1), 0)
+    return -(-n >> shift) << shift
+
+
 def _onednn_product(a: Tensor, b_t: Tensor, bias: Tensor | None = None, relu: bool = False) -> Tensor:
-    """a (..., K) @ b_t^T (K, M) + bias through oneDNN, then max(0, .) if ``relu`` (fused): (..., M)."""
-    return torch.ops.mkldnn._linear_pointwise(a, b_t, bias, "relu" if relu else "none", [], "")
+    """a (..., K) @ b_t^T (K, M) + bias through oneDNN, then max(0, .) if ``relu`` (fused): (..., M).
+
+    The rows of ``a`` (all leading dimensions, N) are padded with zeros to :func:`bucket_rows` (N) for
+    oneDNN and the padded rows of the result dropped, so that the set of shapes oneDNN sees stays small."""
+    a2 = a.reshape(-1, a.shape[-1])  # (N, K)
+    n = a2.shape[0]
+    rows = bucket_rows(n)
+    if rows != n:
+        a2 = F.pad(a2, (0, 0, 0, rows - n))  # (rows, K)
+    y = torch.ops.mkldnn._linear_pointwise(a2, b_t, bias, "relu" if relu else "none", [], "")  # (rows, M)
+    return y[:n].view(*a.shape[:-1], b_t.shape[0])
 
 
 class _OneDNNLinear(torch.autograd.Function):
@@ -37,10 +65,9 @@ class _OneDNNLinear(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        x2 = x.reshape(-1, x.shape[-1])  # (N, K)
-        ctx.save_for_backward(x2, weight)
+        ctx.save_for_backward(x.reshape(-1, x.shape[-1]), weight)  # (N, K), (M, K)
         ctx.has_bias = bias is not None
-        return _onednn_product(x2, weight, bias).view(*x.shape[:-1], weight.shape[0])
+        return _onednn_product(x, weight, bias)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
@@ -48,7 +75,7 @@ class _OneDNNLinear(torch.autograd.Function):
         g2 = grad.reshape(-1, grad.shape[-1])  # (N, M)
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_x = _onednn_product(g2, weight.t()).view(*grad.shape[:-1], weight.shape[1])  # g W
+            grad_x = _onednn_product(grad, weight.t())  # g W: (..., K)
         if ctx.needs_input_grad[1]:
             grad_w = g2.t() @ x2  # (M, K)
         if ctx.has_bias and ctx.needs_input_grad[2]:

@@ -6,9 +6,13 @@ import csv
 import logging
 from pathlib import Path
 
+import psutil
+import torch
+
 from aiayn.io import atomic_output
 
-COLUMNS = ("step", "lr", "loss", "nll", "grad_norm", "tokens_per_s", "mfu", "elapsed", "dev_ppl")
+COLUMNS = ("step", "lr", "loss", "nll", "grad_norm", "tokens_per_s", "mfu", "elapsed", "dev_ppl", "rss_mb",
+           "gpu_peak_mb")
 log = logging.getLogger(__name__)
 
 
@@ -52,6 +56,16 @@ class MetricsLog:
     def close(self) -> None:
         if self.tensorboard is not None:
             self.tensorboard.close()
+
+
+def memory_mb(device: torch.device) -> dict:
+    """``rss_mb``: this process's resident memory now; ``gpu_peak_mb``: on a GPU, the most memory torch
+    held allocated on it since the previous call (its peak statistic is reset), else None. MiB."""
+    gpu_peak = None
+    if device.type == "cuda":
+        gpu_peak = torch.cuda.max_memory_allocated(device) / 2**20
+        torch.cuda.reset_peak_memory_stats(device)
+    return {"rss_mb": psutil.Process().memory_info().rss / 2**20, "gpu_peak_mb": gpu_peak}
 
 
 def _format(value) -> str:

@@ -37,7 +37,7 @@ from aiayn.train.checkpoint import (checkpoint_path, newest_good_checkpoint, pub
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name, wrap_model
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
-from aiayn.train.metrics import MetricsLog, progress_line
+from aiayn.train.metrics import MetricsLog, memory_mb, progress_line
 from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
 from aiayn.train.prefetch import Prefetcher
 from aiayn.train.schedule import learning_rate
@@ -285,7 +285,8 @@ class Trainer:
         self.progress.train_loss = window.loss / max(window.tokens, 1.0)
         metrics.write({"step": result.step, "lr": result.lr, "loss": self.progress.train_loss,
                        "nll": window.nll / max(window.tokens, 1.0), "grad_norm": result.grad_norm,
-                       "tokens_per_s": tokens_per_s, "mfu": self.mfu(tokens_per_s), "elapsed": elapsed})
+                       "tokens_per_s": tokens_per_s, "mfu": self.mfu(tokens_per_s), "elapsed": elapsed,
+                       **memory_mb(self.env.device)})
         log.info("%s", progress_line(result.step, self.cfg.train_steps, tokens_per_s, self.progress.train_loss,
                                      result.lr, seconds / max(window.steps, 1)))
 
