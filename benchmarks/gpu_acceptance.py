@@ -6,8 +6,8 @@
 Sections of the JSON (each with ``pass`` where there is a criterion):
 - ``throughput``: per model (base and big at the paper's 25,000 tokens per step; ``--tiny``: a tiny
   model) and mode (eager, compiled): target tokens/s (median of timed steps), MFU, peak GPU memory,
-  the scaled-dot-product-attention kernels that ran, and the share of the step's wall time the GPU
-  had no kernel running (``gpu_idle_share``), from a profiled step.
+  the scaled-dot-product-attention kernels that ran, and the share of the step's time the GPU ran no
+  kernel, copy or fill (``gpu_idle_share``, from the device rows of a profiled step).
 - ``resume``: ``python -m aiayn.train`` stopped with SIGTERM (what SLURM sends on preemption) after
   its first checkpoint, started again, and compared with an uninterrupted run: exit status 143,
   the same steps, losses within 1e-3 relative (exactly equal on a CPU), final weights' largest difference.
@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch.autograd import DeviceType
 
 from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.io import write_json
@@ -56,23 +57,54 @@ def run_settings(model: dict, max_tokens: int, per_batch: int, steps: int, gpus:
     return {"experiment": "acceptance", "task": "synthetic", "model": copy.deepcopy(model), "train": values}
 
 
+# Device rows that mean the GPU was working: kineto's activity types for kernels and for copies/fills
+# done by the GPU (torch 2.13, torch/autograd/profiler.py: FunctionEvent.activity_type is
+# KinetoEvent.activity_type(), the trace's "cat"). "gpu_user_annotation" rows are also device rows, but
+# they span a record_function region, idle gaps included, so they do not count.
+DEVICE_WORK = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+STEP_LABEL = "acceptance_step"
+
+
+def busy_microseconds(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """Length of the union of ``intervals`` clipped to ``[start, end]`` (kernels on two streams that
+    overlap count once)."""
+    busy, reach = 0.0, start
+    for lo, hi in sorted(intervals):
+        lo, hi = max(lo, reach), min(hi, end)
+        if hi > lo:
+            busy, reach = busy + hi - lo, hi
+    return busy
+
+
+def gpu_idle_share(events, label: str = STEP_LABEL) -> float:
+    """Share of the ``label`` region's time during which the GPU ran no kernel, copy or fill.
+
+    ``events``: torch profiler events (``prof.events()``). The region is the CPU row of the
+    ``record_function(label)`` annotation (its body ends with a device synchronize, so it covers the
+    step's last kernel); busy time comes from device rows only (``device_type`` CUDA and an activity
+    type in :data:`DEVICE_WORK`): the CPU-side op rows carry the same kernels' time again, which is why
+    summing ``self_device_time_total`` over every row counted kernels twice and could exceed the step.
+    """
+    [region] = [e for e in events if e.name == label and e.device_type == DeviceType.CPU]
+    start, end = region.time_range.start, region.time_range.end
+    work = [(e.time_range.start, e.time_range.end) for e in events
+            if e.device_type == DeviceType.CUDA and e.activity_type in DEVICE_WORK]
+    return 1.0 - busy_microseconds(work, start, end) / (end - start)
+
+
 def profile_step(trainer: Trainer) -> dict:
     """SDPA kernels seen and the GPU's idle share over one profiled step."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if trainer.env.device.type == "cuda" else [])
+    cuda = trainer.env.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof:
-        start = time.perf_counter()
-        trainer.train_step()
-        if trainer.env.device.type == "cuda":
-            torch.cuda.synchronize()
-        wall = time.perf_counter() - start
-    events = prof.key_averages()
-    kernels = sorted({e.key for e in events if "scaled_dot_product" in e.key and "backward" not in e.key})
-    if trainer.env.device.type != "cuda":
-        return {"sdpa_kernels": kernels, "gpu_idle_share": None}
-    busy = sum(e.self_device_time_total for e in events) / 1e6
-    return {"sdpa_kernels": kernels, "gpu_idle_share": round(max(0.0, 1.0 - busy / wall), 4)}
+        with record_function(STEP_LABEL):
+            trainer.train_step()
+            if cuda:
+                torch.cuda.synchronize()
+    kernels = sorted({e.key for e in prof.key_averages() if "scaled_dot_product" in e.key and "backward" not in e.key})
+    return {"sdpa_kernels": kernels, "gpu_idle_share": round(gpu_idle_share(prof.events()), 4) if cuda else None}
 
 
 def throughput(work: Path, name: str, model: dict, compiled: bool, args, device: torch.device) -> dict:
