@@ -64,3 +64,39 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     assert decode["speed"]["sentences_per_s"]["fp32"] > 0
     assert report["ddp"] == {"skipped": "CPU"} and report["pass"] is True
     assert set(report["seconds_per_section"]) == {"throughput", "resume", "decode", "ddp"}
+
+
+def training(path, rows, weight):
+    """A training's output folder as compare_trainings reads it: log.csv rows (step, lr, loss, grad_norm)
+    plus a dev-perplexity row with empty loss, and checkpoint_last.pt with one 2x2 weight."""
+    import torch
+
+    path.mkdir()
+    lines = ["step,lr,loss,nll,grad_norm,tokens_per_s,mfu,elapsed,dev_ppl"]
+    lines += [f"{step},{lr},{loss},,{norm},,,," for step, lr, loss, norm in rows] + [f"{rows[-1][0]},,,,,,,,9.5"]
+    (path / "log.csv").write_text("\n".join(lines) + "\n")
+    torch.save({"model": {"w": torch.full((2, 2), weight)}}, path / "checkpoint_last.pt")
+    return path
+
+
+REFERENCE = [(1, 0.5, 4.0, 2.0), (2, 0.25, 3.0, 1.0)]
+
+
+@pytest.mark.parametrize("other, weight, expected, ok", [
+    # the same to the bit: passes
+    (REFERENCE, 1.0, {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.0, "max_final_weight_diff": 0.0}, True),
+    # same losses, but step 2's gradient norm 1/8 off: a loss-only check passed this
+    ([(1, 0.5, 4.0, 2.0), (2, 0.25, 3.0, 1.125)], 1.0,
+     {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.125, "max_final_weight_diff": 0.0}, False),
+    # same losses and norms, weights 0.125 apart, above a tenth of the summed learning rate (0.075)
+    (REFERENCE, 1.125, {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.0, "max_final_weight_diff": 0.125}, False),
+    # weights 0.0625 apart, within 0.075
+    (REFERENCE, 1.0625, {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.0, "max_final_weight_diff": 0.0625}, True),
+    # a step missing from one log
+    (REFERENCE[:1], 1.0, {"max_loss_rel_diff": float("inf"), "max_grad_norm_rel_diff": float("inf"),
+                          "max_final_weight_diff": 0.0}, False),
+])
+def test_ddp_comparison_judges_loss_gradient_norm_and_weights(tmp_path, other, weight, expected, ok):
+    diff = gpu_acceptance.compare_trainings(training(tmp_path / "one", REFERENCE, 1.0), training(tmp_path / "two", other, weight))
+    assert diff == {"steps": 2, "summed_lr": 0.75, **expected}
+    assert gpu_acceptance.ddp_verdict(diff) is ok
