@@ -5,7 +5,9 @@
 
 Sections of the JSON (each with ``pass`` where there is a criterion):
 - ``throughput``: per model (base and big at the paper's 25,000 tokens per step; ``--tiny``: a tiny
-  model) and mode (eager, compiled): target tokens/s (median of timed steps), MFU, peak GPU memory,
+  model) and mode (eager, compiled): target tokens/s (median of timed steps), MFU (against the card's
+  dense peak in the run's precision, ``gpu_model`` in :data:`aiayn.gpus.CARDS`; TF32's for fp32
+  products run as TF32, ``tf32_matmuls``; none for a card not in the table), peak GPU memory,
   the scaled-dot-product-attention kernels that ran, and the share of the step's time the GPU ran no
   kernel, copy or fill (``gpu_idle_share``, from the device rows of a profiled step).
 - ``resume``: ``python -m aiayn.train`` stopped with SIGTERM (what SLURM sends on preemption) after
@@ -42,8 +44,8 @@ from torch.autograd import DeviceType
 from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer
-from aiayn.train.distributed import DistEnv
-from aiayn.train.precision import autocast_for, enable_tf32, native_bf16, resolve_precision
+from aiayn.train.distributed import DistEnv, device_name
+from aiayn.train.precision import autocast_for, enable_tf32, native_bf16, resolve_precision, tf32_matmuls
 from aiayn.train.trainer import Trainer
 from decode_speed import random_sentences, train_copy_model
 from train_throughput import PAPER_MODELS, synthetic_task, time_updates
@@ -119,7 +121,7 @@ def throughput(work: Path, name: str, model: dict, compiled: bool, args, device:
     time_updates(trainer, args.warmup_steps)
     rates = time_updates(trainer, args.timed_steps)
     median = statistics.median(rates)
-    result = {"model": name, "compiled": compiled, "precision": trainer.precision,
+    result = {"model": name, "compiled": compiled, "precision": trainer.precision, "tf32_matmuls": tf32_matmuls(device),
               "tokens_per_step": trainer.plan.tokens_per_step, "target_tokens_per_s": round(median, 1),
               "mfu": None if trainer.mfu(median) is None else round(trainer.mfu(median), 4),
               "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None}
@@ -277,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     enable_tf32(device)
     started = time.perf_counter()
     report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+              "gpu_model": device_name(device),
               "torch": torch.__version__, "tiny": args.tiny, "load_average": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="aiayn-acceptance-") as tmp:
         work = Path(tmp)

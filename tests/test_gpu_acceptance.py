@@ -54,6 +54,7 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     report = json.loads(out.read_text())
     [tiny] = report["throughput"]
     assert tiny["target_tokens_per_s"] > 0 and tiny["precision"] == "fp32" and tiny["tokens_per_step"] == 1024
+    assert tiny["tf32_matmuls"] is False and tiny["mfu"] is None and report["gpu_model"] == "cpu"
     assert any("scaled_dot_product" in k for k in tiny["sdpa_kernels"])
     resume = report["resume"]
     assert resume["exit_status_stopped"] == 143 and 2 <= resume["stopped_at_step"] < resume["steps"]
