@@ -61,9 +61,11 @@ def run_settings(model: dict, max_tokens: int, per_batch: int, steps: int, gpus:
 
 
 # Device rows that mean the GPU was working: kineto's activity types for kernels and for copies/fills
-# done by the GPU (torch 2.13, torch/autograd/profiler.py: FunctionEvent.activity_type is
-# KinetoEvent.activity_type(), the trace's "cat"). "gpu_user_annotation" rows are also device rows, but
-# they span a record_function region, idle gaps included, so they do not count.
+# done by the GPU (torch 2.13, torch/autograd/profiler.py, _parse_kineto_results: every kineto event
+# becomes a FunctionEvent whose activity_type is KinetoEvent.activity_type(), and each device row's
+# time is also appended to its launching CPU op as a kernel; the names are pytorch/kineto
+# libkineto/src/ActivityType.cpp's). "gpu_user_annotation" rows are also device rows, but they span a
+# record_function region, idle gaps included, so they do not count.
 DEVICE_WORK = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 STEP_LABEL = "acceptance_step"
 
