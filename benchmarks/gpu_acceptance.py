@@ -5,9 +5,11 @@
 
 Sections of the JSON (each with ``pass`` where there is a criterion):
 - ``throughput``: per model (base and big at the paper's 25,000 tokens per step; ``--tiny``: a tiny
-  model) and mode (eager, compiled): target tokens/s (median of timed steps), MFU, peak GPU memory,
-  the scaled-dot-product-attention kernels that ran, and the share of the step's wall time the GPU
-  had no kernel running (``gpu_idle_share``), from a profiled step.
+  model) and mode (eager, compiled): target tokens/s (median of timed steps), MFU (against the card's
+  dense peak in the run's precision, ``gpu_model`` in :data:`aiayn.gpus.CARDS`; TF32's for fp32
+  products run as TF32, ``tf32_matmuls``; none for a card not in the table), peak GPU memory,
+  the scaled-dot-product-attention kernels that ran, and the share of the step's time the GPU ran no
+  kernel, copy or fill (``gpu_idle_share``, from the device rows of a profiled step).
 - ``resume``: ``python -m aiayn.train`` stopped with SIGTERM (what SLURM sends on preemption) after
   its first checkpoint, started again, and compared with an uninterrupted run: exit status 143,
   the same steps, losses within 1e-3 relative (exactly equal on a CPU), final weights' largest difference.
@@ -16,7 +18,8 @@ Sections of the JSON (each with ``pass`` where there is a criterion):
   emulated it is reported only), and beam-4 sentences/s of the base model (fp32 and the device's
   ``auto`` precision, outputs of the source's length).
 - ``ddp``: with 2 or more GPUs, ``train.gpus: 2`` (torchrun, NCCL) against one GPU with the same
-  step: the losses of every step (pass: within 1e-3 relative). Skipped with one GPU or on a CPU.
+  step: the loss and gradient norm of every step (pass: within 1e-3 relative) and the final weights
+  (pass: largest difference within a tenth of the summed learning rate). Skipped with one GPU or on a CPU.
 """
 
 from __future__ import annotations
@@ -36,12 +39,13 @@ import time
 from pathlib import Path
 
 import torch
+from torch.autograd import DeviceType
 
 from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer
-from aiayn.train.distributed import DistEnv
-from aiayn.train.precision import autocast_for, enable_tf32, native_bf16, resolve_precision
+from aiayn.train.distributed import DistEnv, device_name
+from aiayn.train.precision import autocast_for, enable_tf32, native_bf16, resolve_precision, tf32_matmuls
 from aiayn.train.trainer import Trainer
 from decode_speed import random_sentences, train_copy_model
 from train_throughput import PAPER_MODELS, synthetic_task, time_updates
@@ -56,23 +60,56 @@ def run_settings(model: dict, max_tokens: int, per_batch: int, steps: int, gpus:
     return {"experiment": "acceptance", "task": "synthetic", "model": copy.deepcopy(model), "train": values}
 
 
+# Device rows that mean the GPU was working: kineto's activity types for kernels and for copies/fills
+# done by the GPU (torch 2.13, torch/autograd/profiler.py, _parse_kineto_results: every kineto event
+# becomes a FunctionEvent whose activity_type is KinetoEvent.activity_type(), and each device row's
+# time is also appended to its launching CPU op as a kernel; the names are pytorch/kineto
+# libkineto/src/ActivityType.cpp's). "gpu_user_annotation" rows are also device rows, but they span a
+# record_function region, idle gaps included, so they do not count.
+DEVICE_WORK = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+STEP_LABEL = "acceptance_step"
+
+
+def busy_microseconds(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """Length of the union of ``intervals`` clipped to ``[start, end]`` (kernels on two streams that
+    overlap count once)."""
+    busy, reach = 0.0, start
+    for lo, hi in sorted(intervals):
+        lo, hi = max(lo, reach), min(hi, end)
+        if hi > lo:
+            busy, reach = busy + hi - lo, hi
+    return busy
+
+
+def gpu_idle_share(events, label: str = STEP_LABEL) -> float:
+    """Share of the ``label`` region's time during which the GPU ran no kernel, copy or fill.
+
+    ``events``: torch profiler events (``prof.events()``). The region is the CPU row of the
+    ``record_function(label)`` annotation (its body ends with a device synchronize, so it covers the
+    step's last kernel); busy time comes from device rows only (``device_type`` CUDA and an activity
+    type in :data:`DEVICE_WORK`): the CPU-side op rows carry the same kernels' time again, which is why
+    summing ``self_device_time_total`` over every row counted kernels twice and could exceed the step.
+    """
+    [region] = [e for e in events if e.name == label and e.device_type == DeviceType.CPU]
+    start, end = region.time_range.start, region.time_range.end
+    work = [(e.time_range.start, e.time_range.end) for e in events
+            if e.device_type == DeviceType.CUDA and e.activity_type in DEVICE_WORK]
+    return 1.0 - busy_microseconds(work, start, end) / (end - start)
+
+
 def profile_step(trainer: Trainer) -> dict:
     """SDPA kernels seen and the GPU's idle share over one profiled step."""
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if trainer.env.device.type == "cuda" else [])
+    cuda = trainer.env.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof:
-        start = time.perf_counter()
-        trainer.train_step()
-        if trainer.env.device.type == "cuda":
-            torch.cuda.synchronize()
-        wall = time.perf_counter() - start
-    events = prof.key_averages()
-    kernels = sorted({e.key for e in events if "scaled_dot_product" in e.key and "backward" not in e.key})
-    if trainer.env.device.type != "cuda":
-        return {"sdpa_kernels": kernels, "gpu_idle_share": None}
-    busy = sum(e.self_device_time_total for e in events) / 1e6
-    return {"sdpa_kernels": kernels, "gpu_idle_share": round(max(0.0, 1.0 - busy / wall), 4)}
+        with record_function(STEP_LABEL):
+            trainer.train_step()
+            if cuda:
+                torch.cuda.synchronize()
+    kernels = sorted({e.key for e in prof.key_averages() if "scaled_dot_product" in e.key and "backward" not in e.key})
+    return {"sdpa_kernels": kernels, "gpu_idle_share": round(gpu_idle_share(prof.events()), 4) if cuda else None}
 
 
 def throughput(work: Path, name: str, model: dict, compiled: bool, args, device: torch.device) -> dict:
@@ -86,7 +123,7 @@ def throughput(work: Path, name: str, model: dict, compiled: bool, args, device:
     time_updates(trainer, args.warmup_steps)
     rates = time_updates(trainer, args.timed_steps)
     median = statistics.median(rates)
-    result = {"model": name, "compiled": compiled, "precision": trainer.precision,
+    result = {"model": name, "compiled": compiled, "precision": trainer.precision, "tf32_matmuls": tf32_matmuls(device),
               "tokens_per_step": trainer.plan.tokens_per_step, "target_tokens_per_s": round(median, 1),
               "mfu": None if trainer.mfu(median) is None else round(trainer.mfu(median), 4),
               "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None}
@@ -103,9 +140,14 @@ def train_command(data: Path, settings: dict, out: Path, threads: int) -> list[s
             "--out-dir", str(out), "--threads", str(threads)]
 
 
-def losses(out: Path) -> dict[int, float]:
+def log_column(out: Path, column: str) -> dict[int, float]:
+    """``{step: value}`` of one column of a training's ``log.csv`` (rows where it is empty left out)."""
     with open(out / "log.csv", encoding="utf-8") as handle:
-        return {int(r["step"]): float(r["loss"]) for r in csv.DictReader(handle) if r["loss"]}
+        return {int(r["step"]): float(r[column]) for r in csv.DictReader(handle) if r[column]}
+
+
+def losses(out: Path) -> dict[int, float]:
+    return log_column(out, "loss")
 
 
 def final_weights_diff(a: Path, b: Path) -> float:
@@ -181,20 +223,46 @@ def decode_speed(args, device: torch.device) -> dict:
     return {"model": "tiny" if args.tiny else "base", "sentences_per_s": out, "beam_size": 4, "batch": 128}
 
 
+def max_rel_diff(a: dict[int, float], b: dict[int, float]) -> float:
+    """Largest ``|a - b| / |a|`` over the steps; infinite when the two logs do not have the same steps."""
+    if sorted(a) != sorted(b) or not a:
+        return float("inf")
+    return max(abs(a[s] - b[s]) / abs(a[s]) for s in a)
+
+
+def compare_trainings(reference: Path, other: Path) -> dict:
+    """Two trainings meant to be the same, step by step: loss and gradient norm of every logged step,
+    and the final weights (``checkpoint_last.pt``), with the reference's summed learning rate as the
+    scale of the weights' difference."""
+    return {"steps": max(losses(reference), default=0),
+            "max_loss_rel_diff": max_rel_diff(losses(reference), losses(other)),
+            "max_grad_norm_rel_diff": max_rel_diff(log_column(reference, "grad_norm"), log_column(other, "grad_norm")),
+            "max_final_weight_diff": final_weights_diff(reference, other),
+            "summed_lr": sum(log_column(reference, "lr").values())}
+
+
+def ddp_verdict(diff: dict) -> bool:
+    """Same loss and gradient norm at every step within 1e-3 relative (1 GPU with accumulation 2 and 2
+    GPUs run the same micro-batches; only the order of the fp32 all-reduce differs), and final weights
+    within a tenth of the summed learning rate: an Adam step moves a weight by about its learning rate at
+    most, so a lost or doubled update on one rank shows, a different summation order does not."""
+    return (diff["max_loss_rel_diff"] <= 1e-3 and diff["max_grad_norm_rel_diff"] <= 1e-3
+            and diff["max_final_weight_diff"] <= 0.1 * diff["summed_lr"])
+
+
 def ddp_check(work: Path, data: Path, model: dict, args) -> dict:
+    """``train.gpus: 2`` (torchrun, NCCL) against one GPU at the same tokens per step (see ddp_verdict)."""
     if torch.cuda.device_count() < 2:
         return {"skipped": f"{torch.cuda.device_count()} GPU(s) visible; needs 2"}
     quiet = copy.deepcopy(model) | {"dropout": 0.0}
-    runs = {}
     for gpus in (1, 2):
         settings = run_settings(quiet, 25000, 12500, args.ddp_steps, gpus, warmup_steps=100)
-        out = work / f"ddp-{gpus}"
-        done = subprocess.run(train_command(data, settings, out, args.threads), capture_output=True, text=True)
+        done = subprocess.run(train_command(data, settings, work / f"ddp-{gpus}", args.threads),
+                              capture_output=True, text=True)
         if done.returncode:
             return {"pass": False, "gpus": gpus, "stderr_tail": done.stderr[-2000:]}
-        runs[gpus] = losses(out)
-    worst = max(abs(runs[1][s] - runs[2][s]) / abs(runs[1][s]) for s in runs[1])
-    return {"steps": args.ddp_steps, "max_loss_rel_diff": worst, "pass": sorted(runs[1]) == sorted(runs[2]) and worst <= 1e-3}
+    diff = compare_trainings(work / "ddp-1", work / "ddp-2")
+    return diff | {"pass": ddp_verdict(diff)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     enable_tf32(device)
     started = time.perf_counter()
     report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+              "gpu_model": device_name(device),
               "torch": torch.__version__, "tiny": args.tiny, "load_average": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="aiayn-acceptance-") as tmp:
         work = Path(tmp)

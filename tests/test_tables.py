@@ -116,26 +116,26 @@ def test_a_summary_without_its_precision_is_refused_naming_it():
         table2.run_precision({"gpu_model": "H100", "settings": {"train": {"precision": "auto"}}}, "s.json")
 
 
-def test_unknown_gpu_model_gives_na_cost(results, caplog):
-    config, results_dir = results
-    summary = {"gpu_model": "TPU", "wall_seconds": 10.0, "world_size": 1, "device": "cuda", "precision": "bf16"}
+@pytest.mark.parametrize("gpu", ["TPU", "H100"])    # "H100": an older summary's name, SXM or PCIe or NVL
+def test_unknown_gpu_model_gives_na_cost(gpu, caplog):
+    summary = {"gpu_model": gpu, "wall_seconds": 10.0, "world_size": 1, "device": "cuda", "precision": "bf16"}
     with caplog.at_level(logging.WARNING):
-        cost, used = table2.paper_method_cost(summary, config["tables"]["peak_tflops"], "s.json")
-    assert math.isnan(cost) and used == "1 × TPU bf16, no peak FLOP/s"
-    assert "s.json: no bf16 peak for gpu_model 'TPU' in config tables.peak_tflops" in caplog.text
+        cost, used = table2.paper_method_cost(summary, "s.json")
+    assert math.isnan(cost) and used == f"1 × {gpu} bf16, no peak FLOP/s"
+    assert f"s.json: no bf16 peak for gpu_model '{gpu}' in aiayn.gpus.CARDS" in caplog.text
 
 
 @pytest.mark.parametrize("gpu, device, precision, tflops", [
-    ("P100", "cuda", "fp32", 9.5),      # the paper's own figure
-    ("H100", "cuda", "bf16", 989.0),    # the dense bf16 tensor-core peak
-    ("H100", "cuda", "fp32", 67.0),     # an fp32 run on the same GPU is costed at its fp32 peak
+    ("P100", "cuda", "fp32", 9.5),          # the paper's own figure
+    ("H100 SXM", "cuda", "bf16", 989.5),    # the dense bf16 tensor-core peak
+    ("H100 SXM", "cuda", "fp32", 67.0),     # an fp32 run on the same GPU is costed at its fp32 peak
+    ("H100 PCIe", "cuda", "bf16", 756.5),
     ("A100", "cuda", "bf16", 312.0),
     ("cpu", "cpu", "fp32", 0.1),
 ])
-def test_paper_method_cost_uses_the_peak_of_the_runs_precision(results, gpu, device, precision, tflops):
-    config, _ = results
+def test_paper_method_cost_uses_the_peak_of_the_runs_precision(gpu, device, precision, tflops):
     summary = {"gpu_model": gpu, "wall_seconds": 3600.0, "world_size": 2, "device": device, "precision": precision}
-    cost, used = table2.paper_method_cost(summary, config["tables"]["peak_tflops"], "s.json")
+    cost, used = table2.paper_method_cost(summary, "s.json")
     assert cost == pytest.approx(3600.0 * 2 * tflops * 1e12)
     assert used.endswith(f"at {tflops:g} TFLOPS")
 

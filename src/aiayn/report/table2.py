@@ -6,10 +6,10 @@ the paper's Transformer rows; any other experiment reported in ``table2`` gets a
 copy-the-source baseline closes each block.
 
 Training cost, two ways, both from the run's ``summary.json``:
-- the paper's method: ``wall_seconds x world_size x peak_tflops[precision][gpu_model] x 1e12``
+- the paper's method: ``wall_seconds x world_size x peak_tflops(gpu_model, precision) x 1e12``
   (training time x GPUs x the GPU's dense peak FLOP/s in the precision the run trained in, which is
-  the ``precision`` its summary records (``train.precision`` resolved on its device); ``peak_tflops`` is
-  ``config["tables"]["peak_tflops"]``);
+  the ``precision`` its summary records (``train.precision`` resolved on its device); the peaks are
+  :data:`aiayn.gpus.CARDS`, fp32 without TF32);
 - measured: the summary's ``train_flops`` (model FLOPs per target token x target tokens seen),
   whatever the precision.
 
@@ -29,12 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import config as cfg
+from aiayn.gpus import peak_tflops
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, SACREBLEU_LABEL, SUMMARY_KEYS, BleuNotes,
                                   MetricFileError, number, read_metrics, run_dir, summary_path)
 
 log = logging.getLogger(__name__)
+
+# Not a peak: a nominal figure for a few CPU cores, so that the embedded demo's cost column is filled.
+NOMINAL_CPU_TFLOPS = 0.1
 
 COLUMNS = [
     Column("model", "Model"),
@@ -71,18 +75,17 @@ def inputs(config: dict, results_dir: Path) -> list[Path]:
 
 def build(config: dict, results_dir: Path) -> Table:
     """Table 2 from the metric files under ``results_dir`` (see :func:`inputs`)."""
-    peaks = config.get("tables", {}).get("peak_tflops", {})
     bleu_notes, costs = BleuNotes(), []
     rows: list[dict[str, Any]] = []
     for task, experiments in tasks_and_experiments(config).items():
-        rows += _task_rows(results_dir, task, experiments, peaks, bleu_notes, costs)
+        rows += _task_rows(results_dir, task, experiments, bleu_notes, costs)
     notes = [
         *bleu_notes.lines(),
         "Ours: newstest2014 (full), the average of the last checkpoints (settings average.last). "
         "Δ = ours - paper.",
         "Training cost, paper's method: training time × GPUs × the GPU's dense peak FLOP/s in the "
-        "precision the run trained in (config tables.peak_tflops; for fp32 on the paper's GPUs, the paper's "
-        "own 2.8/3.7/6.0/9.5 TFLOPS for K80/K40/M40/P100): " + "; ".join(costs) + ". Measured: model "
+        "precision the run trained in (the GPU's data sheet, as listed in src/aiayn/gpus.py; for fp32 on "
+        "the paper's GPUs, the paper's own 2.8/3.7/6.0/9.5 TFLOPS for K80/K40/M40/P100): " + "; ".join(costs) + ". Measured: model "
         "FLOPs per target token × target tokens seen (summary train_flops), in any precision.",
     ]
     if "en-fr" in tasks_and_experiments(config):
@@ -91,7 +94,7 @@ def build(config: dict, results_dir: Path) -> Table:
     return Table("table2", "Table 2: BLEU on newstest2014 and training cost", COLUMNS, rows, notes)
 
 
-def _task_rows(results_dir: Path, task: str, experiments: list[str], peaks: dict, bleu_notes: BleuNotes,
+def _task_rows(results_dir: Path, task: str, experiments: list[str], bleu_notes: BleuNotes,
                costs: list[str]) -> list[dict[str, Any]]:
     """The paper's rows for ``task`` with ours filled in, then our other experiments, then the baseline."""
     label = task.upper()
@@ -105,12 +108,12 @@ def _task_rows(results_dir: Path, task: str, experiments: list[str], peaks: dict
             continue
         row = {"model": prow["model"], "task": label, "bleu_paper": bleu_paper, "cost_paper": cost_paper}
         if exp is not None:
-            row.update(_ours(results_dir, task, exp, peaks, bleu_notes, costs))
+            row.update(_ours(results_dir, task, exp, bleu_notes, costs))
             row["bleu_delta"] = paper.delta(row["bleu_ours"], bleu_paper)
         rows.append(row)
     for exp in experiments:
         if exp not in paper.TABLE2_ROWS:
-            rows.append({"model": exp, "task": label, **_ours(results_dir, task, exp, peaks, bleu_notes, costs)})
+            rows.append({"model": exp, "task": label, **_ours(results_dir, task, exp, bleu_notes, costs)})
     rows.append({"model": BASELINE, "task": label, **_bleu(run_dir(results_dir, task, "baseline") /
                                                          "test-copy.bleu.json", f"{task}/baseline", bleu_notes)})
     return rows
@@ -122,13 +125,13 @@ def _bleu(path: Path, run: str, bleu_notes: BleuNotes) -> dict[str, float]:
     return {"bleu_ours": number(metrics, "paper_bleu"), "sacrebleu_ours": number(metrics, "sacrebleu")}
 
 
-def _ours(results_dir: Path, task: str, exp: str, peaks: dict, bleu_notes: BleuNotes,
+def _ours(results_dir: Path, task: str, exp: str, bleu_notes: BleuNotes,
           costs: list[str]) -> dict[str, float]:
     """Our BLEU (both kinds), training cost (both ways) and parameters for one run."""
     row = _bleu(run_dir(results_dir, task, exp) / "test-avg.bleu.json", f"{task}/{exp}", bleu_notes)
     path = summary_path(results_dir, task, exp)
     summary = read_metrics(path, SUMMARY_KEYS)
-    row["cost_ours_paper_method"], used = paper_method_cost(summary, peaks, path)
+    row["cost_ours_paper_method"], used = paper_method_cost(summary, path)
     costs.append(f"{task}/{exp} {used}")
     row["cost_ours_measured"] = number(summary, "train_flops")
     row["params_m"] = number(summary, "params") / 1e6
@@ -142,18 +145,18 @@ def run_precision(summary: dict[str, Any], source: Path | str) -> str:
     return summary["precision"]
 
 
-def paper_method_cost(summary: dict[str, Any], peaks: dict[str, dict[str, float]],
-                      source: Path | str) -> tuple[float, str]:
+def paper_method_cost(summary: dict[str, Any], source: Path | str) -> tuple[float, str]:
     """Training cost as the paper computed it, at the run's precision, and what was used, in words.
 
-    ``wall_seconds x world_size x peaks[precision][gpu_model] x 1e12``. A GPU model with no peak for
-    its precision in ``config["tables"]["peak_tflops"]`` gives NaN (``n/a``) and a warning.
+    ``wall_seconds x world_size x peak_tflops(gpu_model, precision) x 1e12`` (:mod:`aiayn.gpus`;
+    ``cpu``: :data:`NOMINAL_CPU_TFLOPS`). A GPU model with no peak for its precision gives NaN
+    (``n/a``) and a warning.
     """
     model, precision = summary["gpu_model"], run_precision(summary, source)
     world = number(summary, "world_size")
-    tflops = peaks.get(precision, {}).get(model)
+    tflops = NOMINAL_CPU_TFLOPS if model == "cpu" else peak_tflops(model, precision)
     if tflops is None:
-        log.warning("%s: no %s peak for gpu_model %r in config tables.peak_tflops; training cost (paper's "
+        log.warning("%s: no %s peak for gpu_model %r in aiayn.gpus.CARDS; training cost (paper's "
                     "method) is n/a", source, precision, model)
         return math.nan, f"{world:g} × {model} {precision}, no peak FLOP/s"
     cost = number(summary, "wall_seconds") * world * tflops * 1e12

@@ -24,6 +24,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from aiayn.gpus import card_of
+
 log = logging.getLogger(__name__)
 
 
@@ -219,16 +221,9 @@ def wrap_model(model: nn.Module, env: DistEnv, compile: bool) -> tuple[nn.Module
 
 
 def device_name(device: torch.device) -> str:
-    """``cpu``, or the GPU model as a short name (``H100``, ``A100``, ...; the full name if unknown)."""
+    """``cpu``, or the GPU model's name in :data:`aiayn.gpus.CARDS` (``H100 SXM``, ``L40``, ...; the
+    full name if the table does not have it, which then has no peak FLOP/s)."""
     if device.type != "cuda":
         return "cpu"
     full = torch.cuda.get_device_name(device)
-    for short in ("GH200", "H200", "H100", "A100", "A10G", "A40", "L40S", "L4", "V100", "P100", "T4", "K80", "K40", "M40"):
-        if short in full:
-            return short
-    return full
-
-
-# Dense bf16 tensor-core peak FLOP/s per GPU (vendor data sheets), for the MFU column.
-PEAK_BF16_FLOPS = {"H200": 989e12, "H100": 989e12, "GH200": 989e12, "A100": 312e12, "L40S": 362e12,
-                   "A40": 150e12, "A10G": 70e12, "L4": 121e12}
+    return card_of(full) or full

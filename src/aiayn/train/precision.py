@@ -55,6 +55,12 @@ def enable_tf32(device: torch.device) -> None:
     torch.backends.cudnn.allow_tf32 = True
 
 
+def tf32_matmuls(device: torch.device) -> bool:
+    """Whether float32 matrix products on ``device`` may run on TF32 tensor cores (process-wide
+    ``torch.set_float32_matmul_precision``, "highest" is plain fp32), which sets their peak FLOP/s."""
+    return device.type == "cuda" and torch.get_float32_matmul_precision() != "highest"
+
+
 def autocast_for(resolved: str, device: torch.device) -> contextlib.AbstractContextManager:
     """bf16 autocast for a resolved precision ``bf16``; nothing (fp32) for ``fp32``."""
     if resolved == "bf16":

@@ -1,0 +1,196 @@
+"""A CPU training's resident memory over its steps: ours (oneDNN or MKL products) beside fairseq-train.
+
+    PYTHONPATH=src python benchmarks/train_memory.py --work /tmp/memory --steps 3000 \\
+        --runs onednn mkl onednn-unbucketed fairseq --fairseq-python /work/venvs/fairseq/bin/python
+
+Data: ``parity_data.py``'s real EN-DE text (about 16.7k WMT pairs through our tokenize, clean, BPE and
+binarize stages; vocabulary ``--vocab-size``). Model: ``--layers``+``--layers`` layers, ``--d-model``,
+``--heads`` heads, ``--d-ff``, shared embeddings; ``--max-tokens`` padded tokens per step; everything
+else the trainer's defaults (fp32 on a CPU, no validation, checkpoints every 1,400 steps). Runs:
+
+- ``onednn``, ``mkl``: ``python -m aiayn.train`` with ``train.cpu_matmul`` so; RSS from its ``log.csv``
+  (``rss_mb``, written every 100 steps by the training process itself);
+- ``onednn-unbucketed``: ``onednn`` with every row count reaching oneDNN as it is (the code before
+  :func:`aiayn.model.functional.bucket_rows`), to show what the bucketing changes;
+- ``fairseq``: fairseq-train with the equivalent recipe (``parity_fairseq.py``), its RSS read from
+  outside whenever it logs (every 100 updates).
+
+``--parallel 2`` runs two trainings at a time, each on ``--threads`` threads (memory figures do not
+depend on load; the tokens/s printed beside them do, so take speed from ``train_throughput.py`` on an
+idle machine). Prints RSS in MB per system every 100 steps, then per system: RSS at step 500 and at the
+end, the range from step 500 on relative to step 500 ("flat" when within 10%), median tokens/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from parity_data import fairseq_preprocess, prepare  # noqa: E402
+from parity_fairseq import fairseq_args  # noqa: E402
+
+from aiayn.io import setup_logging, write_json  # noqa: E402
+from aiayn.model import ModelConfig  # noqa: E402
+
+log = logging.getLogger("train_memory")
+WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
+RUNS = ("onednn", "mkl", "onednn-unbucketed", "fairseq")
+LOG_EVERY = 100
+
+# The training CLI, with bucket_rows replaced by the identity when asked (the code before the fix).
+OURS = """
+import sys
+from aiayn.model import functional
+if sys.argv.pop(1) == "unbucketed":
+    functional.bucket_rows = lambda n: n
+from aiayn.train.__main__ import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def settings(args: argparse.Namespace, cpu_matmul: str) -> dict:
+    """The run's settings file: the model of the arguments, the trainer's defaults but for the budget."""
+    d = args.d_model
+    model = ModelConfig.from_dict({"n_layers": args.layers, "d_model": d, "d_ff": args.d_ff, "n_heads": args.heads,
+                                   "d_k": d // args.heads, "d_v": d // args.heads, "share_embeddings": True}).to_dict()
+    train = {"train_steps": args.steps, "max_tokens": args.max_tokens, "max_tokens_per_batch": args.max_tokens,
+             "warmup_steps": args.warmup, "precision": "fp32", "gpus": 0, "cpu_matmul": cpu_matmul,
+             "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": LOG_EVERY, "dev_every_steps": 0}
+    return {"experiment": "train_memory", "task": "en-de", "model": model, "train": train}
+
+
+def run_ours(name: str, args: argparse.Namespace, out: Path) -> dict:
+    """``python -m aiayn.train`` in a child process; returns {step: (rss MB, tokens/s)} from its log.csv."""
+    out.mkdir(parents=True, exist_ok=True)
+    cpu_matmul = "mkl" if name == "mkl" else "onednn"
+    write_json(out / "settings.json", settings(args, cpu_matmul))
+    command = [sys.executable, "-c", OURS, "unbucketed" if name == "onednn-unbucketed" else "bucketed",
+               "--data", str(args.work / "bin"), "--settings", str(out / "settings.json"),
+               "--out-dir", str(out / "train"), "--threads", str(args.threads), "--log", str(out / "train.log")]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    with open(out / "train" / "log.csv", encoding="utf-8", newline="") as handle:
+        return {int(r["step"]): (float(r["rss_mb"]), float(r["tokens_per_s"]))
+                for r in csv.DictReader(handle) if r["rss_mb"]}
+
+
+def run_fairseq(args: argparse.Namespace, out: Path) -> dict:
+    """fairseq-train in a child process, its RSS sampled at each of its log lines: {step: (rss MB, wps)}."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = fairseq_preprocess(args.fairseq_python, args.work)
+    config = settings(args, "onednn")
+    config["train"].update(label_smoothing=0.1, adam_betas=[0.9, 0.98], adam_eps=1e-9, lr_scale=1.0)
+    command = [args.fairseq_python, "-m", "fairseq_cli.train",
+               *fairseq_args(data, config["model"], config["train"], args.steps, LOG_EVERY, args.steps, 1)]
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    rows = {}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as child, \
+            open(out / "fairseq.log", "w", encoding="utf-8") as log_file:
+        process = psutil.Process(child.pid)
+        for line in child.stdout:
+            log_file.write(line)
+            start = line.find("{")
+            entry = _json(line[start:]) if start >= 0 else None
+            if entry and "num_updates" in entry and "wps" in entry:
+                rows[int(entry["num_updates"])] = (process.memory_info().rss / 2**20, float(entry["wps"]))
+    if child.returncode:
+        raise RuntimeError(f"fairseq-train failed ({child.returncode}), see {out / 'fairseq.log'}")
+    return rows
+
+
+def _json(text: str) -> dict | None:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def summarize(rows: dict) -> dict:
+    """RSS at step 500 (or the first logged step after it) and at the end, the range after 500 relative
+    to it, and the median tokens/s."""
+    steps = sorted(rows)
+    later = [s for s in steps if s >= 500] or steps
+    at500, end = rows[later[0]][0], rows[steps[-1]][0]
+    rss = [rows[s][0] for s in later]
+    spread = (max(rss) - min(rss)) / at500
+    return {"rss_500": at500, "rss_end": end, "spread": spread, "flat": spread <= 0.10,
+            "tokens_per_s": statistics.median(rows[s][1] for s in steps)}
+
+
+def report(results: dict[str, dict]) -> str:
+    names = list(results)
+    steps = sorted(set().union(*(results[n] for n in names)))
+    lines = ["| step | " + " | ".join(f"{n} RSS MB" for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    for step in steps:
+        cells = [f"{results[n][step][0]:,.0f}" if step in results[n] else "" for n in names]
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
+    lines += ["", "| system | RSS at 500 | RSS at end | range from 500 on | flat (<= 10%) | median tokens/s |",
+              "|---|---|---|---|---|---|"]
+    for name in names:
+        s = summarize(results[name])
+        lines.append(f"| {name} | {s['rss_500']:,.0f} MB | {s['rss_end']:,.0f} MB | {100 * s['spread']:.1f}% | "
+                     f"{'yes' if s['flat'] else 'no'} | {s['tokens_per_s']:,.0f} |")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, required=True, help="data and runs go here")
+    parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=RUNS)
+    parser.add_argument("--fairseq-python", default="/work/venvs/fairseq/bin/python")
+    parser.add_argument("--wmt", type=Path, default=WMT, help="the shared data/wmt folder")
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--d-ff", type=int, default=1024)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per side per step")
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--warmup", type=int, default=4000)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
+    parser.add_argument("--parallel", type=int, default=1, help="trainings at a time")
+    parser.add_argument("--output", type=Path, default=None, help="also write the tables here (markdown)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    setup_logging(None)
+    args.work.mkdir(parents=True, exist_ok=True)
+    prepare(args.wmt, args.work, args.vocab_size, 1000)
+    lock = threading.Lock()
+
+    def one(name: str) -> tuple[str, dict]:
+        out = args.work / "runs" / f"{name}-{args.steps}-{args.max_tokens}"
+        log.info("training %s for %d steps -> %s", name, args.steps, out)
+        rows = run_fairseq(args, out) if name == "fairseq" else run_ours(name, args, out)
+        with lock:
+            log.info("%s done: %s", name, summarize(rows))
+        return name, rows
+
+    with ThreadPoolExecutor(args.parallel) as pool:
+        results = dict(pool.map(one, args.runs))
+    text = (f"{args.layers}+{args.layers} layers x {args.d_model}, d_ff {args.d_ff}, {args.heads} heads, "
+            f"{args.max_tokens} tokens per step, {args.steps} steps, {args.threads} thread(s) per training, "
+            f"{args.parallel} at a time\n\n" + report(results))
+    print(text)
+    if args.output:
+        args.output.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
