@@ -10,9 +10,11 @@ never blocks another's jobs. A job that asks for GPUs never falls back to the CP
 
 from __future__ import annotations
 
+import datetime
 import fcntl
 import logging
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,17 +107,71 @@ def claim_gpus_if_shared(n: int, lock_dir: Path | None = None) -> GpuClaim | Non
     return claim
 
 
-def should_relaunch(gpus: int) -> bool:
-    """True in the first process of a multi-GPU training: it restarts itself under torchrun."""
-    return gpus > 1 and "LOCAL_RANK" not in os.environ and torch.cuda.is_available()
+# How long a rank waits in a collective before the group fails. Rank 0 alone runs the dev evaluation
+# and writes checkpoints while the other ranks wait in the next step's all-reduce; torch's default
+# (10 minutes for NCCL: torch 2.13, torch/distributed/constants.py) is short for a multi-GB checkpoint
+# on a shared file system, so the group waits an hour before it gives up.
+PROCESS_GROUP_TIMEOUT = datetime.timedelta(minutes=60)
+
+# Signals the relaunch parent passes on to torchrun (which passes them on to its workers:
+# torch 2.13, torch/distributed/run.py, --signals-to-handle "SIGTERM,SIGINT,SIGHUP,SIGQUIT").
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def should_relaunch(ranks: int) -> bool:
+    """True in the first process of a training with ``ranks`` ranks on this node: it restarts itself
+    under torchrun. A torchrun worker (LOCAL_RANK set) never relaunches."""
+    return ranks > 1 and "LOCAL_RANK" not in os.environ
+
+
+def torchrun_command(argv: list[str], nproc: int) -> list[str]:
+    """``python -m torch.distributed.run ... -m aiayn.train -- ARGV``.
+
+    The ``--`` ends torchrun's own options: without it torchrun's parser (argparse with abbreviations
+    allowed: torch 2.13, torch/distributed/argparse_util.py and run.py ``get_args_parser``) reads the
+    worker's ``--log`` as an ambiguous abbreviation of ``--log-dir``/``--logs-specs`` and exits 2, and
+    a worker flag that abbreviates exactly one torchrun option would be taken silently.
+    """
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+            "-m", "aiayn.train", "--", *argv]
 
 
 def relaunch_under_torchrun(argv: list[str], nproc: int) -> int:
-    """Run ``python -m aiayn.train ARGV`` as ``nproc`` torchrun workers; returns their exit status."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-               "-m", "aiayn.train", *argv]
+    """Run ``python -m aiayn.train ARGV`` as ``nproc`` torchrun workers; returns their exit status.
+
+    While torchrun runs, SIGTERM and SIGINT sent to this process are passed on to torchrun, and this
+    process waits for it: a scheduler that signals only the job's first process still gets every
+    rank's stop checkpoint, and no worker outlives its parent. After a forwarded signal the status
+    is 143 (128 + SIGTERM: the status a stopped single-process training returns), whatever torchrun
+    reports for workers that stopped with a checkpoint.
+    """
+    command = torchrun_command(argv, nproc)
     log.info("relaunching under torchrun: %s", " ".join(command))
-    return subprocess.call(command)
+    forwarded: list[int] = []
+    child = subprocess.Popen(command)
+
+    def forward(signum, frame):
+        forwarded.append(signum)
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    try:
+        status = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 143 if forwarded else status
+
+
+def threads_per_rank(cpus: int | None, local_ranks: int) -> int | None:
+    """Torch threads for each of ``local_ranks`` ranks sharing ``cpus`` CPUs (None: the CPUs this
+    process may run on, ``os.sched_getaffinity``); at least 1. Alone with ``cpus`` None: None
+    (torch's own default)."""
+    if local_ranks <= 1:
+        return cpus
+    total = cpus if cpus else len(os.sched_getaffinity(0))
+    return max(1, total // local_ranks)
 
 
 @dataclass(frozen=True)
@@ -165,7 +221,7 @@ def init_from_environment(gpus: int) -> DistEnv:
         check_cuda(gpus, local)
         if gpus >= 1:
             torch.cuda.set_device(local)
-        dist.init_process_group("nccl" if gpus >= 1 else "gloo")
+        dist.init_process_group("nccl" if gpus >= 1 else "gloo", timeout=PROCESS_GROUP_TIMEOUT)
         device = torch.device("cuda", local) if gpus >= 1 else torch.device("cpu")
         return DistEnv(dist.get_rank(), dist.get_world_size(), device)
     if dist.is_available() and dist.is_initialized():
