@@ -111,7 +111,7 @@ class Trainer:
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
                                           fused=True)
         self.precision = resolve_precision(self.cfg.precision, env.device)
-        enable_tf32(env.device)
+        enable_tf32(env.device, self.cfg.precision)
         self.autocast = autocast_for(self.precision, env.device)
         self.max_len = self.model_cfg.max_positions if self.model_cfg.positional == "learned" else None
         self.plan = self.cfg.plan(env.world_size)
