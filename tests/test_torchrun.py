@@ -110,3 +110,63 @@ def test_three_cpu_ranks_train(data, tmp_path):
     summary = json.loads((tmp_path / "r3" / "summary.json").read_text())
     assert summary["world_size"] == 3 and summary["steps"] == 4
     assert "3 rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= 40 tokens per rank: 120 tokens per step" in output
+
+
+CHILD = """
+import signal, sys, time
+def stop(signum, frame):
+    open(sys.argv[1], "a").write("signal\\n")
+    time.sleep(1)
+    open(sys.argv[1], "a").write("stopped\\n")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+PARENT = """
+import sys
+from aiayn.train import distributed
+distributed.torchrun_command = lambda argv, nproc: [sys.executable, "-c", sys.argv[1], sys.argv[2]]
+sys.exit(distributed.relaunch_under_torchrun([], 2))
+"""
+
+
+def test_the_relaunch_parent_forwards_sigterm_and_waits(tmp_path):
+    """A SIGTERM to the first process alone (what a scheduler may send) reaches torchrun, and the
+    parent exits after it with 143, leaving no orphan behind."""
+    record = tmp_path / "child.txt"
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, CHILD, str(record)], env=env, stdout=subprocess.PIPE,
+                              text=True)
+    assert parent.stdout.readline().strip() == "ready"
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=30) == 143
+    assert record.read_text() == "signal\nstopped\n"
+
+
+def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(data, tmp_path):
+    """Two CPU ranks under torchrun, SIGTERM to the whole process group mid-run (what SLURM sends at a
+    time limit), then the same command again: every logged loss and the final weights equal those of
+    a run never interrupted, bit for bit."""
+    run = settings(cpu_ranks=2, train_steps=300, dev_every_steps=0, log_every_steps=1, checkpoint_steps=100,
+                   keep_checkpoints=5)
+    status, output = finish(train_cli(data, run, tmp_path / "whole"))
+    assert status == 0, output
+    split = tmp_path / "split"
+    proc = train_cli(data, run, split, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (split / "log.csv").exists() or len(log_rows(split)) < 20:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before the signal"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGTERM)
+    status, output = finish(proc)
+    assert status == 143 and not (split / "summary.json").exists(), output
+    stop_step = int(sorted((split / "checkpoints").glob("ckpt_*.pt"))[-1].name[5:13])  # the stop checkpoint
+    assert 20 <= stop_step < 300 and f"stopped at step {stop_step}" in output, output
+    status, output = finish(train_cli(data, run, split))
+    assert status == 0 and "resumed from" in output, output
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(split)] == \
+        [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "whole")]
+    whole, resumed = (torch.load(out / "checkpoint_last.pt", weights_only=True)["model"] for out in (tmp_path / "whole", split))
+    assert all(torch.equal(value, resumed[name]) for name, value in whole.items())

@@ -117,6 +117,11 @@ PROCESS_GROUP_TIMEOUT = datetime.timedelta(minutes=60)
 # torch 2.13, torch/distributed/run.py, --signals-to-handle "SIGTERM,SIGINT,SIGHUP,SIGQUIT").
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
+# Seconds torchrun waits for its workers after it passed them a signal before it kills them (its
+# default is 30 s: torch 2.13, torch/distributed/launcher/api.py reads TORCH_ELASTIC_SHUTDOWN_TIMEOUT;
+# older torch ignores the variable). Rank 0 writes the stop checkpoint in that time.
+SHUTDOWN_SECONDS = 600
+
 
 def should_relaunch(ranks: int) -> bool:
     """True in the first process of a training with ``ranks`` ranks on this node: it restarts itself
@@ -141,23 +146,29 @@ def relaunch_under_torchrun(argv: list[str], nproc: int) -> int:
 
     While torchrun runs, SIGTERM and SIGINT sent to this process are passed on to torchrun, and this
     process waits for it: a scheduler that signals only the job's first process still gets every
-    rank's stop checkpoint, and no worker outlives its parent. After a forwarded signal the status
+    rank's stop checkpoint, and no worker outlives its parent; torchrun gives its workers
+    :data:`SHUTDOWN_SECONDS` to finish after a signal. After a forwarded signal the status
     is 143 (128 + SIGTERM: the status a stopped single-process training returns), whatever torchrun
     reports for workers that stopped with a checkpoint.
     """
     command = torchrun_command(argv, nproc)
     log.info("relaunching under torchrun: %s", " ".join(command))
     forwarded: list[int] = []
-    child = subprocess.Popen(command)
+    children: list[subprocess.Popen] = []
 
     def forward(signum, frame):
         forwarded.append(signum)
-        if child.poll() is None:
-            child.send_signal(signum)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
     try:
-        status = child.wait()
+        env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(SHUTDOWN_SECONDS), **os.environ}
+        children.append(subprocess.Popen(command, env=env))
+        for signum in forwarded:  # arrived while torchrun was being started
+            children[0].send_signal(signum)
+        status = children[0].wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
