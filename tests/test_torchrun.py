@@ -5,6 +5,7 @@ import csv
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ import pytest
 import torch
 from torch.distributed.run import get_args_parser
 
-from aiayn.train.distributed import threads_per_rank, torchrun_command
+from aiayn.train.distributed import first_host, rendezvous_endpoint, threads_per_rank, torchrun_command
 from aiayn.train.settings import TrainConfig
 from train_helpers import make_task, settings
 
@@ -33,11 +34,11 @@ def data(tmp_path_factory):
     return make_task(tmp_path_factory.mktemp("bin") / "toy")
 
 
-def train_cli(data: Path, run: dict, out: Path, timeout: int = 180, **popen) -> subprocess.Popen:
+def train_cli(data: Path, run: dict, out: Path, threads: int = 2, **popen) -> subprocess.Popen:
     """Start ``python -m aiayn.train`` as the workflow's rule does (``--threads``, ``--log``)."""
     (out.parent / f"{out.name}.json").write_text(json.dumps(run))
     cmd = [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", str(out.parent / f"{out.name}.json"),
-           "--out-dir", str(out), "--threads", "2", "--log", str(out.parent / f"{out.name}.log")]
+           "--out-dir", str(out), "--threads", str(threads), "--log", str(out.parent / f"{out.name}.log")]
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
 
@@ -170,3 +171,44 @@ def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(da
         [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "whole")]
     whole, resumed = (torch.load(out / "checkpoint_last.pt", weights_only=True)["model"] for out in (tmp_path / "whole", split))
     assert all(torch.equal(value, resumed[name]) for name, value in whole.items())
+
+
+def test_several_nodes_meet_at_a_c10d_rendezvous():
+    assert first_host("gpu-a[07-09,12],cpu1") == "gpu-a07" and first_host("n1,n2") == "n1" and first_host("n[3]") == "n3"
+    assert rendezvous_endpoint("10.0.0.5:29500", {"SLURM_JOB_NODELIST": "n[1-2]"}) == "10.0.0.5:29500"
+    assert rendezvous_endpoint("", {"SLURM_JOB_NODELIST": "gpu[04-05]"}) == "gpu04:29400"
+    with pytest.raises(ValueError, match="train.rendezvous"):
+        rendezvous_endpoint("", {})
+    with pytest.raises(ValueError, match="train.rendezvous must be HOST:PORT"):
+        TrainConfig(rendezvous="host")
+    one, two = torchrun_command(["--log", "x"], 8), torchrun_command(["--log", "x"], 8, 2, "gpu04:29400", "77")
+    assert "--standalone" in one and not any(a.startswith("--rdzv") for a in one)
+    args = get_args_parser().parse_args(two[3:])
+    assert (args.nnodes, args.nproc_per_node, args.rdzv_backend, args.rdzv_endpoint, args.rdzv_id, args.standalone) == \
+        ("2", "8", "c10d", "gpu04:29400", "77", False)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_torchrun_agents_as_two_nodes_equal_one_agent_with_two_ranks(data, tmp_path):
+    """Two nodes of one CPU rank each (two agents on this machine, a localhost c10d rendezvous) train
+    what one node of two ranks trains, bit for bit: the same global ranks see the same batches. Each
+    agent gets one thread, as each rank of the one node does (2 CPUs / 2 ranks): other thread counts
+    sum a CPU's matrix products in another order."""
+    base = dict(train_steps=8, dev_every_steps=0, log_every_steps=1, checkpoint_steps=4)
+    status, output = finish(train_cli(data, settings(cpu_ranks=2, **base), tmp_path / "one"))
+    assert status == 0, output
+    run = settings(nodes=2, rendezvous=f"127.0.0.1:{free_port()}", **base)
+    agents = [train_cli(data, run, tmp_path / "two", threads=1) for _ in range(2)]
+    results = [finish(agent) for agent in agents]
+    assert [status for status, _ in results] == [0, 0], results
+    assert all("--nnodes=2 --rdzv-backend=c10d" in output for _, output in results)
+    assert json.loads((tmp_path / "two" / "summary.json").read_text())["world_size"] == 2
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "two")] == \
+        [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "one")]
+    one, two = (torch.load(out / "checkpoint_last.pt", weights_only=True)["model"] for out in (tmp_path / "one", tmp_path / "two"))
+    assert all(torch.equal(value, two[name]) for name, value in one.items())

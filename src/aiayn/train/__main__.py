@@ -6,7 +6,9 @@
 Writes ``checkpoints/ckpt_<step:08d>.pt``, ``checkpoint_last.pt``, ``log.csv`` and, last,
 ``summary.json`` under ``--out-dir``; a rerun with the same ``--out-dir`` resumes from the latest
 checkpoint. ``train.gpus > 1`` (DDP, NCCL) or ``train.gpus: 0`` with ``train.cpu_ranks > 1`` (DDP,
-gloo) restarts itself under torchrun, one worker per rank; each worker's torch threads are the job's
+gloo) restarts itself under torchrun, one worker per rank; with ``train.nodes > 1`` the same
+command runs once on each node, and the nodes' torchrun agents meet at a c10d rendezvous
+(``train.rendezvous``, else the first host of the SLURM allocation). Each worker's torch threads are the job's
 CPUs (``--threads``, else ``train.threads``, else the CPUs this process may use) shared by its ranks.
 """
 
@@ -85,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "LOCAL_RANK" not in os.environ:
             check_cuda(train_cfg.gpus)  # before any worker starts: a clear error, never a CPU run
-        if should_relaunch(train_cfg.local_ranks):
-            return relaunch_under_torchrun(argv, train_cfg.local_ranks)
+        if should_relaunch(train_cfg.local_ranks, train_cfg.nodes):
+            return relaunch_under_torchrun(argv, train_cfg.local_ranks, train_cfg.nodes, train_cfg.rendezvous)
         env = init_from_environment(train_cfg.gpus)
         if not env.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress

@@ -14,6 +14,7 @@ import datetime
 import fcntl
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,26 +124,57 @@ FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 SHUTDOWN_SECONDS = 600
 
 
-def should_relaunch(ranks: int) -> bool:
-    """True in the first process of a training with ``ranks`` ranks on this node: it restarts itself
-    under torchrun. A torchrun worker (LOCAL_RANK set) never relaunches."""
-    return ranks > 1 and "LOCAL_RANK" not in os.environ
+# torchrun's c10d rendezvous port when an endpoint names none (torch 2.13,
+# torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py DEFAULT_PORT).
+RENDEZVOUS_PORT = 29400
 
 
-def torchrun_command(argv: list[str], nproc: int) -> list[str]:
-    """``python -m torch.distributed.run ... -m aiayn.train -- ARGV``.
+def should_relaunch(ranks: int, nodes: int = 1) -> bool:
+    """True in the first process of a training with ``ranks`` ranks on each of ``nodes`` nodes: it
+    restarts itself under torchrun. A torchrun worker (LOCAL_RANK set) never relaunches."""
+    return (ranks > 1 or nodes > 1) and "LOCAL_RANK" not in os.environ
+
+
+def first_host(nodelist: str) -> str:
+    """The first host name of a SLURM host list: ``gpu-a[07-09,12],cpu1`` -> ``gpu-a07``."""
+    head = re.match(r"[^,\[]*(\[[^\]]*\])?", nodelist.strip()).group(0)
+    if "[" not in head:
+        return head
+    prefix, ranges = head[:-1].split("[", 1)
+    return prefix + ranges.split(",")[0].split("-")[0]
+
+
+def rendezvous_endpoint(configured: str, environ: dict | None = None) -> str:
+    """``host:port`` where the torchrun agents of a training on several nodes meet: ``train.rendezvous``
+    when set, else the first host of the SLURM allocation (``SLURM_JOB_NODELIST``) on port
+    :data:`RENDEZVOUS_PORT`; an error naming the key elsewhere."""
+    environ = os.environ if environ is None else environ
+    if configured:
+        return configured
+    if environ.get("SLURM_JOB_NODELIST"):
+        return f"{first_host(environ['SLURM_JOB_NODELIST'])}:{RENDEZVOUS_PORT}"
+    raise ValueError("train.nodes > 1 outside a SLURM allocation needs train.rendezvous: HOST:PORT "
+                     "(a machine and free port every node reaches; the same on every node)")
+
+
+def torchrun_command(argv: list[str], nproc: int, nodes: int = 1, endpoint: str = "", run_id: str = "aiayn") -> list[str]:
+    """``python -m torch.distributed.run ... -m aiayn.train -- ARGV``: ``--standalone`` on one node,
+    else one agent of ``nodes`` meeting at the c10d rendezvous ``endpoint`` under ``run_id``.
 
     The ``--`` ends torchrun's own options: without it torchrun's parser (argparse with abbreviations
     allowed: torch 2.13, torch/distributed/argparse_util.py and run.py ``get_args_parser``) reads the
     worker's ``--log`` as an ambiguous abbreviation of ``--log-dir``/``--logs-specs`` and exits 2, and
     a worker flag that abbreviates exactly one torchrun option would be taken silently.
     """
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+    where = ["--standalone"] if nodes == 1 else [f"--nnodes={nodes}", "--rdzv-backend=c10d",
+                                                  f"--rdzv-endpoint={endpoint}", f"--rdzv-id={run_id}"]
+    return [sys.executable, "-m", "torch.distributed.run", *where, f"--nproc-per-node={nproc}",
             "-m", "aiayn.train", "--", *argv]
 
 
-def relaunch_under_torchrun(argv: list[str], nproc: int) -> int:
-    """Run ``python -m aiayn.train ARGV`` as ``nproc`` torchrun workers; returns their exit status.
+def relaunch_under_torchrun(argv: list[str], nproc: int, nodes: int = 1, rendezvous: str = "") -> int:
+    """Run ``python -m aiayn.train ARGV`` as ``nproc`` torchrun workers on this node (one of ``nodes``,
+    meeting at :func:`rendezvous_endpoint`); returns their exit status.
 
     While torchrun runs, SIGTERM and SIGINT sent to this process are passed on to torchrun, and this
     process waits for it: a scheduler that signals only the job's first process still gets every
@@ -151,7 +183,8 @@ def relaunch_under_torchrun(argv: list[str], nproc: int) -> int:
     is 143 (128 + SIGTERM: the status a stopped single-process training returns), whatever torchrun
     reports for workers that stopped with a checkpoint.
     """
-    command = torchrun_command(argv, nproc)
+    endpoint = rendezvous_endpoint(rendezvous) if nodes > 1 else ""
+    command = torchrun_command(argv, nproc, nodes, endpoint, os.environ.get("SLURM_JOB_ID", "aiayn"))
     log.info("relaunching under torchrun: %s", " ".join(command))
     forwarded: list[int] = []
     children: list[subprocess.Popen] = []

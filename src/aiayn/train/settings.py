@@ -29,6 +29,8 @@ class TrainConfig:
     cpu_matmul: str = "onednn"
     gpus: int = 1
     cpu_ranks: int = 1
+    nodes: int = 1
+    rendezvous: str = ""
     checkpoint_minutes: float = 10.0
     checkpoint_steps: int = 1400
     keep_checkpoints: int = 20
@@ -48,7 +50,7 @@ class TrainConfig:
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"train.label_smoothing must be in [0, 1), got {self.label_smoothing}")
         for key in ("train_steps", "max_tokens", "max_tokens_per_batch", "warmup_steps", "keep_checkpoints",
-                    "log_every_steps", "cpu_ranks"):
+                    "log_every_steps", "cpu_ranks", "nodes"):
             if getattr(self, key) < 1:
                 raise ValueError(f"train.{key} must be at least 1, got {getattr(self, key)}")
 
@@ -57,6 +59,15 @@ class TrainConfig:
         if self.gpus and self.cpu_ranks != 1:
             raise ValueError(f"train.cpu_ranks={self.cpu_ranks} needs train.gpus: 0 (with GPUs there is one "
                              f"rank per GPU), got train.gpus={self.gpus}")
+
+        host, _, port = self.rendezvous.rpartition(":")
+        if self.rendezvous and not (host and port.isdigit()):
+            raise ValueError(f"train.rendezvous must be HOST:PORT (or empty), got {self.rendezvous!r}")
+
+    @property
+    def world_size(self) -> int:
+        """Data-parallel ranks of the whole training: ``nodes`` x :attr:`local_ranks`."""
+        return self.nodes * self.local_ranks
 
     @property
     def local_ranks(self) -> int:
