@@ -36,7 +36,8 @@ def _worker(rank: int, world: int, job: str, data: str, out: str, run: dict, ini
     torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
                                          timeout=datetime.timedelta(seconds=60))
     try:
-        report = globals()[f"_job_{job}"](rank, Trainer(run, Path(data), Path(out), DistEnv(rank, world, torch.device("cpu"))))
+        trainer = Trainer(run, Path(data), Path(out), DistEnv(rank, world, torch.device("cpu")))
+        report = globals()[f"_job_{job}"](rank, trainer)
         Path(out, f"{job}-rank{rank}.json").write_text(json.dumps(report))
     finally:
         torch.distributed.destroy_process_group()
@@ -131,6 +132,7 @@ def test_a_checkpoint_continues_on_another_number_of_ranks(data, tmp_path):
 def test_a_checkpoint_step_that_is_the_stop_step_writes_one_checkpoint(data, tmp_path, monkeypatch):
     writes = []
     real_save = trainerlib.save_checkpoint
-    monkeypatch.setattr(trainerlib, "save_checkpoint", lambda path, state: writes.append(path.name) or real_save(path, state))
+    monkeypatch.setattr(trainerlib, "save_checkpoint",
+                        lambda path, state: writes.append(path.name) or real_save(path, state))
     assert Trainer(settings(checkpoint_steps=3), data, tmp_path, CPU, max_steps_this_run=3).run() == 0
     assert writes == ["ckpt_00000003.pt"]

@@ -48,6 +48,10 @@ def finish(proc: subprocess.Popen, timeout: int = 180) -> tuple[int, str]:
     return proc.returncode, out
 
 
+def last_weights(out: Path) -> dict:
+    return torch.load(out / "checkpoint_last.pt", weights_only=True)["model"]
+
+
 def log_rows(out: Path) -> list[dict]:
     return [r for r in csv.DictReader(open(out / "log.csv")) if r["tokens_per_s"]]
 
@@ -99,7 +103,7 @@ def test_two_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp
     for key in ("loss", "grad_norm"):
         torch.testing.assert_close(torch.tensor([float(r[key]) for r in two], dtype=torch.float64),
                                    torch.tensor([float(r[key]) for r in one], dtype=torch.float64), rtol=RTOL, atol=ATOL)
-    weights = [torch.load(out / "checkpoint_last.pt", weights_only=True)["model"] for out in runs.values()]
+    weights = [last_weights(out) for out in runs.values()]
     for name, value in weights[0].items():
         torch.testing.assert_close(weights[1][name], value, rtol=RTOL, atol=ATOL)
 
@@ -128,7 +132,7 @@ time.sleep(60)
 PARENT = """
 import sys
 from aiayn.train import distributed
-distributed.torchrun_command = lambda argv, nproc: [sys.executable, "-c", sys.argv[1], sys.argv[2]]
+distributed.torchrun_command = lambda *args: [sys.executable, "-c", sys.argv[1], sys.argv[2]]
 sys.exit(distributed.relaunch_under_torchrun([], 2))
 """
 
@@ -169,7 +173,7 @@ def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(da
     assert status == 0 and "resumed from" in output, output
     assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(split)] == \
         [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "whole")]
-    whole, resumed = (torch.load(out / "checkpoint_last.pt", weights_only=True)["model"] for out in (tmp_path / "whole", split))
+    whole, resumed = (last_weights(out) for out in (tmp_path / "whole", split))
     assert all(torch.equal(value, resumed[name]) for name, value in whole.items())
 
 
@@ -210,5 +214,5 @@ def test_two_torchrun_agents_as_two_nodes_equal_one_agent_with_two_ranks(data, t
     assert json.loads((tmp_path / "two" / "summary.json").read_text())["world_size"] == 2
     assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "two")] == \
         [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "one")]
-    one, two = (torch.load(out / "checkpoint_last.pt", weights_only=True)["model"] for out in (tmp_path / "one", tmp_path / "two"))
+    one, two = (last_weights(out) for out in (tmp_path / "one", tmp_path / "two"))
     assert all(torch.equal(value, two[name]) for name, value in one.items())

@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
     parser.add_argument("--settings", required=True, type=Path, help="the run's settings file (JSON)")
     parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
-    parser.add_argument("--threads", type=int, default=None, help="CPUs of the job, shared by its ranks on this node (default: train.threads)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPUs of the job, shared by its ranks on this node (default: train.threads)")
     parser.add_argument("--max-steps-this-run", type=int, default=None,
                         help="stop with a checkpoint after this many steps (resume later with the same --out-dir)")
     parser.add_argument("--gpu-lock-dir", type=Path, default=None,

@@ -157,7 +157,8 @@ def rendezvous_endpoint(configured: str, environ: dict | None = None) -> str:
                      "(a machine and free port every node reaches; the same on every node)")
 
 
-def torchrun_command(argv: list[str], nproc: int, nodes: int = 1, endpoint: str = "", run_id: str = "aiayn") -> list[str]:
+def torchrun_command(argv: list[str], nproc: int, nodes: int = 1, endpoint: str = "",
+                     run_id: str = "aiayn") -> list[str]:
     """``python -m torch.distributed.run ... -m aiayn.train -- ARGV``: ``--standalone`` on one node,
     else one agent of ``nodes`` meeting at the c10d rendezvous ``endpoint`` under ``run_id``.
 

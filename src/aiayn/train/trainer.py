@@ -32,8 +32,9 @@ from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
 from aiayn.train.batching import (BOS, EOS, PAD, UNK, Batch, BatchSampler, BatchStream, check_at_least_one_batch,
                                   make_batches)
-from aiayn.train.checkpoint import (checkpoint_path, load_checkpoint, newest_good_checkpoint, publish_last, rng_state, rotate,
-                                    save_checkpoint, set_aside, set_rng_state, trajectory_changes)
+from aiayn.train.checkpoint import (checkpoint_path, load_checkpoint, newest_good_checkpoint, publish_last,
+                                    rng_state, rotate, save_checkpoint, set_aside, set_rng_state,
+                                    trajectory_changes)
 from aiayn.train.distributed import PEAK_BF16_FLOPS, DistEnv, device_name, wrap_model
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
@@ -225,8 +226,8 @@ class Trainer:
         folder.) The checkpoint is read onto the CPU; the model and optimizer states move to the
         device as they load, the generator states stay on the host.
 
-        A checkpoint written by another number of ranks (``train.gpus``, ``train.cpu_ranks``)
-        continues at its step with its weights, optimizer and counters; what differs from a run that
+        A checkpoint written by another number of ranks (``train.gpus``, ``train.cpu_ranks``,
+        ``train.nodes``) continues at its step with its weights, optimizer and counters; what differs from a run that
         kept its rank count is the data: batches are re-packed for the new per-rank budget, so the
         order within the current epoch is another (the run continues at the same fraction of that
         epoch), and dropout masks, drawn per (seed, step, rank), are others.
@@ -268,7 +269,8 @@ class Trainer:
 
     def _data_state(self, state: dict) -> dict:
         """The checkpoint's data position, moved to the same fraction of its epoch when the number of
-        ranks (so the batches each rank gets) changed."""
+        ranks (so the batches each rank gets) changed. A checkpoint older than the ``world_size`` entry
+        is taken as written by this run's ranks."""
         data, old_world = dict(state["data_state"]), state.get("world_size", self.env.world_size)
         if old_world != self.env.world_size:
             old, new = state["batches_per_rank"], self.stream.sampler.per_rank
