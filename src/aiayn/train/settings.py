@@ -59,15 +59,9 @@ class TrainConfig:
         if self.gpus and self.cpu_ranks != 1:
             raise ValueError(f"train.cpu_ranks={self.cpu_ranks} needs train.gpus: 0 (with GPUs there is one "
                              f"rank per GPU), got train.gpus={self.gpus}")
-
         host, _, port = self.rendezvous.rpartition(":")
         if self.rendezvous and not (host and port.isdigit()):
             raise ValueError(f"train.rendezvous must be HOST:PORT (or empty), got {self.rendezvous!r}")
-
-    @property
-    def world_size(self) -> int:
-        """Data-parallel ranks of the whole training: ``nodes`` x :attr:`local_ranks`."""
-        return self.nodes * self.local_ranks
 
     @property
     def local_ranks(self) -> int:
