@@ -151,9 +151,11 @@ def test_the_relaunch_parent_forwards_sigterm_and_waits(tmp_path):
 
 
 def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(data, tmp_path):
-    """Two CPU ranks under torchrun, SIGTERM to the whole process group mid-run (what SLURM sends at a
-    time limit), then the same command again: every logged loss and the final weights equal those of
-    a run never interrupted, bit for bit."""
+    """Two CPU ranks under torchrun, SIGTERM to the command's process group mid-run (the relaunch parent
+    and torchrun; torchrun passes it on to its workers, which it starts in sessions of their own: torch
+    2.13, torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py), then the
+    same command again: every logged loss and the final weights equal those of a run never
+    interrupted, bit for bit."""
     run = settings(cpu_ranks=2, train_steps=300, dev_every_steps=0, log_every_steps=1, checkpoint_steps=100,
                    keep_checkpoints=5)
     status, output = finish(train_cli(data, run, tmp_path / "whole"))
