@@ -109,9 +109,10 @@ def claim_gpus_if_shared(n: int, lock_dir: Path | None = None) -> GpuClaim | Non
 
 
 # How long a rank waits in a collective before the group fails. Rank 0 alone runs the dev evaluation
-# and writes checkpoints while the other ranks wait in the next step's all-reduce; torch's default
-# (10 minutes for NCCL: torch 2.13, torch/distributed/constants.py) is short for a multi-GB checkpoint
-# on a shared file system, so the group waits an hour before it gives up.
+# and writes checkpoints while the other ranks wait in the next step's all-reduce; torch's defaults
+# (30 minutes for gloo, 10 for NCCL: torch 2.13, torch/distributed/constants.py, which takes NCCL's
+# from CUDA builds) are short for an evaluation plus a multi-GB checkpoint on a shared file system,
+# so the group waits an hour before it gives up.
 PROCESS_GROUP_TIMEOUT = datetime.timedelta(minutes=60)
 
 # Signals the relaunch parent passes on to torchrun (which passes them on to its workers:
