@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda but CUDA is not available (use --device cpu --tiny on a CPU)")
-    enable_tf32(device)
+    enable_tf32(device, "auto")  # its trainings run precision auto
     started = time.perf_counter()
     report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
               "gpu_model": device_name(device),

@@ -32,7 +32,7 @@ def test_cli_writes_one_csv_row_per_experiment(capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert tuple(rows[0]) == COLUMNS == (
         "experiment", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "label_smoothing",
-        "train_steps", "positional", "params", "gpus", "tokens_per_step", "passes", "tokens_per_pass")
+        "train_steps", "positional", "params", "nodes", "gpus", "tokens_per_step", "passes", "tokens_per_pass")
     assert [r["experiment"] for r in rows] == list(configlib.load(CONFIG)["experiments"])
     by_exp = {r["experiment"]: r for r in rows}
     assert by_exp["E"]["positional"] == "learned"
@@ -62,6 +62,16 @@ def test_cli_gpus_shows_the_papers_step_on_any_number_of_gpus(capsys, gpus):
 def test_cli_rejects_zero_gpus():
     with pytest.raises(SystemExit):
         main([str(CONFIG), "--gpus", "0"])
+    with pytest.raises(SystemExit):
+        main([str(CONFIG), "--nodes", "0"])
+
+
+def test_cli_nodes_divide_the_step_over_every_gpu_of_every_node(capsys):
+    """2 nodes x 8 GPUs: 16 ranks of one pass of round(25000 / 16) tokens, the paper's step size."""
+    assert main([str(CONFIG), "--nodes", "2", "--gpus", "8"]) == 0
+    base = next(r for r in csv.DictReader(io.StringIO(capsys.readouterr().out)) if r["experiment"] == "base")
+    assert (base["nodes"], base["gpus"], base["passes"], base["tokens_per_pass"], base["tokens_per_step"]) == \
+        ("2", "8", "1", "1562", "24992")
 
 
 def test_overlays_merge_and_run_limits_the_rows(tmp_path, capsys):

@@ -105,3 +105,17 @@ def test_ddp_wraps_the_model_before_compile_without_broadcasting_buffers(monkeyp
     assert isinstance(ddp, FakeDDP) and ddp.module is model
     calls.clear()
     assert wrap_model(model, DistEnv(0, 1, torch.device("cpu")), compile=False) == (model, None) and not calls
+
+
+def test_the_process_group_waits_long_enough_for_rank_zeros_writes(monkeypatch):
+    """Ranks wait in a collective while rank 0 evaluates and writes checkpoints: the group's timeout is
+    stated (an hour), not torch's default (10 minutes for NCCL)."""
+    seen = {}
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(distributed.dist, "init_process_group", lambda backend, **kw: seen.update(backend=backend, **kw))
+    monkeypatch.setattr(distributed.dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(distributed.dist, "get_world_size", lambda: 2)
+    assert distributed.init_from_environment(0) == DistEnv(1, 2, torch.device("cpu"))
+    assert seen == {"backend": "gloo", "timeout": distributed.PROCESS_GROUP_TIMEOUT}
+    assert distributed.PROCESS_GROUP_TIMEOUT.total_seconds() >= 3600

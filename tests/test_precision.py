@@ -31,14 +31,19 @@ def test_cpu_and_explicit_choices(monkeypatch, caplog):
         resolve_precision("fp16", torch.device("cpu"))
 
 
-def test_tf32_matmuls_on_cuda_fp32_paths_only(monkeypatch):
+def test_tf32_matmuls_on_cuda_only_under_auto_and_bf16(monkeypatch):
     calls = []
     monkeypatch.setattr(torch, "set_float32_matmul_precision", calls.append)
     monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    precisionlib.enable_tf32(torch.device("cpu"))
+    for precision in ("auto", "bf16", "fp32"):
+        precisionlib.enable_tf32(torch.device("cpu"), precision)
     assert calls == [] and torch.backends.cudnn.allow_tf32 is False
-    precisionlib.enable_tf32(torch.device("cuda", 0))
+    precisionlib.enable_tf32(torch.device("cuda", 0), "auto")
     assert calls == ["high"] and torch.backends.cudnn.allow_tf32 is True
+    precisionlib.enable_tf32(torch.device("cuda", 0), "fp32")  # after a TF32 stage in the same process
+    assert calls == ["high", "highest"] and torch.backends.cudnn.allow_tf32 is False
+    precisionlib.enable_tf32(torch.device("cuda", 0), "bf16")
+    assert calls[-1] == "high" and torch.backends.cudnn.allow_tf32 is True
 
 
 def test_autocast_only_for_bf16():

@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         if sources.unknown_pieces:
             log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
         precision = resolve_precision(opts.precision, device)
-        enable_tf32(device)
+        enable_tf32(device, opts.precision)
         model.use_onednn(use_onednn(opts.cpu_matmul, False, device, "decode.cpu_matmul"))
         log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, device,
                  precision, asdict(opts))

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         max_len = model.cfg.max_positions if model.cfg.positional == "learned" else None
         train = TrainConfig.from_dict(checkpoint["settings"]["train"])
         precision = resolve_precision(train.precision, device)
-        enable_tf32(device)
+        enable_tf32(device, train.precision)
         model.use_onednn(use_onednn(train.cpu_matmul, False, device))
         report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len,
                                               autocast_for(precision, device)))

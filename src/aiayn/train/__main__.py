@@ -5,7 +5,11 @@
 
 Writes ``checkpoints/ckpt_<step:08d>.pt``, ``checkpoint_last.pt``, ``log.csv`` and, last,
 ``summary.json`` under ``--out-dir``; a rerun with the same ``--out-dir`` resumes from the latest
-checkpoint. ``train.gpus > 1`` on a CUDA machine restarts itself under torchrun (DDP, NCCL).
+checkpoint. ``train.gpus > 1`` (DDP, NCCL) or ``train.gpus: 0`` with ``train.cpu_ranks > 1`` (DDP,
+gloo) restarts itself under torchrun, one worker per rank; with ``train.nodes > 1`` the same
+command runs once on each node, and the nodes' torchrun agents meet at a c10d rendezvous
+(``train.rendezvous``, else the first host of the SLURM allocation). Each worker's torch threads are the job's
+CPUs (``--threads``, else ``train.threads``, else the CPUs this process may use) shared by its ranks.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import torch
 from aiayn.io import setup_logging
 from aiayn.model import ModelConfig
 from aiayn.train.distributed import check_cuda, claim_gpus_if_shared, init_from_environment, \
-    relaunch_under_torchrun, should_relaunch
+    relaunch_under_torchrun, should_relaunch, threads_per_rank
 from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import Trainer
 
@@ -57,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
     parser.add_argument("--settings", required=True, type=Path, help="the run's settings file (JSON)")
     parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: train.threads)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPUs of the job, shared by its ranks on this node (default: train.threads)")
     parser.add_argument("--max-steps-this-run", type=int, default=None,
                         help="stop with a checkpoint after this many steps (resume later with the same --out-dir)")
     parser.add_argument("--gpu-lock-dir", type=Path, default=None,
@@ -68,20 +73,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:  # the end of torchrun's options, where a Python's argparse passes it on
+        argv = argv[1:]
     args = build_parser().parse_args(argv)
     setup_logging(args.log)
     settings = read_settings(args.settings)
     train_cfg = TrainConfig.from_dict(settings["train"])
     check_data(args.data)
-    threads = args.threads or train_cfg.threads
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    threads = threads_per_rank(args.threads or train_cfg.threads, local_ranks)
     if threads:
         torch.set_num_threads(threads)
     claim = claim_gpus_if_shared(train_cfg.gpus, args.gpu_lock_dir)
     try:
         if "LOCAL_RANK" not in os.environ:
             check_cuda(train_cfg.gpus)  # before any worker starts: a clear error, never a CPU run
-        if should_relaunch(train_cfg.gpus):
-            return relaunch_under_torchrun(argv, train_cfg.gpus)
+        if should_relaunch(train_cfg.local_ranks, train_cfg.nodes):
+            return relaunch_under_torchrun(argv, train_cfg.local_ranks, train_cfg.nodes, train_cfg.rendezvous)
         env = init_from_environment(train_cfg.gpus)
         if not env.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress

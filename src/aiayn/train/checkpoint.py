@@ -203,11 +203,14 @@ def set_rng_state(state: dict) -> None:
                      visible, len(saved), visible)
 
 
-# Train settings that do not change what a resumed run computes: extending training, how often it
-# logs, evaluates and saves, and how it is compiled.
+# Train settings a run may change and still continue from a checkpoint: extending training, how often
+# it logs, evaluates and saves, how it is compiled, and where it runs. The number of ranks (gpus,
+# cpu_ranks, nodes) keeps the tokens per step (TrainConfig.plan) but changes the batch order from the
+# current epoch on and the dropout masks (Trainer.resume says how); threads at most the order of a
+# CPU's float sums.
 RESUMABLE_TRAIN_KEYS = frozenset({
     "train_steps", "log_every_steps", "dev_every_steps", "checkpoint_minutes", "checkpoint_steps",
-    "keep_checkpoints", "compile",
+    "keep_checkpoints", "compile", "gpus", "cpu_ranks", "nodes", "rendezvous", "threads",
 })
 
 

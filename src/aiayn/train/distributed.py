@@ -10,9 +10,12 @@ never blocks another's jobs. A job that asks for GPUs never falls back to the CP
 
 from __future__ import annotations
 
+import datetime
 import fcntl
 import logging
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,17 +110,116 @@ def claim_gpus_if_shared(n: int, lock_dir: Path | None = None) -> GpuClaim | Non
     return claim
 
 
-def should_relaunch(gpus: int) -> bool:
-    """True in the first process of a multi-GPU training: it restarts itself under torchrun."""
-    return gpus > 1 and "LOCAL_RANK" not in os.environ and torch.cuda.is_available()
+# How long a rank waits in a collective before the group fails. Rank 0 alone runs the dev evaluation
+# and writes checkpoints while the other ranks wait in the next step's all-reduce; torch's defaults
+# (30 minutes for gloo, 10 for NCCL: torch 2.13, torch/distributed/constants.py, which takes NCCL's
+# from CUDA builds) are short for an evaluation plus a multi-GB checkpoint on a shared file system,
+# so the group waits an hour before it gives up.
+PROCESS_GROUP_TIMEOUT = datetime.timedelta(minutes=60)
+
+# Signals the relaunch parent passes on to torchrun (which passes them on to its workers:
+# torch 2.13, torch/distributed/run.py, --signals-to-handle "SIGTERM,SIGINT,SIGHUP,SIGQUIT").
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+# Seconds torchrun waits for its workers after it passed them a signal before it kills them (its
+# default is 30 s: torch 2.13, torch/distributed/launcher/api.py reads TORCH_ELASTIC_SHUTDOWN_TIMEOUT;
+# older torch ignores the variable). Rank 0 writes the stop checkpoint in that time.
+SHUTDOWN_SECONDS = 600
 
 
-def relaunch_under_torchrun(argv: list[str], nproc: int) -> int:
-    """Run ``python -m aiayn.train ARGV`` as ``nproc`` torchrun workers; returns their exit status."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-               "-m", "aiayn.train", *argv]
+# torchrun's c10d rendezvous port when an endpoint names none (torch 2.13,
+# torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py DEFAULT_PORT).
+RENDEZVOUS_PORT = 29400
+
+
+def should_relaunch(ranks: int, nodes: int = 1) -> bool:
+    """True in the first process of a training with ``ranks`` ranks on each of ``nodes`` nodes: it
+    restarts itself under torchrun. A torchrun worker (LOCAL_RANK set) never relaunches."""
+    return (ranks > 1 or nodes > 1) and "LOCAL_RANK" not in os.environ
+
+
+def first_host(nodelist: str) -> str:
+    """The first host name of a SLURM host list: ``gpu-a[07-09,12],cpu1`` -> ``gpu-a07``."""
+    head = re.match(r"[^,\[]*(\[[^\]]*\])?", nodelist.strip()).group(0)
+    if "[" not in head:
+        return head
+    prefix, ranges = head[:-1].split("[", 1)
+    return prefix + ranges.split(",")[0].split("-")[0]
+
+
+def rendezvous_endpoint(configured: str, environ: dict | None = None) -> str:
+    """``host:port`` where the torchrun agents of a training on several nodes meet: ``train.rendezvous``
+    when set, else the first host of the SLURM allocation (``SLURM_JOB_NODELIST``) on port
+    :data:`RENDEZVOUS_PORT`; an error naming the key elsewhere."""
+    environ = os.environ if environ is None else environ
+    if configured:
+        return configured
+    if environ.get("SLURM_JOB_NODELIST"):
+        return f"{first_host(environ['SLURM_JOB_NODELIST'])}:{RENDEZVOUS_PORT}"
+    raise ValueError("train.nodes > 1 outside a SLURM allocation needs train.rendezvous: HOST:PORT "
+                     "(a machine and free port every node reaches; the same on every node)")
+
+
+def torchrun_command(argv: list[str], nproc: int, nodes: int = 1, endpoint: str = "",
+                     run_id: str = "aiayn") -> list[str]:
+    """``python -m torch.distributed.run ... -m aiayn.train -- ARGV``: ``--standalone`` on one node,
+    else one agent of ``nodes`` meeting at the c10d rendezvous ``endpoint`` under ``run_id``.
+
+    The ``--`` ends torchrun's own options: without it torchrun's parser (argparse with abbreviations
+    allowed: torch 2.13, torch/distributed/argparse_util.py and run.py ``get_args_parser``) reads the
+    worker's ``--log`` as an ambiguous abbreviation of ``--log-dir``/``--logs-specs`` and exits 2, and
+    a worker flag that abbreviates exactly one torchrun option would be taken silently.
+    """
+    where = ["--standalone"] if nodes == 1 else [f"--nnodes={nodes}", "--rdzv-backend=c10d",
+                                                  f"--rdzv-endpoint={endpoint}", f"--rdzv-id={run_id}"]
+    return [sys.executable, "-m", "torch.distributed.run", *where, f"--nproc-per-node={nproc}",
+            "-m", "aiayn.train", "--", *argv]
+
+
+def relaunch_under_torchrun(argv: list[str], nproc: int, nodes: int = 1, rendezvous: str = "") -> int:
+    """Run ``python -m aiayn.train ARGV`` as ``nproc`` torchrun workers on this node (one of ``nodes``,
+    meeting at :func:`rendezvous_endpoint`); returns their exit status.
+
+    While torchrun runs, SIGTERM and SIGINT sent to this process are passed on to torchrun, and this
+    process waits for it: a scheduler that signals only the job's first process still gets every
+    rank's stop checkpoint, and no worker outlives its parent; torchrun gives its workers
+    :data:`SHUTDOWN_SECONDS` to finish after a signal. After a forwarded signal the status
+    is 143 (128 + SIGTERM: the status a stopped single-process training returns), whatever torchrun
+    reports for workers that stopped with a checkpoint.
+    """
+    endpoint = rendezvous_endpoint(rendezvous) if nodes > 1 else ""
+    command = torchrun_command(argv, nproc, nodes, endpoint, os.environ.get("SLURM_JOB_ID", "aiayn"))
     log.info("relaunching under torchrun: %s", " ".join(command))
-    return subprocess.call(command)
+    forwarded: list[int] = []
+    children: list[subprocess.Popen] = []
+
+    def forward(signum, frame):
+        forwarded.append(signum)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    try:
+        env = {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": str(SHUTDOWN_SECONDS), **os.environ}
+        children.append(subprocess.Popen(command, env=env))
+        for signum in forwarded:  # arrived while torchrun was being started
+            children[0].send_signal(signum)
+        status = children[0].wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 143 if forwarded else status
+
+
+def threads_per_rank(cpus: int | None, local_ranks: int) -> int | None:
+    """Torch threads for each of ``local_ranks`` ranks sharing ``cpus`` CPUs (None: the CPUs this
+    process may run on, ``os.sched_getaffinity``); at least 1. Alone with ``cpus`` None: None
+    (torch's own default)."""
+    if local_ranks <= 1:
+        return cpus
+    total = cpus if cpus else len(os.sched_getaffinity(0))
+    return max(1, total // local_ranks)
 
 
 @dataclass(frozen=True)
@@ -167,7 +269,7 @@ def init_from_environment(gpus: int) -> DistEnv:
         check_cuda(gpus, local)
         if gpus >= 1:
             torch.cuda.set_device(local)
-        dist.init_process_group("nccl" if gpus >= 1 else "gloo")
+        dist.init_process_group("nccl" if gpus >= 1 else "gloo", timeout=PROCESS_GROUP_TIMEOUT)
         device = torch.device("cuda", local) if gpus >= 1 else torch.device("cpu")
         return DistEnv(dist.get_rank(), dist.get_world_size(), device)
     if dist.is_available() and dist.is_initialized():

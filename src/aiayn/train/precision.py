@@ -2,13 +2,14 @@
 
 ``auto`` is bf16 on a GPU of compute capability 8.0 or newer (A100, H100, L40S, ...: bf16 tensor
 cores), fp32 elsewhere (older GPUs emulate bf16, slower than fp32; a CPU's fp32 is its fast path).
-On a GPU, fp32 matrix products use TF32 tensor cores (10-bit mantissa inputs, fp32 accumulation).
+On a GPU under ``auto`` and ``bf16``, fp32 matrix products use TF32 tensor cores (10-bit mantissa
+inputs, fp32 accumulation); ``fp32`` leaves them off.
 
 Deviation from paper: the paper trained (and decoded) in fp32 on P100 GPUs, which have neither bf16
 nor TF32; ``auto`` uses bf16 autocast on GPUs that have bf16 tensor cores (weights, optimizer state,
 softmax, layer norms and the loss stay fp32) and TF32 for fp32 matrix products there.
-``train.precision: fp32`` and ``decode.precision: fp32`` restore fp32 storage and arithmetic; with
-NVIDIA_TF32_OVERRIDE=0 in the environment the matrix products are full fp32 as well.
+``train.precision: fp32`` and ``decode.precision: fp32`` restore fp32 storage and arithmetic, TF32
+matrix products included.
 """
 
 from __future__ import annotations
@@ -47,12 +48,15 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return precision
 
 
-def enable_tf32(device: torch.device) -> None:
-    """TF32 tensor cores for fp32 matrix products and convolutions on CUDA (process-wide); nothing elsewhere."""
+def enable_tf32(device: torch.device, precision: str) -> None:
+    """TF32 tensor cores for fp32 matrix products and convolutions on CUDA under ``precision`` ``auto``
+    or ``bf16``; under ``fp32`` (the paper's arithmetic) full fp32, set explicitly since the switches
+    are process-wide. Nothing off CUDA."""
     if device.type != "cuda":
         return
-    torch.set_float32_matmul_precision("high")
-    torch.backends.cudnn.allow_tf32 = True
+    tf32 = precision != "fp32"
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
+    torch.backends.cudnn.allow_tf32 = tf32
 
 
 def tf32_matmuls(device: torch.device) -> bool:

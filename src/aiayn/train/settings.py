@@ -28,6 +28,9 @@ class TrainConfig:
     compile: bool = False
     cpu_matmul: str = "onednn"
     gpus: int = 1
+    cpu_ranks: int = 1
+    nodes: int = 1
+    rendezvous: str = ""
     checkpoint_minutes: float = 10.0
     checkpoint_steps: int = 1400
     keep_checkpoints: int = 20
@@ -47,9 +50,23 @@ class TrainConfig:
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"train.label_smoothing must be in [0, 1), got {self.label_smoothing}")
         for key in ("train_steps", "max_tokens", "max_tokens_per_batch", "warmup_steps", "keep_checkpoints",
-                    "log_every_steps"):
+                    "log_every_steps", "cpu_ranks", "nodes"):
             if getattr(self, key) < 1:
                 raise ValueError(f"train.{key} must be at least 1, got {getattr(self, key)}")
+
+        if self.gpus < 0:
+            raise ValueError(f"train.gpus must be at least 0, got {self.gpus}")
+        if self.gpus and self.cpu_ranks != 1:
+            raise ValueError(f"train.cpu_ranks={self.cpu_ranks} needs train.gpus: 0 (with GPUs there is one "
+                             f"rank per GPU), got train.gpus={self.gpus}")
+        host, _, port = self.rendezvous.rpartition(":")
+        if self.rendezvous and not (host and port.isdigit()):
+            raise ValueError(f"train.rendezvous must be HOST:PORT (or empty), got {self.rendezvous!r}")
+
+    @property
+    def local_ranks(self) -> int:
+        """Data-parallel ranks on one machine: one per GPU, or ``cpu_ranks`` gloo ranks on the CPU."""
+        return self.gpus if self.gpus else self.cpu_ranks
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":

@@ -33,8 +33,9 @@ from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
 from aiayn.train.batching import (BOS, EOS, PAD, UNK, Batch, BatchSampler, BatchStream, check_at_least_one_batch,
                                   make_batches)
-from aiayn.train.checkpoint import (checkpoint_path, newest_good_checkpoint, publish_last, rng_state, rotate,
-                                    save_checkpoint, set_aside, set_rng_state, trajectory_changes)
+from aiayn.train.checkpoint import (checkpoint_path, load_checkpoint, newest_good_checkpoint, publish_last,
+                                    rng_state, rotate, save_checkpoint, set_aside, set_rng_state,
+                                    trajectory_changes)
 from aiayn.train.distributed import DistEnv, device_name, wrap_model
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
@@ -112,7 +113,7 @@ class Trainer:
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
                                           fused=True)
         self.precision = resolve_precision(self.cfg.precision, env.device)
-        enable_tf32(env.device)
+        enable_tf32(env.device, self.cfg.precision)
         self.autocast = autocast_for(self.precision, env.device)
         self.max_len = self.model_cfg.max_positions if self.model_cfg.positional == "learned" else None
         self.plan = self.cfg.plan(env.world_size)
@@ -203,7 +204,8 @@ class Trainer:
         return {"model": self.raw_model.state_dict(), "settings": self.settings, "vocab": self.vocab,
                 "step": self.progress.step, "optimizer": self.optimizer.state_dict(),
                 "data_state": self.batches.state_dict(), "progress": dataclasses.asdict(self.progress),
-                "window": self.window.sums(), "rng": rng_state()}
+                "window": self.window.sums(), "rng": rng_state(), "world_size": self.env.world_size,
+                "batches_per_rank": self.stream.sampler.per_rank}
 
     def save(self) -> Path:
         """Write ``checkpoints/ckpt_<step>.pt`` (main rank only); keep the newest ``keep_checkpoints``
@@ -219,29 +221,65 @@ class Trainer:
     def resume(self) -> bool:
         """Load the newest good checkpoint under ``out_dir`` if there is one; returns whether it did.
 
-        A newer checkpoint that does not load or verify is set aside as ``*.corrupt`` with a warning
-        (:func:`aiayn.train.checkpoint.newest_good_checkpoint`). The checkpoint is read onto the CPU;
-        the model and optimizer states move to the device as they load, the generator states stay
-        on the host.
+        Rank 0 alone decides (:meth:`_resume_choice`): it sets a corrupt newer checkpoint aside, or the
+        whole folder when the settings changed the trajectory, and broadcasts the file it chose; the
+        other ranks load that same file. (Every rank deciding for itself raced: two ranks renamed one
+        folder.) The checkpoint is read onto the CPU; the model and optimizer states move to the
+        device as they load, the generator states stay on the host.
+
+        A checkpoint written by another number of ranks (``train.gpus``, ``train.cpu_ranks``,
+        ``train.nodes``) continues at its step with its weights, optimizer and counters; what differs from a run that
+        kept its rank count is the data: batches are re-packed for the new per-rank budget, so the
+        order within the current epoch is another (the run continues at the same fraction of that
+        epoch), and dropout masks, drawn per (seed, step, rank), are others.
         """
+        choice, state = self._resume_choice() if self.env.is_main else (None, None)
+        if self.env.world_size > 1:
+            box = [choice]
+            torch.distributed.broadcast_object_list(box, src=0)
+            choice = box[0]
+        if choice is None:
+            return False
+        path, step = Path(choice[0]), choice[1]
+        if state is None:
+            state = load_checkpoint(path, step=step)
+        self.raw_model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.batches.load_state_dict(self._data_state(state))
+        self.progress = Progress(**state["progress"])
+        self.window = Window(**state["window"])
+        set_rng_state(state["rng"])
+        self.saved_step = step
+        log.info("resumed from %s (step %d, epoch %d)", path, step, self.stream.epoch)
+        return True
+
+    def _resume_choice(self) -> tuple[tuple[str, int] | None, dict | None]:
+        """Rank 0's decision: ((path, step), state) of the checkpoint to resume from, or (None, None)
+        after setting aside checkpoints this run cannot continue."""
         newest = newest_good_checkpoint(self.out_dir)
         if newest is None:
-            return False
+            return None, None
         step, path, state = newest
         changed = trajectory_changes(state, self.settings, self.vocab)
         if changed:
             aside = set_aside(self.out_dir / "checkpoints")
             log.warning("%s was trained with other %s; moved the old checkpoints to %s and training from "
                         "scratch", path, ", ".join(changed), aside)
-            return False
-        self.raw_model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.batches.load_state_dict(state["data_state"])
-        self.progress = Progress(**state["progress"])
-        self.window = Window(**state["window"])
-        set_rng_state(state["rng"])
-        log.info("resumed from %s (step %d, epoch %d)", path, step, self.stream.epoch)
-        return True
+            return None, None
+        return (str(path), step), state
+
+    def _data_state(self, state: dict) -> dict:
+        """The checkpoint's data position, moved to the same fraction of its epoch when the number of
+        ranks (so the batches each rank gets) changed. A checkpoint older than the ``world_size`` entry
+        is taken as written by this run's ranks."""
+        data, old_world = dict(state["data_state"]), state.get("world_size", self.env.world_size)
+        if old_world != self.env.world_size:
+            old, new = state["batches_per_rank"], self.stream.sampler.per_rank
+            data["position"] = min(new, round(data["position"] * new / old))
+            log.warning("the checkpoint was trained by %d rank(s), this run has %d: epoch %d continues at "
+                        "batch %d of %d per rank (another batch order and other dropout masks from here)",
+                        old_world, self.env.world_size, data["epoch"], data["position"], new)
+        return data
 
     def _time_to_save(self) -> bool:
         minutes = self.cfg.checkpoint_minutes
@@ -313,7 +351,10 @@ class Trainer:
                 if self._stopping(steps_this_run):
                     self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
                     self.progress.wall_seconds = wall0 + time.perf_counter() - started
-                    self.save()
+                    if self.saved_step != self.progress.step:  # a checkpoint step can be the stop step
+                        self.save()
+                    if self.env.world_size > 1:
+                        torch.distributed.barrier()  # no rank exits while rank 0 still writes
                     log.info("stopped at step %d; run again with the same --out-dir to continue", self.progress.step)
                     return 143 if self.stop_agreed or self.stop_requested else 0
                 self.train_step()

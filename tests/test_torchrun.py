@@ -1,0 +1,220 @@
+"""Training through its real launcher: ``python -m aiayn.train`` relaunching itself under torchrun as
+gloo ranks on the CPU (``train.gpus: 0``, ``train.cpu_ranks``), the code path a multi-GPU run takes."""
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.distributed.run import get_args_parser
+
+from aiayn.train.distributed import first_host, rendezvous_endpoint, threads_per_rank, torchrun_command
+from aiayn.train.settings import TrainConfig
+from train_helpers import make_task, settings
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+# Two ranks of one pass each against one rank of two passes: the same tokens per step, gradients
+# summed in another order (DDP's all-reduce), so float32 rounding differs in the last bits and grows a
+# little over 20 Adam steps. Measured (torch 2.13 CPU): weights within 4.1e-6 absolute, the losses and
+# gradient norms log.csv writes equal at all 20 steps; the bounds leave room for another CPU's kernels.
+RTOL, ATOL = 1e-5, 1e-5
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return make_task(tmp_path_factory.mktemp("bin") / "toy")
+
+
+def train_cli(data: Path, run: dict, out: Path, threads: int = 2, **popen) -> subprocess.Popen:
+    """Start ``python -m aiayn.train`` as the workflow's rule does (``--threads``, ``--log``)."""
+    (out.parent / f"{out.name}.json").write_text(json.dumps(run))
+    cmd = [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", str(out.parent / f"{out.name}.json"),
+           "--out-dir", str(out), "--threads", str(threads), "--log", str(out.parent / f"{out.name}.log")]
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
+
+
+def finish(proc: subprocess.Popen, timeout: int = 180) -> tuple[int, str]:
+    out, _ = proc.communicate(timeout=timeout)
+    return proc.returncode, out
+
+
+def last_weights(out: Path) -> dict:
+    return torch.load(out / "checkpoint_last.pt", weights_only=True)["model"]
+
+
+def log_rows(out: Path) -> list[dict]:
+    return [r for r in csv.DictReader(open(out / "log.csv")) if r["tokens_per_s"]]
+
+
+def test_torchrun_hands_every_worker_flag_to_the_worker():
+    """torchrun's own parser (allow_abbrev) must never see the worker's flags: ``--log`` is ambiguous
+    to it (exit 2) and ``--nn`` would be taken as its ``--nnodes``."""
+    argv = ["--data", "d", "--log", "train.log", "--nn", "3", "--max-steps-this-run", "5", "--threads", "8"]
+    command = torchrun_command(argv, 2)
+    assert command[1:3] == ["-m", "torch.distributed.run"]
+    args = get_args_parser().parse_args(command[3:])
+    assert args.module and args.training_script == "aiayn.train" and args.nproc_per_node == "2"
+    worker = args.training_script_args
+    assert (worker[1:] if worker[:1] == ["--"] else worker) == argv
+
+
+def test_threads_are_the_jobs_cpus_shared_by_its_ranks(monkeypatch):
+    assert threads_per_rank(8, 1) == 8 and threads_per_rank(None, 1) is None
+    assert threads_per_rank(8, 2) == 4 and threads_per_rank(8, 3) == 2 and threads_per_rank(2, 8) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(6)))
+    assert threads_per_rank(None, 2) == 3
+
+
+def test_cpu_ranks_need_gpus_zero():
+    assert TrainConfig(gpus=0, cpu_ranks=3).local_ranks == 3 and TrainConfig(gpus=2).local_ranks == 2
+    with pytest.raises(ValueError, match=r"train.cpu_ranks=2 needs train.gpus: 0"):
+        TrainConfig(gpus=1, cpu_ranks=2)
+    with pytest.raises(ValueError, match=r"train.cpu_ranks must be at least 1"):
+        TrainConfig(gpus=0, cpu_ranks=0)
+
+
+def test_two_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_path):
+    """20 steps of max_tokens 128: one rank of two 64-token passes, and two torchrun ranks of one pass
+    each (the workflow's command line: ``--threads 2 --log FILE``): same loss, gradient norm, weights."""
+    base = dict(train_steps=20, dev_every_steps=0, log_every_steps=1, checkpoint_steps=0, keep_checkpoints=1)
+    runs = {}
+    for ranks in (1, 2):
+        run = settings(cpu_ranks=ranks, **base)
+        run["model"]["dropout"] = 0.0  # dropout masks are drawn per rank
+        status, output = finish(train_cli(data, run, tmp_path / f"r{ranks}"))
+        assert status == 0, output
+        runs[ranks] = tmp_path / f"r{ranks}"
+    assert "relaunching under torchrun" in output and "2 rank(s) on cpu" in output
+    summaries = {r: json.loads((out / "summary.json").read_text()) for r, out in runs.items()}
+    assert (summaries[1]["world_size"], summaries[2]["world_size"]) == (1, 2)
+    assert summaries[1]["tokens_tgt"] == summaries[2]["tokens_tgt"]
+    one, two = log_rows(runs[1]), log_rows(runs[2])
+    assert [r["step"] for r in one] == [r["step"] for r in two] == [str(s) for s in range(1, 21)]
+    for key in ("loss", "grad_norm"):
+        torch.testing.assert_close(torch.tensor([float(r[key]) for r in two], dtype=torch.float64),
+                                   torch.tensor([float(r[key]) for r in one], dtype=torch.float64), rtol=RTOL, atol=ATOL)
+    weights = [last_weights(out) for out in runs.values()]
+    for name, value in weights[0].items():
+        torch.testing.assert_close(weights[1][name], value, rtol=RTOL, atol=ATOL)
+
+
+def test_three_cpu_ranks_train(data, tmp_path):
+    run = settings(cpu_ranks=3, train_steps=4, dev_every_steps=0, max_tokens=120, max_tokens_per_batch=40)
+    status, output = finish(train_cli(data, run, tmp_path / "r3"))
+    assert status == 0, output
+    summary = json.loads((tmp_path / "r3" / "summary.json").read_text())
+    assert summary["world_size"] == 3 and summary["steps"] == 4
+    assert "3 rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= 40 tokens per rank: 120 tokens per step" in output
+
+
+CHILD = """
+import signal, sys, time
+def stop(signum, frame):
+    open(sys.argv[1], "a").write("signal\\n")
+    time.sleep(1)
+    open(sys.argv[1], "a").write("stopped\\n")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+PARENT = """
+import sys
+from aiayn.train import distributed
+distributed.torchrun_command = lambda *args: [sys.executable, "-c", sys.argv[1], sys.argv[2]]
+sys.exit(distributed.relaunch_under_torchrun([], 2))
+"""
+
+
+def test_the_relaunch_parent_forwards_sigterm_and_waits(tmp_path):
+    """A SIGTERM to the first process alone (what a scheduler may send) reaches torchrun, and the
+    parent exits after it with 143, leaving no orphan behind."""
+    record = tmp_path / "child.txt"
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, CHILD, str(record)], env=env, stdout=subprocess.PIPE,
+                              text=True)
+    assert parent.stdout.readline().strip() == "ready"
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=30) == 143
+    assert record.read_text() == "signal\nstopped\n"
+
+
+def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(data, tmp_path):
+    """Two CPU ranks under torchrun, SIGTERM to the command's process group mid-run (the relaunch parent
+    and torchrun; torchrun passes it on to its workers, which it starts in sessions of their own: torch
+    2.13, torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py), then the
+    same command again: every logged loss and the final weights equal those of a run never
+    interrupted, bit for bit."""
+    run = settings(cpu_ranks=2, train_steps=300, dev_every_steps=0, log_every_steps=1, checkpoint_steps=100,
+                   keep_checkpoints=5)
+    status, output = finish(train_cli(data, run, tmp_path / "whole"))
+    assert status == 0, output
+    split = tmp_path / "split"
+    proc = train_cli(data, run, split, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (split / "log.csv").exists() or len(log_rows(split)) < 20:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before the signal"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGTERM)
+    status, output = finish(proc)
+    assert status == 143 and not (split / "summary.json").exists(), output
+    stop_step = int(sorted((split / "checkpoints").glob("ckpt_*.pt"))[-1].name[5:13])  # the stop checkpoint
+    assert 20 <= stop_step < 300 and f"stopped at step {stop_step}" in output, output
+    status, output = finish(train_cli(data, run, split))
+    assert status == 0 and "resumed from" in output, output
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(split)] == \
+        [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "whole")]
+    whole, resumed = (last_weights(out) for out in (tmp_path / "whole", split))
+    assert all(torch.equal(value, resumed[name]) for name, value in whole.items())
+
+
+def test_several_nodes_meet_at_a_c10d_rendezvous():
+    assert first_host("gpu-a[07-09,12],cpu1") == "gpu-a07" and first_host("n1,n2") == "n1" and first_host("n[3]") == "n3"
+    assert rendezvous_endpoint("10.0.0.5:29500", {"SLURM_JOB_NODELIST": "n[1-2]"}) == "10.0.0.5:29500"
+    assert rendezvous_endpoint("", {"SLURM_JOB_NODELIST": "gpu[04-05]"}) == "gpu04:29400"
+    with pytest.raises(ValueError, match="train.rendezvous"):
+        rendezvous_endpoint("", {})
+    with pytest.raises(ValueError, match="train.rendezvous must be HOST:PORT"):
+        TrainConfig(rendezvous="host")
+    one, two = torchrun_command(["--log", "x"], 8), torchrun_command(["--log", "x"], 8, 2, "gpu04:29400", "77")
+    assert "--standalone" in one and not any(a.startswith("--rdzv") for a in one)
+    args = get_args_parser().parse_args(two[3:])
+    assert (args.nnodes, args.nproc_per_node, args.rdzv_backend, args.rdzv_endpoint, args.rdzv_id, args.standalone) == \
+        ("2", "8", "c10d", "gpu04:29400", "77", False)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_torchrun_agents_as_two_nodes_equal_one_agent_with_two_ranks(data, tmp_path):
+    """Two nodes of one CPU rank each (two agents on this machine, a localhost c10d rendezvous) train
+    what one node of two ranks trains, bit for bit: the same global ranks see the same batches. Each
+    agent gets one thread, as each rank of the one node does (2 CPUs / 2 ranks): other thread counts
+    sum a CPU's matrix products in another order."""
+    base = dict(train_steps=8, dev_every_steps=0, log_every_steps=1, checkpoint_steps=4)
+    status, output = finish(train_cli(data, settings(cpu_ranks=2, **base), tmp_path / "one"))
+    assert status == 0, output
+    run = settings(nodes=2, rendezvous=f"127.0.0.1:{free_port()}", **base)
+    agents = [train_cli(data, run, tmp_path / "two", threads=1) for _ in range(2)]
+    results = [finish(agent) for agent in agents]
+    assert [status for status, _ in results] == [0, 0], results
+    assert all("--nnodes=2 --rdzv-backend=c10d" in output for _, output in results)
+    assert json.loads((tmp_path / "two" / "summary.json").read_text())["world_size"] == 2
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "two")] == \
+        [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "one")]
+    one, two = (last_weights(out) for out in (tmp_path / "one", tmp_path / "two"))
+    assert all(torch.equal(value, two[name]) for name, value in one.items())
