@@ -11,7 +11,9 @@ else the trainer's defaults (fp32 on a CPU, no validation, checkpoints every 1,4
 - ``onednn``, ``mkl``: ``python -m aiayn.train`` with ``train.cpu_matmul`` so; RSS from its ``log.csv``
   (``rss_mb``, written every 100 steps by the training process itself);
 - ``onednn-unbucketed``: ``onednn`` with every row count reaching oneDNN as it is (the code before
-  :func:`aiayn.model.functional.bucket_rows`), to show what the bucketing changes;
+  :func:`aiayn.model.functional.bucket_rows`), to show what the bucketing changes; for both ``onednn``
+  runs the log says how many products went through oneDNN, how many distinct row counts it saw and
+  how many rows the bucketing added (zero rows: arithmetic spent on nothing);
 - ``fairseq``: fairseq-train with the equivalent recipe (``parity_fairseq.py``), its RSS read from
   outside whenever it logs (every 100 updates).
 
@@ -49,12 +51,19 @@ WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
 RUNS = ("onednn", "mkl", "onednn-unbucketed", "fairseq")
 LOG_EVERY = 100
 
-# The training CLI, with bucket_rows replaced by the identity when asked (the code before the fix).
+# The training CLI, with bucket_rows replaced by the identity when asked (the code before the fix);
+# the rows reaching oneDNN and the rows they were padded to are counted into the file named second.
 OURS = """
-import sys
+import atexit, json, sys
 from aiayn.model import functional
-if sys.argv.pop(1) == "unbucketed":
-    functional.bucket_rows = lambda n: n
+unbucketed, stats_path = sys.argv.pop(1) == "unbucketed", sys.argv.pop(1)
+bucket, rows = functional.bucket_rows, {"products": 0, "rows": 0, "padded_rows": 0, "shapes": set()}
+def counted(n):
+    padded = n if unbucketed else bucket(n)
+    rows["products"] += 1; rows["rows"] += n; rows["padded_rows"] += padded; rows["shapes"].add(padded)
+    return padded
+functional.bucket_rows = counted
+atexit.register(lambda: open(stats_path, "w").write(json.dumps({**rows, "shapes": len(rows["shapes"])})))
 from aiayn.train.__main__ import main
 raise SystemExit(main(sys.argv[1:]))
 """
@@ -77,11 +86,14 @@ def run_ours(name: str, args: argparse.Namespace, out: Path) -> dict:
     cpu_matmul = "mkl" if name == "mkl" else "onednn"
     write_json(out / "settings.json", settings(args, cpu_matmul))
     command = [sys.executable, "-c", OURS, "unbucketed" if name == "onednn-unbucketed" else "bucketed",
-               "--data", str(args.work / "bin"), "--settings", str(out / "settings.json"),
+               str(out / "rows.json"), "--data", str(args.work / "bin"), "--settings", str(out / "settings.json"),
                "--out-dir", str(out / "train"), "--threads", str(args.threads), "--log", str(out / "train.log")]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    rows = json.loads((out / "rows.json").read_text(encoding="utf-8"))
+    log.info("%s: %d products through oneDNN, %d distinct row counts, padded rows %.2f%% of %d", name,
+             rows["products"], rows["shapes"], 100 * (rows["padded_rows"] / max(rows["rows"], 1) - 1), rows["rows"])
     with open(out / "train" / "log.csv", encoding="utf-8", newline="") as handle:
         return {int(r["step"]): (float(r["rss_mb"]), float(r["tokens_per_s"]))
                 for r in csv.DictReader(handle) if r["rss_mb"]}
