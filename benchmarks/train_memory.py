@@ -17,7 +17,8 @@ else the trainer's defaults (fp32 on a CPU, no validation, checkpoints every 1,4
 - ``fairseq``: fairseq-train with the equivalent recipe (``parity_fairseq.py``), its RSS read from
   outside whenever it logs (every 100 updates).
 
-``--parallel 2`` runs two trainings at a time, each on ``--threads`` threads (memory figures do not
+``--gpus 1`` trains ours on a GPU (``mkl``/``onednn`` then only name the runs) and adds the GPU's peak
+allocated memory per 100 steps. ``--parallel 2`` runs two trainings at a time, each on ``--threads`` threads (memory figures do not
 depend on load; the tokens/s printed beside them do, so take speed from ``train_throughput.py`` on an
 idle machine). Prints RSS in MB per system every 100 steps, then per system: RSS at step 500 and at the
 end, the range from step 500 on relative to step 500 ("flat" when within 10%), median tokens/s.
@@ -75,13 +76,15 @@ def settings(args: argparse.Namespace, cpu_matmul: str) -> dict:
     model = ModelConfig.from_dict({"n_layers": args.layers, "d_model": d, "d_ff": args.d_ff, "n_heads": args.heads,
                                    "d_k": d // args.heads, "d_v": d // args.heads, "share_embeddings": True}).to_dict()
     train = {"train_steps": args.steps, "max_tokens": args.max_tokens, "max_tokens_per_batch": args.max_tokens,
-             "warmup_steps": args.warmup, "precision": "fp32", "gpus": 0, "cpu_matmul": cpu_matmul,
+             "warmup_steps": args.warmup, "precision": "fp32" if args.gpus == 0 else "auto", "gpus": args.gpus,
+             "cpu_matmul": cpu_matmul,
              "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": LOG_EVERY, "dev_every_steps": 0}
     return {"experiment": "train_memory", "task": "en-de", "model": model, "train": train}
 
 
 def run_ours(name: str, args: argparse.Namespace, out: Path) -> dict:
-    """``python -m aiayn.train`` in a child process; returns {step: (rss MB, tokens/s)} from its log.csv."""
+    """``python -m aiayn.train`` in a child process; returns {step: (rss MB, tokens/s, GPU peak MB or
+    None)} from its log.csv."""
     out.mkdir(parents=True, exist_ok=True)
     cpu_matmul = "mkl" if name == "mkl" else "onednn"
     write_json(out / "settings.json", settings(args, cpu_matmul))
@@ -95,7 +98,8 @@ def run_ours(name: str, args: argparse.Namespace, out: Path) -> dict:
     log.info("%s: %d products through oneDNN, %d distinct row counts, padded rows %.2f%% of %d", name,
              rows["products"], rows["shapes"], 100 * (rows["padded_rows"] / max(rows["rows"], 1) - 1), rows["rows"])
     with open(out / "train" / "log.csv", encoding="utf-8", newline="") as handle:
-        return {int(r["step"]): (float(r["rss_mb"]), float(r["tokens_per_s"]))
+        return {int(r["step"]): (float(r["rss_mb"]), float(r["tokens_per_s"]),
+                                 float(r["gpu_peak_mb"]) if r["gpu_peak_mb"] else None)
                 for r in csv.DictReader(handle) if r["rss_mb"]}
 
 
@@ -117,7 +121,7 @@ def run_fairseq(args: argparse.Namespace, out: Path) -> dict:
             start = line.find("{")
             entry = _json(line[start:]) if start >= 0 else None
             if entry and "num_updates" in entry and "wps" in entry:
-                rows[int(entry["num_updates"])] = (process.memory_info().rss / 2**20, float(entry["wps"]))
+                rows[int(entry["num_updates"])] = (process.memory_info().rss / 2**20, float(entry["wps"]), None)
     if child.returncode:
         raise RuntimeError(f"fairseq-train failed ({child.returncode}), see {out / 'fairseq.log'}")
     return rows
@@ -145,9 +149,12 @@ def summarize(rows: dict) -> dict:
 def report(results: dict[str, dict]) -> str:
     names = list(results)
     steps = sorted(set().union(*(results[n] for n in names)))
-    lines = ["| step | " + " | ".join(f"{n} RSS MB" for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    gpu = [n for n in names if any(row[2] is not None for row in results[n].values())]
+    header = [f"{n} RSS MB" for n in names] + [f"{n} GPU peak MB" for n in gpu]
+    lines = ["| step | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
     for step in steps:
         cells = [f"{results[n][step][0]:,.0f}" if step in results[n] else "" for n in names]
+        cells += [f"{results[n][step][2]:,.0f}" if step in results[n] else "" for n in gpu]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
     lines += ["", "| system | RSS at 500 | RSS at end | range from 500 on | flat (<= 10%) | median tokens/s |",
               "|---|---|---|---|---|---|"]
@@ -173,6 +180,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=4000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
+    parser.add_argument("--gpus", type=int, default=0, choices=(0, 1),
+                        help="1: our trainings on a GPU (precision auto), the GPU's peak allocated memory "
+                             "per 100 steps beside host RSS (log.csv gpu_peak_mb)")
     parser.add_argument("--parallel", type=int, default=1, help="trainings at a time")
     parser.add_argument("--output", type=Path, default=None, help="also write the tables here (markdown)")
     return parser.parse_args(argv)
