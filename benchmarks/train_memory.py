@@ -21,7 +21,9 @@ else the trainer's defaults (fp32 on a CPU, no validation, checkpoints every 1,4
 allocated memory per 100 steps. ``--parallel 2`` runs two trainings at a time, each on ``--threads`` threads (memory figures do not
 depend on load; the tokens/s printed beside them do, so take speed from ``train_throughput.py`` on an
 idle machine). Prints RSS in MB per system every 100 steps, then per system: RSS at step 500 and at the
-end, the range from step 500 on relative to step 500 ("flat" when within 10%), median tokens/s.
+end, the largest deviation from step 500's RSS of any sample after it ("flat" when within 10%), the
+slope of RSS over those steps (MB per 1,000 steps) and the median tokens/s. Finished runs are read
+back from ``--work/runs`` (their log.csv) rather than trained again.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import fairseq_args  # noqa: E402
 
-from aiayn.io import setup_logging, write_json  # noqa: E402
+from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
 from aiayn.model import ModelConfig  # noqa: E402
 
 log = logging.getLogger("train_memory")
@@ -135,15 +137,17 @@ def _json(text: str) -> dict | None:
 
 
 def summarize(rows: dict) -> dict:
-    """RSS at step 500 (or the first logged step after it) and at the end, the range after 500 relative
-    to it, and the median tokens/s."""
+    """RSS at step 500 (or the first logged step after it) and at the end; the largest deviation of a
+    sample from step 500 on from the step-500 value, relative to it ("flat" when within 10%); the
+    least-squares slope of RSS over those steps in MB per 1,000 steps (a leak's rate; batch-to-batch
+    swings of a few percent average out); the median tokens/s."""
     steps = sorted(rows)
     later = [s for s in steps if s >= 500] or steps
     at500, end = rows[later[0]][0], rows[steps[-1]][0]
-    rss = [rows[s][0] for s in later]
-    spread = (max(rss) - min(rss)) / at500
-    return {"rss_500": at500, "rss_end": end, "spread": spread, "flat": spread <= 0.10,
-            "tokens_per_s": statistics.median(rows[s][1] for s in steps)}
+    deviation = max(abs(rows[s][0] - at500) for s in later) / at500
+    slope = statistics.linear_regression(later, [rows[s][0] for s in later]).slope if len(later) > 1 else 0.0
+    return {"rss_500": at500, "rss_end": end, "deviation": deviation, "flat": deviation <= 0.10,
+            "mb_per_1000_steps": 1000 * slope, "tokens_per_s": statistics.median(rows[s][1] for s in steps)}
 
 
 def report(results: dict[str, dict]) -> str:
@@ -156,12 +160,12 @@ def report(results: dict[str, dict]) -> str:
         cells = [f"{results[n][step][0]:,.0f}" if step in results[n] else "" for n in names]
         cells += [f"{results[n][step][2]:,.0f}" if step in results[n] else "" for n in gpu]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
-    lines += ["", "| system | RSS at 500 | RSS at end | range from 500 on | flat (<= 10%) | median tokens/s |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "| system | RSS at 500 | RSS at end | largest deviation from 500 on | flat (<= 10%) | "
+              "slope, MB per 1,000 steps | median tokens/s |", "|---|---|---|---|---|---|---|"]
     for name in names:
         s = summarize(results[name])
-        lines.append(f"| {name} | {s['rss_500']:,.0f} MB | {s['rss_end']:,.0f} MB | {100 * s['spread']:.1f}% | "
-                     f"{'yes' if s['flat'] else 'no'} | {s['tokens_per_s']:,.0f} |")
+        lines.append(f"| {name} | {s['rss_500']:,.0f} MB | {s['rss_end']:,.0f} MB | {100 * s['deviation']:.1f}% | "
+                     f"{'yes' if s['flat'] else 'no'} | {s['mb_per_1000_steps']:+,.0f} | {s['tokens_per_s']:,.0f} |")
     return "\n".join(lines)
 
 
@@ -197,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def one(name: str) -> tuple[str, dict]:
         out = args.work / "runs" / f"{name}-{args.steps}-{args.max_tokens}"
+        if (out / "memory.json").exists():
+            return name, {int(step): tuple(row) for step, row in read_json(out / "memory.json").items()}
         log.info("training %s for %d steps -> %s", name, args.steps, out)
         rows = run_fairseq(args, out) if name == "fairseq" else run_ours(name, args, out)
+        write_json(out / "memory.json", {str(step): list(row) for step, row in rows.items()})
         with lock:
             log.info("%s done: %s", name, summarize(rows))
         return name, rows
