@@ -248,24 +248,29 @@ def test_bad_settings_and_missing_data_fail_early(tmp_path):
         main(["--data", str(tmp_path), "--settings", str(path), "--out-dir", str(tmp_path / "o")])
 
 
-def test_sigterm_stops_with_a_checkpoint(data, tmp_path):
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_sigterm_and_a_first_sigint_stop_with_a_checkpoint(data, tmp_path, signame):
     import signal
 
+    signum = getattr(signal, signame)
     trainer = Trainer(settings(dev_every_steps=0, checkpoint_steps=0), data, tmp_path, CPU)
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     trainer.install_signal_handlers()
-    original = trainer.micro_step
+    original, sent = trainer.micro_step, []
 
     def micro_step(batch):
-        if trainer.progress.step == 1:
-            os.kill(os.getpid(), signal.SIGTERM)
+        if trainer.progress.step == 1 and not sent:  # once: a second SIGINT would interrupt at once
+            sent.append(os.kill(os.getpid(), signum))
         return original(batch)
 
     trainer.micro_step = micro_step
     try:
         assert trainer.run() == 143
+        if signum == signal.SIGINT:  # a second Ctrl-C interrupts at once
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]
     assert not (tmp_path / "summary.json").exists()
 

@@ -414,9 +414,15 @@ class Trainer:
                 "settings": self.settings}
 
     def install_signal_handlers(self) -> None:
-        """SIGTERM (SLURM pre-emption, a time limit) stops at the next step boundary with a checkpoint."""
+        """SIGTERM (SLURM pre-emption, a time limit) and a first SIGINT (Ctrl-C, also passed on by the
+        torchrun relaunch) stop at the next step boundary with a checkpoint; a second SIGINT interrupts
+        at once, as Ctrl-C does elsewhere."""
         def handler(signum, frame):
-            log.warning("signal %d: stopping after this step", signum)
+            log.warning("signal %d: stopping after this step with a checkpoint%s", signum,
+                        " (Ctrl-C again to stop at once, without one)" if signum == signal.SIGINT else "")
             self.stop_requested = True
+            if signum == signal.SIGINT:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
 
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
