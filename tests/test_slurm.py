@@ -177,3 +177,35 @@ def test_project_workflow_through_slurm_matches_local(tmp_path):
         left, right = pd.read_csv(local), pd.read_csv(on_slurm)
         drop = [c for c in left.columns if c == "cost_ours_paper_method"]
         pd.testing.assert_frame_equal(left.drop(columns=drop), right.drop(columns=drop))
+
+
+def _train_parser_through_profile(tmp_path: Path, train: dict) -> str:
+    """Train configs/test.yaml's parser run with ``train`` overrides through the CI profile; returns
+    its train.log. The data stages run locally first, so that SLURM sees only the training job."""
+    overlay = tmp_path / "ranks.yaml"
+    overlay.write_text(yaml.safe_dump({"run": {"tasks": ["wsj"], "experiments": ["parser"]},
+                                       "experiments": {"parser": {"train": train}}}))
+    configs = [*map(str, PROJECT_CONFIGS), str(overlay)]
+    common = ("-s", str(ROOT / "Snakefile"), "--configfile", *configs, "--directory", str(tmp_path))
+    data = ("results/test/wsj/parser/settings/train.json", "data/test/bin/wsj/train/manifest.json",
+            "data/test/bin/wsj/dev/manifest.json")
+    code, output = run_snakemake(tmp_path, *common, "--cores", "2", *data, timeout=900)
+    assert code == 0, output[-5000:]
+    profile = ci_profile(tmp_path / "profile", mem_mb=1500)
+    summary = "results/test/wsj/parser/train/summary.json"
+    code, output = run_snakemake(tmp_path, *common, "--profile", str(profile), summary, timeout=900)
+    assert code == 0, output[-5000:]
+    assert (tmp_path / summary).is_file()
+    assert list((tmp_path / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log")), "not through SLURM"
+    return (tmp_path / "results/test/wsj/parser/logs/train.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (ROOT / "Snakefile").is_file() or not PROJECT_CONFIGS[-1].is_file(),
+                    reason="needs the project's Snakefile and configs/test.yaml")
+def test_two_cpu_ranks_train_through_the_slurm_profile(tmp_path):
+    """A ``cpu_ranks: 2`` training goes to SLURM through the profile and runs as two gloo ranks under
+    torchrun inside the job."""
+    log = _train_parser_through_profile(tmp_path, {"gpus": 0, "cpu_ranks": 2})
+    assert "relaunching under torchrun" in log and "--nproc-per-node=2" in log and "--standalone" in log, log[-3000:]
+

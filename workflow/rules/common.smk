@@ -4,6 +4,7 @@ import json
 import re
 
 from aiayn import config as aiayn_config
+from aiayn.train import slurm as train_slurm
 from aiayn.data import sources as data_sources
 from aiayn.data.download import archive_name
 from aiayn.report.experiments import table_runs
@@ -82,6 +83,19 @@ def local_copy(wildcards):
 def gpus(wildcards):
     """GPUs of a run's training job; its decoding and scoring take one when training took any."""
     return aiayn_config.resolve(config, wildcards.exp, wildcards.task)["train"]["gpus"]
+
+
+def train_resource(name):
+    """One resource of a run's training job (aiayn.train.slurm.train_resources); None leaves it out."""
+    def value(wildcards, threads):
+        train = aiayn_config.resolve(config, wildcards.exp, wildcards.task)["train"]
+        return train_slurm.train_resources(train, threads).get(name)
+    return value
+
+
+def train_launcher(wildcards):
+    """``srun`` starting one torchrun agent per node when the run spans nodes, else nothing."""
+    return train_slurm.train_launcher(aiayn_config.resolve(config, wildcards.exp, wildcards.task)["train"])
 
 
 def checkpoint(wildcards):

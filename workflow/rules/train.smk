@@ -12,15 +12,22 @@ rule train:
     params:
         data=lambda w: f"{D}/bin/{w.task}",
         out_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
+        launch=train_launcher,
     threads: config["threads"]["train"]
     resources:
-        gpu=gpus,
+        gpu=train_resource("gpu"),
+        nodes=train_resource("nodes"),
+        tasks=train_resource("tasks"),
+        mpi=train_resource("mpi"),
+        gres=train_resource("gres"),
+        tasks_per_gpu=train_resource("tasks_per_gpu"),
+        cpus_per_task=train_resource("cpus_per_task"),
     log:
         f"{R}/{{task}}/{{exp}}/logs/train.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.train --data {params.data} --settings {input.settings}"
+        "{params.launch} python -m aiayn.train --data {params.data} --settings {input.settings}"
         " --out-dir {params.out_dir} --threads {threads} --log {log}"
 
 
