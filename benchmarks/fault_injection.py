@@ -15,8 +15,9 @@ that run. Then it compares every final output with the uninterrupted run:
 * checkpoints (``avg.pt``, ``checkpoint_last.pt``) by content, every tensor's sha256 and every value
   (their bytes name the temporary file they were written as); ``checkpoint_last.pt`` without its RNG
   state and wall-clock progress; ``summary.json`` without ``wall_seconds``; ``log.csv`` without speed
-  and elapsed time; the tables without their footer's date and Table 2's training cost by the paper's
-  method (training time x GPUs x peak FLOP/s), which comes from the wall clock;
+  and elapsed time; the tables without their footer's date and the columns that come from the wall clock: Table 2's
+  training cost by the paper's method (training time x GPUs x peak FLOP/s), the experiments table's
+  training time and target tokens/s;
 
 and looks for anything half-written: a temporary file or directory left behind, a JSON that does not
 parse, a checkpoint that does not load, shards whose checksums differ from their manifest.
@@ -65,7 +66,12 @@ KINDS = {
     "tables": (("tables", "plots"), (0.0, 3.0)),
 }
 RULE_KIND = {rule: kind for kind, (rules, _) in KINDS.items() for rule in rules}
-CLOCK_COLUMN = re.compile(r"cost_ours_paper_method|training cost, paper's method")
+# Table columns that come from the wall clock, by CSV key or by the header Markdown and LaTeX show:
+# Table 2's cost by the paper's method (report/table2.py) and the experiments table's training time
+# and tokens/s (report/experiments.py).
+CLOCK_COLUMN = re.compile(r"^\s*(cost_ours_paper_method|(ours: )?training cost, paper's method \(.*\)|train_seconds|"
+                          r"training time|tokens_per_second|target tokens/s)\s*(\\\\)?\s*$", re.IGNORECASE)
+TABLES = ("table2", "table3", "table4", "experiments")
 
 
 def merged_config(experiments: list[str], train_steps: int) -> dict:
@@ -216,8 +222,8 @@ def fingerprint(path: Path) -> object:
     if name == "log.csv":  # step, learning rate, losses, gradient norm, dev perplexity; not speed or time
         rows = list(csv.DictReader(path.open()))
         return [{k: v for k, v in row.items() if k not in ("tokens_per_s", "mfu", "elapsed")} for row in rows]
-    if name.startswith("table") and path.suffix in (".md", ".csv", ".tex"):
-        return _table_without_clock(path)
+    if path.stem in TABLES and path.suffix in (".md", ".csv", ".tex"):
+        return table_without_clock(path)
     return sha256(path)
 
 
@@ -237,16 +243,21 @@ def checkpoint_content(path: Path) -> object:
     return content({k: v for k, v in state.items() if k != "rng"} if path.name == "checkpoint_last.pt" else state)
 
 
-def _table_without_clock(path: Path) -> list[str]:
-    """A table without its footer's date and, in Table 2, without the training cost of the paper's
-    method (training time x GPUs x peak): cells split on ``|``, ``,`` or ``&``."""
-    lines = [line for line in path.read_text().splitlines() if "Produced by aiayn.report.tables" not in line]
-    sep = {".md": "|", ".csv": ",", ".tex": "&"}[path.suffix]
-    header = next((line for line in lines if CLOCK_COLUMN.search(line) and sep in line), None)
+def table_without_clock(path: Path) -> list[list[str]]:
+    """A table's cells, row by row, without its footer's date and with the wall-clock columns
+    (:data:`CLOCK_COLUMN`) blanked: CSV read as CSV, Markdown split on ``|``, LaTeX on ``&``."""
+    text = "\n".join(line for line in path.read_text().splitlines() if "Produced by aiayn.report.tables" not in line)
+    if path.suffix == ".csv":
+        rows = list(csv.reader(text.splitlines()))
+    else:
+        sep = "|" if path.suffix == ".md" else "&"
+        rows = [line.split(sep) for line in text.splitlines()]
+    header = next((row for row in rows if any(CLOCK_COLUMN.match(cell) for cell in row)), None)
     if header is None:
-        return lines
-    blank = {i for i, cell in enumerate(header.split(sep)) if CLOCK_COLUMN.search(cell)}
-    return [sep.join("" if i in blank else cell for i, cell in enumerate(line.split(sep))) for line in lines]
+        return rows
+    blank = {i for i, cell in enumerate(header) if CLOCK_COLUMN.match(cell)}
+    return [row if row is header or len(row) != len(header) else ["" if i in blank else cell for i, cell in enumerate(row)]
+            for row in rows]
 
 
 COMPARED = ("*.md", "*.csv", "*.tex", "*.bleu.json", "*.evalb.json", "*.ppl.json", "*.hyp.tok", "*.hyp.txt",
@@ -376,7 +387,7 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
         print(f"  {'DIFFERENT' if key in different else 'MISSING'} {key}")
     print("compared: sha256 of every output but checkpoints (by content: every tensor's sha256 and every "
           "value; checkpoint_last.pt without RNG and wall-clock progress), summary.json without wall_seconds, "
-          "log.csv without speed and time, tables without their date and Table 2's wall-clock cost column")
+          "log.csv without speed and time, tables without their date and wall-clock columns (Table 2's cost, the experiments table's training time and tokens/s)")
     bad = half_written(faulted)
     print(f"half-written files: {len(bad)}")
     for line in bad:
