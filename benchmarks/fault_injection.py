@@ -24,6 +24,11 @@ parse, a checkpoint that does not load, shards whose checksums differ from their
 
     python benchmarks/fault_injection.py --kills 20 --seed 1
     python benchmarks/fault_injection.py --kills 10 --seed 2 --sigterm --reuse-reference
+    python benchmarks/fault_injection.py --kills 10 --seed 3 --cpu-ranks 2 --workdir /tmp/aiayn-faults-ranks
+
+``--cpu-ranks N`` trains every experiment as N gloo ranks under torchrun (``train.cpu_ranks``), so
+faults land in multi-rank trainings: the relaunch parent, its torchrun and every rank are in the
+signalled group. Its reference run must use the same N (a separate ``--workdir``).
 
 Prints the figures; not a test. Every job runs with one thread (configs/test.yaml).
 """
@@ -89,6 +94,15 @@ def merged_config(experiments: list[str], train_steps: int) -> dict:
     for section in [config["defaults"], *config["experiments"].values()]:
         if "train_steps" in section.get("train", {}) or section is config["defaults"]:
             section.setdefault("train", {})["train_steps"] = train_steps
+    return config
+
+
+def with_cpu_ranks(config: dict, ranks: int) -> dict:
+    """``config`` with every training run as ``ranks`` gloo ranks under torchrun (``train.cpu_ranks``),
+    set in the defaults and over any experiment's own value, so that faults hit multi-rank trainings."""
+    for section in [config["defaults"], *config["experiments"].values()]:
+        if section is config["defaults"] or "cpu_ranks" in section.get("train", {}):
+            section.setdefault("train", {})["cpu_ranks"] = ranks
     return config
 
 
@@ -332,6 +346,9 @@ def parse_args(argv):
     parser.add_argument("--experiments", default="base,big,A1,parser", help="experiments kept (every stage kind)")
     parser.add_argument("--train-steps", type=int, default=96,
                         help="steps of every training (configs/test.yaml: 24, a few seconds)")
+    parser.add_argument("--cpu-ranks", type=int, default=0,
+                        help="train every experiment as this many gloo CPU ranks under torchrun "
+                             "(train.cpu_ranks); 0: as the configs say (configs/test.yaml: big with 2)")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/aiayn-faults"))
     parser.add_argument("--reuse-reference", action="store_true", help="keep an earlier uninterrupted run")
@@ -341,6 +358,8 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(argv)
     config = merged_config(args.experiments.split(","), args.train_steps)
+    if args.cpu_ranks:
+        config = with_cpu_ranks(config, args.cpu_ranks)
     signum = signal.SIGTERM if args.sigterm else signal.SIGKILL
     reference, faulted = args.workdir / "reference", args.workdir / "faulted"
     start = time.perf_counter()
@@ -370,7 +389,8 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
             hits[fault["hit"]] = hits.get(fault["hit"], 0) + 1
     name = "SIGTERM" if args.sigterm else "SIGKILL"
     print(f"\n{name} faults, K={args.kills}, seed {args.seed}, experiments {args.experiments}, "
-          f"{args.train_steps} training steps, --cores {args.cores}")
+          f"{args.train_steps} training steps, --cores {args.cores}, "
+          f"cpu ranks per training: {args.cpu_ranks or 'as configured'}")
     print(f"wall time: uninterrupted {clean_seconds:.0f} s, with faults {faulted_seconds:.0f} s")
     running: dict[str, int] = {}
     for fault in result["faults"]:

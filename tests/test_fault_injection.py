@@ -60,3 +60,15 @@ def test_only_the_clock_columns_are_blanked(tmp_path):
     assert {"train_seconds", "tokens_per_second"} <= blank
     assert values[header.index("changes")] == "n_layers=2, d_model=16"
     assert values[header.index("dev_bleu")] != ""
+
+
+def test_cpu_ranks_overlay_reaches_every_training():
+    """``--cpu-ranks 2`` sets train.cpu_ranks in the defaults and over an experiment's own value;
+    the config it gives still validates."""
+    from aiayn import config as cfg
+
+    config = fault_injection.with_cpu_ranks(fault_injection.merged_config(["base", "big", "A1", "parser"], 12), 3)
+    assert config["defaults"]["train"]["cpu_ranks"] == 3
+    assert config["experiments"]["big"]["train"]["cpu_ranks"] == 3   # configs/test.yaml gives big 2
+    assert all(config["experiments"][e].get("train", {}).get("cpu_ranks", 3) == 3 for e in config["experiments"])
+    cfg.validate(config)
