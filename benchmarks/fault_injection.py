@@ -166,6 +166,36 @@ class Run:
             time.sleep(0.05)
 
 
+def left_behind(workdir: Path) -> list[str]:
+    """Processes still running in ``workdir`` once the signalled group has gone, killed here as an
+    operator would have to before running again. torchrun starts its ranks in sessions of their own
+    (torch 2.13, torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py):
+    a SIGKILL of the group cannot reach them, and nothing is left to pass it on."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and int(proc.name) != os.getpid() and (proc / "cwd").resolve() == workdir.resolve():
+                found.append((int(proc.name), (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]))
+        except OSError:   # gone, or not ours to read
+            continue
+    for pid, _ in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    while any(_alive(pid) for pid, _ in found):
+        time.sleep(0.05)
+    return [f"{pid} {command}" for pid, command in found]
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a parent that may never reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def wait_for_kind(run: Run, kind: str) -> str | None:
     """Block until a job of ``kind`` starts; its rule, or None if the run ended first."""
     rules, seen = KINDS[kind][0], 0
@@ -198,13 +228,15 @@ def inject(workdir: Path, kills: int, seed: int, signum: int, cores: int) -> dic
             faults.append({"target": kind, "hit": None, "note": "run ended during the delay"})
             break
         rules = run.signal(signum)
-        status = run.wait()
+        status = run.proc.wait()
         run.wait_group()
+        left = left_behind(workdir)   # outside the group, they may hold Snakemake's output pipe open
+        run.reader.join()
         train_logs.scan(workdir)
         faults.append({"target": kind, "hit": RULE_KIND.get(hit), "delay": round(delay, 2), "running": rules,
-                       "status": status})
+                       "status": status, "left_behind": left})
         print(f"fault {i + 1}/{kills}: {signal.Signals(signum).name} {delay:.2f} s after {hit} started; "
-              f"running: {', '.join(rules) or '-'}", flush=True)
+              f"running: {', '.join(rules) or '-'}; processes left behind: {len(left)}", flush=True)
         if signum == signal.SIGKILL:
             subprocess.run([sys.executable, "-m", "snakemake", "--unlock"], cwd=workdir, check=True,
                            capture_output=True)
@@ -401,6 +433,10 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
           f"with a job running at the kill: {', '.join(f'{k} {running.get(k, 0)}' for k in [*KINDS, 'settings'])})")
     print(f"runs that recovered: {result['recovered']} of {len(result['faults'])}; "
           f"final run status {result['final_status']}")
+    left = [line for fault in result["faults"] for line in fault.get("left_behind", [])]
+    print(f"processes left behind by the faults (killed before the recovery): {len(left)}")
+    for line in left:
+        print(f"  {line}")
     print(f"training (log lines of every attempt): {result['training']}")
     print(f"outputs identical: {len(same)} of {len(ref)}; different: {len(different)}; missing: {len(missing)}")
     for key in different + missing:
