@@ -14,8 +14,8 @@ that run. Then it compares every final output with the uninterrupted run:
   cleaning counts: byte for byte (sha256);
 * checkpoints (``avg.pt``, ``checkpoint_last.pt``) by content, every tensor's sha256 and every value
   (their bytes name the temporary file they were written as); ``checkpoint_last.pt`` without its RNG
-  state and wall-clock progress; ``summary.json`` without ``wall_seconds``; ``log.csv`` without speed
-  and elapsed time; the tables without their footer's date and the columns that come from the wall clock: Table 2's
+  state and wall-clock progress; ``summary.json`` without ``wall_seconds``; ``log.csv`` without speed,
+  elapsed time and memory (``rss_mb``, ``gpu_peak_mb``); the tables without their footer's date and the columns that come from the wall clock: Table 2's
   training cost by the paper's method (training time x GPUs x peak FLOP/s), the experiments table's
   training time and target tokens/s;
 
@@ -77,6 +77,8 @@ RULE_KIND = {rule: kind for kind, (rules, _) in KINDS.items() for rule in rules}
 CLOCK_COLUMN = re.compile(r"^\s*(cost_ours_paper_method|(ours: )?training cost, paper's method \(.*\)|train_seconds|"
                           r"training time|tokens_per_second|target tokens/s)\s*(\\\\)?\s*$", re.IGNORECASE)
 TABLES = ("table2", "table3", "table4", "experiments")
+# log.csv columns measured from the machine, not computed by training: speed, time, memory
+LOG_MEASURED = ("tokens_per_s", "mfu", "elapsed", "rss_mb", "gpu_peak_mb")
 
 
 def merged_config(experiments: list[str], train_steps: int) -> dict:
@@ -265,9 +267,9 @@ def fingerprint(path: Path) -> object:
         return {k: v for k, v in json.loads(path.read_text()).items() if k != "wall_seconds"}
     if path.suffix == ".pt":
         return checkpoint_content(path)
-    if name == "log.csv":  # step, learning rate, losses, gradient norm, dev perplexity; not speed or time
+    if name == "log.csv":  # step, learning rate, losses, gradient norm, dev perplexity; not speed, time or memory
         rows = list(csv.DictReader(path.open()))
-        return [{k: v for k, v in row.items() if k not in ("tokens_per_s", "mfu", "elapsed")} for row in rows]
+        return [{k: v for k, v in row.items() if k not in LOG_MEASURED} for row in rows]
     if path.stem in TABLES and path.suffix in (".md", ".csv", ".tex"):
         return table_without_clock(path)
     return sha256(path)
@@ -443,7 +445,7 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
         print(f"  {'DIFFERENT' if key in different else 'MISSING'} {key}")
     print("compared: sha256 of every output but checkpoints (by content: every tensor's sha256 and every "
           "value; checkpoint_last.pt without RNG and wall-clock progress), summary.json without wall_seconds, "
-          "log.csv without speed and time, tables without their date and wall-clock columns (Table 2's cost, the experiments table's training time and tokens/s)")
+          "log.csv without speed, time and memory, tables without their date and wall-clock columns (Table 2's cost, the experiments table's training time and tokens/s)")
     bad = half_written(faulted)
     print(f"half-written files: {len(bad)}")
     for line in bad:
