@@ -14,15 +14,21 @@ that run. Then it compares every final output with the uninterrupted run:
   cleaning counts: byte for byte (sha256);
 * checkpoints (``avg.pt``, ``checkpoint_last.pt``) by content, every tensor's sha256 and every value
   (their bytes name the temporary file they were written as); ``checkpoint_last.pt`` without its RNG
-  state and wall-clock progress; ``summary.json`` without ``wall_seconds``; ``log.csv`` without speed
-  and elapsed time; the tables without their footer's date and Table 2's training cost by the paper's
-  method (training time x GPUs x peak FLOP/s), which comes from the wall clock;
+  state and wall-clock progress; ``summary.json`` without ``wall_seconds``; ``log.csv`` without speed,
+  elapsed time and memory (``rss_mb``, ``gpu_peak_mb``); the tables without their footer's date and the columns that come from the wall clock: Table 2's
+  training cost by the paper's method (training time x GPUs x peak FLOP/s), the experiments table's
+  training time and target tokens/s;
 
 and looks for anything half-written: a temporary file or directory left behind, a JSON that does not
 parse, a checkpoint that does not load, shards whose checksums differ from their manifest.
 
     python benchmarks/fault_injection.py --kills 20 --seed 1
     python benchmarks/fault_injection.py --kills 10 --seed 2 --sigterm --reuse-reference
+    python benchmarks/fault_injection.py --kills 10 --seed 3 --cpu-ranks 2 --workdir /tmp/aiayn-faults-ranks
+
+``--cpu-ranks N`` trains every experiment as N gloo ranks under torchrun (``train.cpu_ranks``), so
+faults land in multi-rank trainings: the relaunch parent, its torchrun and every rank are in the
+signalled group. Its reference run must use the same N (a separate ``--workdir``).
 
 Prints the figures; not a test. Every job runs with one thread (configs/test.yaml).
 """
@@ -65,7 +71,14 @@ KINDS = {
     "tables": (("tables", "plots"), (0.0, 3.0)),
 }
 RULE_KIND = {rule: kind for kind, (rules, _) in KINDS.items() for rule in rules}
-CLOCK_COLUMN = re.compile(r"cost_ours_paper_method|training cost, paper's method")
+# Table columns that come from the wall clock, by CSV key or by the header Markdown and LaTeX show:
+# Table 2's cost by the paper's method (report/table2.py) and the experiments table's training time
+# and tokens/s (report/experiments.py).
+CLOCK_COLUMN = re.compile(r"^\s*(cost_ours_paper_method|(ours: )?training cost, paper's method \(.*\)|train_seconds|"
+                          r"training time|tokens_per_second|target tokens/s)\s*(\\\\)?\s*$", re.IGNORECASE)
+TABLES = ("table2", "table3", "table4", "experiments")
+# log.csv columns measured from the machine, not computed by training: speed, time, memory
+LOG_MEASURED = ("tokens_per_s", "mfu", "elapsed", "rss_mb", "gpu_peak_mb")
 
 
 def merged_config(experiments: list[str], train_steps: int) -> dict:
@@ -83,6 +96,15 @@ def merged_config(experiments: list[str], train_steps: int) -> dict:
     for section in [config["defaults"], *config["experiments"].values()]:
         if "train_steps" in section.get("train", {}) or section is config["defaults"]:
             section.setdefault("train", {})["train_steps"] = train_steps
+    return config
+
+
+def with_cpu_ranks(config: dict, ranks: int) -> dict:
+    """``config`` with every training run as ``ranks`` gloo ranks under torchrun (``train.cpu_ranks``),
+    set in the defaults and over any experiment's own value, so that faults hit multi-rank trainings."""
+    for section in [config["defaults"], *config["experiments"].values()]:
+        if section is config["defaults"] or "cpu_ranks" in section.get("train", {}):
+            section.setdefault("train", {})["cpu_ranks"] = ranks
     return config
 
 
@@ -146,6 +168,36 @@ class Run:
             time.sleep(0.05)
 
 
+def left_behind(workdir: Path) -> list[str]:
+    """Processes still running in ``workdir`` once the signalled group has gone, killed here as an
+    operator would have to before running again. torchrun starts its ranks in sessions of their own
+    (torch 2.13, torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py):
+    a SIGKILL of the group cannot reach them, and nothing is left to pass it on."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and int(proc.name) != os.getpid() and (proc / "cwd").resolve() == workdir.resolve():
+                found.append((int(proc.name), (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]))
+        except OSError:   # gone, or not ours to read
+            continue
+    for pid, _ in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    while any(_alive(pid) for pid, _ in found):
+        time.sleep(0.05)
+    return [f"{pid} {command}" for pid, command in found]
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a parent that may never reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def wait_for_kind(run: Run, kind: str) -> str | None:
     """Block until a job of ``kind`` starts; its rule, or None if the run ended first."""
     rules, seen = KINDS[kind][0], 0
@@ -178,13 +230,15 @@ def inject(workdir: Path, kills: int, seed: int, signum: int, cores: int) -> dic
             faults.append({"target": kind, "hit": None, "note": "run ended during the delay"})
             break
         rules = run.signal(signum)
-        status = run.wait()
+        status = run.proc.wait()
         run.wait_group()
+        left = left_behind(workdir)   # outside the group, they may hold Snakemake's output pipe open
+        run.reader.join()
         train_logs.scan(workdir)
         faults.append({"target": kind, "hit": RULE_KIND.get(hit), "delay": round(delay, 2), "running": rules,
-                       "status": status})
+                       "status": status, "left_behind": left})
         print(f"fault {i + 1}/{kills}: {signal.Signals(signum).name} {delay:.2f} s after {hit} started; "
-              f"running: {', '.join(rules) or '-'}", flush=True)
+              f"running: {', '.join(rules) or '-'}; processes left behind: {len(left)}", flush=True)
         if signum == signal.SIGKILL:
             subprocess.run([sys.executable, "-m", "snakemake", "--unlock"], cwd=workdir, check=True,
                            capture_output=True)
@@ -213,11 +267,11 @@ def fingerprint(path: Path) -> object:
         return {k: v for k, v in json.loads(path.read_text()).items() if k != "wall_seconds"}
     if path.suffix == ".pt":
         return checkpoint_content(path)
-    if name == "log.csv":  # step, learning rate, losses, gradient norm, dev perplexity; not speed or time
+    if name == "log.csv":  # step, learning rate, losses, gradient norm, dev perplexity; not speed, time or memory
         rows = list(csv.DictReader(path.open()))
-        return [{k: v for k, v in row.items() if k not in ("tokens_per_s", "mfu", "elapsed")} for row in rows]
-    if name.startswith("table") and path.suffix in (".md", ".csv", ".tex"):
-        return _table_without_clock(path)
+        return [{k: v for k, v in row.items() if k not in LOG_MEASURED} for row in rows]
+    if path.stem in TABLES and path.suffix in (".md", ".csv", ".tex"):
+        return table_without_clock(path)
     return sha256(path)
 
 
@@ -237,16 +291,21 @@ def checkpoint_content(path: Path) -> object:
     return content({k: v for k, v in state.items() if k != "rng"} if path.name == "checkpoint_last.pt" else state)
 
 
-def _table_without_clock(path: Path) -> list[str]:
-    """A table without its footer's date and, in Table 2, without the training cost of the paper's
-    method (training time x GPUs x peak): cells split on ``|``, ``,`` or ``&``."""
-    lines = [line for line in path.read_text().splitlines() if "Produced by aiayn.report.tables" not in line]
-    sep = {".md": "|", ".csv": ",", ".tex": "&"}[path.suffix]
-    header = next((line for line in lines if CLOCK_COLUMN.search(line) and sep in line), None)
+def table_without_clock(path: Path) -> list[list[str]]:
+    """A table's cells, row by row, without its footer's date and with the wall-clock columns
+    (:data:`CLOCK_COLUMN`) blanked: CSV read as CSV, Markdown split on ``|``, LaTeX on ``&``."""
+    text = "\n".join(line for line in path.read_text().splitlines() if "Produced by aiayn.report.tables" not in line)
+    if path.suffix == ".csv":
+        rows = list(csv.reader(text.splitlines()))
+    else:
+        sep = "|" if path.suffix == ".md" else "&"
+        rows = [line.split(sep) for line in text.splitlines()]
+    header = next((row for row in rows if any(CLOCK_COLUMN.match(cell) for cell in row)), None)
     if header is None:
-        return lines
-    blank = {i for i, cell in enumerate(header.split(sep)) if CLOCK_COLUMN.search(cell)}
-    return [sep.join("" if i in blank else cell for i, cell in enumerate(line.split(sep))) for line in lines]
+        return rows
+    blank = {i for i, cell in enumerate(header) if CLOCK_COLUMN.match(cell)}
+    return [row if row is header or len(row) != len(header) else ["" if i in blank else cell for i, cell in enumerate(row)]
+            for row in rows]
 
 
 COMPARED = ("*.md", "*.csv", "*.tex", "*.bleu.json", "*.evalb.json", "*.ppl.json", "*.hyp.tok", "*.hyp.txt",
@@ -321,6 +380,9 @@ def parse_args(argv):
     parser.add_argument("--experiments", default="base,big,A1,parser", help="experiments kept (every stage kind)")
     parser.add_argument("--train-steps", type=int, default=96,
                         help="steps of every training (configs/test.yaml: 24, a few seconds)")
+    parser.add_argument("--cpu-ranks", type=int, default=0,
+                        help="train every experiment as this many gloo CPU ranks under torchrun "
+                             "(train.cpu_ranks); 0: as the configs say (configs/test.yaml: big with 2)")
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/aiayn-faults"))
     parser.add_argument("--reuse-reference", action="store_true", help="keep an earlier uninterrupted run")
@@ -330,6 +392,8 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(argv)
     config = merged_config(args.experiments.split(","), args.train_steps)
+    if args.cpu_ranks:
+        config = with_cpu_ranks(config, args.cpu_ranks)
     signum = signal.SIGTERM if args.sigterm else signal.SIGKILL
     reference, faulted = args.workdir / "reference", args.workdir / "faulted"
     start = time.perf_counter()
@@ -359,7 +423,8 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
             hits[fault["hit"]] = hits.get(fault["hit"], 0) + 1
     name = "SIGTERM" if args.sigterm else "SIGKILL"
     print(f"\n{name} faults, K={args.kills}, seed {args.seed}, experiments {args.experiments}, "
-          f"{args.train_steps} training steps, --cores {args.cores}")
+          f"{args.train_steps} training steps, --cores {args.cores}, "
+          f"cpu ranks per training: {args.cpu_ranks or 'as configured'}")
     print(f"wall time: uninterrupted {clean_seconds:.0f} s, with faults {faulted_seconds:.0f} s")
     running: dict[str, int] = {}
     for fault in result["faults"]:
@@ -370,13 +435,17 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
           f"with a job running at the kill: {', '.join(f'{k} {running.get(k, 0)}' for k in [*KINDS, 'settings'])})")
     print(f"runs that recovered: {result['recovered']} of {len(result['faults'])}; "
           f"final run status {result['final_status']}")
+    left = [line for fault in result["faults"] for line in fault.get("left_behind", [])]
+    print(f"processes left behind by the faults (killed before the recovery): {len(left)}")
+    for line in left:
+        print(f"  {line}")
     print(f"training (log lines of every attempt): {result['training']}")
     print(f"outputs identical: {len(same)} of {len(ref)}; different: {len(different)}; missing: {len(missing)}")
     for key in different + missing:
         print(f"  {'DIFFERENT' if key in different else 'MISSING'} {key}")
     print("compared: sha256 of every output but checkpoints (by content: every tensor's sha256 and every "
           "value; checkpoint_last.pt without RNG and wall-clock progress), summary.json without wall_seconds, "
-          "log.csv without speed and time, tables without their date and Table 2's wall-clock cost column")
+          "log.csv without speed, time and memory, tables without their date and wall-clock columns (Table 2's cost, the experiments table's training time and tokens/s)")
     bad = half_written(faulted)
     print(f"half-written files: {len(bad)}")
     for line in bad:

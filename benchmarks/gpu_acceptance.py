@@ -13,6 +13,12 @@ Sections of the JSON (each with ``pass`` where there is a criterion):
 - ``resume``: ``python -m aiayn.train`` stopped with SIGTERM (what SLURM sends on preemption) after
   its first checkpoint, started again, and compared with an uninterrupted run: exit status 143,
   the same steps, losses within 1e-3 relative (exactly equal on a CPU), final weights' largest difference.
+- ``resume_ranks``: the same under torchrun with 2 ranks (2 GPUs, NCCL; on a CPU 2 gloo ranks,
+  ``train.cpu_ranks: 2``): SIGTERM to the command's process group (relaunch parent, torchrun; torchrun
+  passes it to its ranks) after the first checkpoint, the same command again, compared with an
+  uninterrupted 2-rank run: exit status 143, the same steps, losses and gradient norms of every step
+  (``max_loss_rel_diff``, ``max_grad_norm_rel_diff``) and final weights; pass: all exactly equal on a
+  CPU, losses within 1e-3 relative on GPUs (as ``resume``). Skipped with fewer than 2 GPUs on CUDA.
 - ``decode``: a model trained briefly on a copy task decodes the same sentences in fp32 and in
   bf16 autocast: the share of identical hypotheses (pass: >= 0.9, and on a CPU or where bf16 is
   emulated it is reported only), and beam-4 sentences/s of the base model (fp32 and the device's
@@ -20,6 +26,12 @@ Sections of the JSON (each with ``pass`` where there is a criterion):
 - ``ddp``: with 2 or more GPUs, ``train.gpus: 2`` (torchrun, NCCL) against one GPU with the same
   step: the loss and gradient norm of every step (pass: within 1e-3 relative) and the final weights
   (pass: largest difference within a tenth of the summed learning rate). Skipped with one GPU or on a CPU.
+- ``compile_ddp``: the ``ddp`` comparison with ``train.compile: true`` in both runs (2 compiled ranks
+  under DDP against 1 compiled GPU with accumulation 2; the same tolerances, :func:`ddp_verdict`).
+  Skipped with one GPU and on a CPU, where inductor compiles for minutes per run.
+
+Every section is a dict; a skipped one is ``{"skipped": why}``; ``pass`` at the top is false when any
+section's ``pass`` is false. ``seconds_per_section`` has one entry per section.
 """
 
 from __future__ import annotations
@@ -156,19 +168,23 @@ def final_weights_diff(a: Path, b: Path) -> float:
     return max(float((x[k].float() - y[k].float()).abs().max()) for k in x)
 
 
-def resume_check(work: Path, data: Path, model: dict, args, gpus: int) -> dict:
-    """SIGTERM after the first checkpoint, start again, compare with an uninterrupted run."""
-    settings = run_settings(model, 1024, 512, args.resume_steps, gpus, checkpoint_steps=2, warmup_steps=10)
-    whole, split = work / "resume-whole", work / "resume-split"
+def resume_check(work: Path, data: Path, model: dict, args, gpus: int, **train) -> dict:
+    """SIGTERM after the first checkpoint, start again, compare with an uninterrupted run. The signal
+    goes to the command's process group (the command alone for one process; under torchrun the
+    relaunch parent and torchrun, which passes it to its ranks)."""
+    settings = run_settings(model, 1024, 512, args.resume_steps, gpus, checkpoint_steps=2, warmup_steps=10, **train)
+    name = "resume-ranks" if train.get("cpu_ranks", 1) > 1 or gpus > 1 else "resume"
+    whole, split = work / f"{name}-whole", work / f"{name}-split"
     done = subprocess.run(train_command(data, settings, whole, args.threads), capture_output=True, text=True)
     if done.returncode:
         return {"pass": False, "uninterrupted_stderr_tail": done.stderr[-2000:]}
     proc = subprocess.Popen(train_command(data, settings, split, args.threads), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, start_new_session=True)
     first = split / "checkpoints" / "ckpt_00000002.pt"
     while not first.exists() and proc.poll() is None:
         time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
     status = proc.wait()
     stopped_at = max(int(p.stem.split("_")[1]) for p in (split / "checkpoints").glob("ckpt_*.pt"))
     again = subprocess.run(train_command(data, settings, split, args.threads), capture_output=True, text=True)
@@ -177,9 +193,13 @@ def resume_check(work: Path, data: Path, model: dict, args, gpus: int) -> dict:
     ok = status == 143 and again.returncode == 0 and sorted(a) == sorted(b) and worst <= 1e-3
     if gpus == 0:
         ok = ok and worst == 0.0
+    norms = max_rel_diff(log_column(whole, "grad_norm"), log_column(split, "grad_norm"))
+    weights = final_weights_diff(whole, split)
+    if gpus == 0:
+        ok = ok and norms == 0.0 and weights == 0.0
     return {"signal": "SIGTERM", "exit_status_stopped": status, "stopped_at_step": stopped_at,
-            "exit_status_resumed": again.returncode, "steps": max(a, default=0),
-            "max_loss_rel_diff": worst, "max_final_weight_diff": final_weights_diff(whole, split), "pass": ok,
+            "exit_status_resumed": again.returncode, "steps": max(a, default=0), "max_loss_rel_diff": worst,
+            "max_grad_norm_rel_diff": norms, "max_final_weight_diff": weights, "pass": ok,
             "stderr_tail": "" if again.returncode == 0 else again.stderr[-2000:]}
 
 
@@ -250,19 +270,30 @@ def ddp_verdict(diff: dict) -> bool:
             and diff["max_final_weight_diff"] <= 0.1 * diff["summed_lr"])
 
 
-def ddp_check(work: Path, data: Path, model: dict, args) -> dict:
-    """``train.gpus: 2`` (torchrun, NCCL) against one GPU at the same tokens per step (see ddp_verdict)."""
+def ddp_check(work: Path, data: Path, model: dict, args, compiled: bool = False) -> dict:
+    """``train.gpus: 2`` (torchrun, NCCL) against one GPU at the same tokens per step (see ddp_verdict),
+    both with ``train.compile`` as ``compiled`` says."""
     if torch.cuda.device_count() < 2:
         return {"skipped": f"{torch.cuda.device_count()} GPU(s) visible; needs 2"}
     quiet = copy.deepcopy(model) | {"dropout": 0.0}
+    name = "compile-ddp" if compiled else "ddp"
     for gpus in (1, 2):
-        settings = run_settings(quiet, 25000, 12500, args.ddp_steps, gpus, warmup_steps=100)
-        done = subprocess.run(train_command(data, settings, work / f"ddp-{gpus}", args.threads),
+        settings = run_settings(quiet, 25000, 12500, args.ddp_steps, gpus, warmup_steps=100, compile=compiled)
+        done = subprocess.run(train_command(data, settings, work / f"{name}-{gpus}", args.threads),
                               capture_output=True, text=True)
         if done.returncode:
             return {"pass": False, "gpus": gpus, "stderr_tail": done.stderr[-2000:]}
-    diff = compare_trainings(work / "ddp-1", work / "ddp-2")
-    return diff | {"pass": ddp_verdict(diff)}
+    diff = compare_trainings(work / f"{name}-1", work / f"{name}-2")
+    return diff | {"compile": compiled, "pass": ddp_verdict(diff)}
+
+
+def resume_ranks_check(work: Path, data: Path, args, gpus: int) -> dict:
+    """:func:`resume_check` under torchrun with 2 ranks: 2 GPUs, or 2 gloo CPU ranks on a CPU."""
+    if gpus == 0:
+        return resume_check(work, data, TINY_MODEL, args, 0, cpu_ranks=2) | {"ranks": 2, "backend": "gloo"}
+    if torch.cuda.device_count() < 2:
+        return {"skipped": f"{torch.cuda.device_count()} GPU(s) visible; needs 2"}
+    return resume_check(work, data, TINY_MODEL, args, 2) | {"ranks": 2, "backend": "nccl"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,8 +326,11 @@ def main(argv: list[str] | None = None) -> int:
             "throughput": lambda: [throughput(work, name, model, compiled, args, device)
                                    for name, model in models.items() for compiled in modes],
             "resume": lambda: resume_check(work, tiny_data, TINY_MODEL, args, gpus),
+            "resume_ranks": lambda: resume_ranks_check(work, tiny_data, args, gpus),
             "decode": lambda: decode_check(args, device),
             "ddp": lambda: ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args) if gpus else {"skipped": "CPU"},
+            "compile_ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args, compiled=True)
+                                    if gpus else {"skipped": "CPU: inductor compiles for minutes per run"}),
         }
         report["seconds_per_section"] = {}
         for name, section in sections.items():
@@ -306,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         if device.type == "cpu":
             report["throughput_compiled"] = "skipped on a CPU (inductor compiles for minutes); see tests/test_trainer.py"
     report["seconds"] = round(time.perf_counter() - started, 1)
-    report["pass"] = all(section.get("pass") is not False for section in (report["resume"], report["decode"], report["ddp"]))
+    report["pass"] = all(report[name].get("pass") is not False for name in sections if name != "throughput")
     write_json(args.output, report)
     print(json.dumps(report, indent=2))
     return 0 if report["pass"] else 1

@@ -63,8 +63,14 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     decode = report["decode"]
     assert 0.0 <= decode["bf16_same_as_fp32"] <= 1.0 and decode["pass"] is None
     assert decode["speed"]["sentences_per_s"]["fp32"] > 0
-    assert report["ddp"] == {"skipped": "CPU"} and report["pass"] is True
-    assert set(report["seconds_per_section"]) == {"throughput", "resume", "decode", "ddp"}
+    ranks = report["resume_ranks"]   # 2 gloo ranks under torchrun, SIGTERM to the group, the same command again
+    assert ranks["ranks"] == 2 and ranks["backend"] == "gloo", ranks
+    assert ranks["exit_status_stopped"] == 143 and 2 <= ranks["stopped_at_step"] < ranks["steps"], ranks
+    assert ranks["exit_status_resumed"] == 0 and ranks["max_loss_rel_diff"] == 0.0, ranks
+    assert ranks["max_grad_norm_rel_diff"] == 0.0 and ranks["max_final_weight_diff"] == 0.0 and ranks["pass"] is True
+    assert report["ddp"] == {"skipped": "CPU"} and report["compile_ddp"]["skipped"].startswith("CPU")
+    assert report["pass"] is True
+    assert set(report["seconds_per_section"]) == {"throughput", "resume", "resume_ranks", "decode", "ddp", "compile_ddp"}
 
 
 def training(path, rows, weight):
