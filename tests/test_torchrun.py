@@ -179,6 +179,57 @@ def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(da
     assert all(torch.equal(value, resumed[name]) for name, value in whole.items())
 
 
+def ranks_of(out: Path) -> list[int]:
+    """Process ids of the torchrun workers training into ``out`` (their command line names it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"aiayn.train" in cmd and str(out).encode() in cmd and b"torch.distributed.run" not in cmd \
+                and os.environ.get("TORCHELASTIC_RUN_ID") is None and proc.name.isdigit():
+            environ = (proc / "environ").read_bytes() if (proc / "environ").exists() else b""
+            if b"LOCAL_RANK=" in environ:
+                found.append(int(proc.name))
+    return found
+
+
+def gone(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            if (Path("/proc") / str(pid) / "stat").read_text().split(")")[-1].split()[0] != "Z":
+                return False
+        except OSError:
+            continue
+    return True
+
+
+def test_ranks_die_with_a_killed_torchrun(data, tmp_path):
+    """SIGKILL to the command's process group (the OOM killer, a killed Snakemake) kills the relaunch
+    parent and torchrun but not the ranks, which torchrun starts in sessions of their own; each rank
+    asks the kernel to kill it with its parent (``die_with_parent``), so none trains on, orphaned."""
+    run = settings(cpu_ranks=2, train_steps=100000, dev_every_steps=0, log_every_steps=1, checkpoint_steps=0)
+    out = tmp_path / "run"
+    proc = train_cli(data, run, out, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (out / "log.csv").exists() or len(log_rows(out)) < 3:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended early"
+        time.sleep(0.05)
+    ranks = ranks_of(out)
+    assert len(ranks) == 2, ranks
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    proc.stdout.close()  # orphaned ranks would hold the pipe open
+    deadline = time.monotonic() + 20
+    while not gone(ranks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [pid for pid in ranks if not gone([pid])]
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, f"ranks {alive} outlived their torchrun"
+
+
 def test_several_nodes_meet_at_a_c10d_rendezvous():
     assert first_host("gpu-a[07-09,12],cpu1") == "gpu-a07" and first_host("n1,n2") == "n1" and first_host("n[3]") == "n3"
     assert rendezvous_endpoint("10.0.0.5:29500", {"SLURM_JOB_NODELIST": "n[1-2]"}) == "10.0.0.5:29500"

@@ -25,7 +25,7 @@ import torch
 
 from aiayn.io import setup_logging
 from aiayn.model import ModelConfig
-from aiayn.train.distributed import check_cuda, claim_gpus_if_shared, init_from_environment, \
+from aiayn.train.distributed import check_cuda, claim_gpus_if_shared, die_with_parent, init_from_environment, \
     relaunch_under_torchrun, should_relaunch, threads_per_rank
 from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import Trainer
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--"]:  # the end of torchrun's options, where a Python's argparse passes it on
         argv = argv[1:]
+    if "LOCAL_RANK" in os.environ and "TORCHELASTIC_RUN_ID" in os.environ:
+        die_with_parent()  # a torchrun worker: never outlive the agent
     args = build_parser().parse_args(argv)
     setup_logging(args.log)
     settings = read_settings(args.settings)

@@ -10,6 +10,7 @@ never blocks another's jobs. A job that asks for GPUs never falls back to the CP
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import fcntl
 import logging
@@ -210,6 +211,32 @@ def relaunch_under_torchrun(argv: list[str], nproc: int, nodes: int = 1, rendezv
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 143 if forwarded else status
+
+
+# prctl(2) option: the signal this process gets when the thread that started it dies (<linux/prctl.h>).
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> bool:
+    """Have the kernel SIGKILL this process when the process that started it dies (Linux; returns
+    whether it could be arranged). Called by each torchrun worker: torchrun starts its workers in
+    sessions of their own (torch 2.13, torch/distributed/elastic/multiprocessing/subprocess_handler/
+    subprocess_handler.py, ``start_new_session=True``), so a SIGKILL to the job's process group (the
+    OOM killer, a killed Snakemake, ``kill -9`` of the group) ended torchrun and the relaunch parent
+    but left every rank training on, without a parent, in a folder the rerun trains in. A torchrun
+    that dies without passing a signal on leaves nothing to stop cleanly (its peers may be gone too):
+    the newest checkpoint on disk is whole, and the rerun resumes from it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        log.warning("prctl(PR_SET_PDEATHSIG) failed (errno %d): this rank outlives a killed torchrun",
+                    ctypes.get_errno())
+        return False
+    if os.getppid() != parent:  # the parent died before the request was made
+        os.kill(os.getpid(), signal.SIGKILL)
+    return True
 
 
 def threads_per_rank(cpus: int | None, local_ranks: int) -> int | None:
