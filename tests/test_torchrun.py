@@ -56,6 +56,14 @@ def log_rows(out: Path) -> list[dict]:
     return [r for r in csv.DictReader(open(out / "log.csv")) if r["tokens_per_s"]]
 
 
+def wait_for_rows(proc: subprocess.Popen, out: Path, rows: int, seconds: float = 120) -> None:
+    """Wait until the running training ``proc`` has logged ``rows`` steps to ``out/log.csv``."""
+    deadline = time.monotonic() + seconds
+    while not (out / "log.csv").exists() or len(log_rows(out)) < rows:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it logged enough steps"
+        time.sleep(0.02)
+
+
 def test_torchrun_hands_every_worker_flag_to_the_worker():
     """torchrun's own parser (allow_abbrev) must never see the worker's flags: ``--log`` is ambiguous
     to it (exit 2) and ``--nn`` would be taken as its ``--nnodes``."""
@@ -162,10 +170,7 @@ def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(da
     assert status == 0, output
     split = tmp_path / "split"
     proc = train_cli(data, run, split, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not (split / "log.csv").exists() or len(log_rows(split)) < 20:
-        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before the signal"
-        time.sleep(0.02)
+    wait_for_rows(proc, split, 20)
     os.killpg(proc.pid, signal.SIGTERM)
     status, output = finish(proc)
     assert status == 143 and not (split / "summary.json").exists(), output
@@ -212,10 +217,7 @@ def test_ranks_die_with_a_killed_torchrun(data, tmp_path):
     run = settings(cpu_ranks=2, train_steps=100000, dev_every_steps=0, log_every_steps=1, checkpoint_steps=0)
     out = tmp_path / "run"
     proc = train_cli(data, run, out, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not (out / "log.csv").exists() or len(log_rows(out)) < 3:
-        assert proc.poll() is None and time.monotonic() < deadline, "the run ended early"
-        time.sleep(0.05)
+    wait_for_rows(proc, out, 3)
     ranks = ranks_of(out)
     assert len(ranks) == 2, ranks
     os.killpg(proc.pid, signal.SIGKILL)
