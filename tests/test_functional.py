@@ -25,21 +25,25 @@ def grads_of(fn, *tensors):
     return out.detach(), [t.grad for t in leaves]
 
 
-# 3 x 7 = 21 rows reach oneDNN as they are; 5 x 7 = 35 rows are padded to bucket_rows(35) = 36.
+# 3 x 7 = 21 rows reach oneDNN as they are; 5 x 7 = 35 rows are padded to bucket_rows(35) = 36 when
+# the product's input is no wider than its output (16 -> 24), or split into 34 rows as they are and 1
+# when it is wider (16 -> 8; the 16 -> 24 product's input gradient, 24 -> 16, too).
 LEADING = [(3, 7), (5, 7)]
+OUT_FEATURES = [24, 8]
 
 
 @needs_onednn
 @pytest.mark.parametrize("lead", LEADING)
 @pytest.mark.parametrize("bias", [True, False])
-def test_onednn_linear_equals_f_linear_values_and_gradients(bias, lead, any_size):
+@pytest.mark.parametrize("width", OUT_FEATURES)
+def test_onednn_linear_equals_f_linear_values_and_gradients(bias, lead, width, any_size):
     g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(*lead, 16, generator=g), torch.randn(24, 16, generator=g)
-    b = torch.randn(24, generator=g) if bias else None
+    x, w = torch.randn(*lead, 16, generator=g), torch.randn(width, 16, generator=g)
+    b = torch.randn(width, generator=g) if bias else None
     args = (x, w) + ((b,) if bias else ())
     out, grads = grads_of(lambda *t: linear(*t[:2], t[2] if bias else None, onednn=True), *args)
     want, want_grads = grads_of(lambda *t: F.linear(*t[:2], t[2] if bias else None), *args)
-    assert out.shape == (*lead, 24)
+    assert out.shape == (*lead, w.shape[0])
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     for got, expected in zip(grads, want_grads):
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
@@ -67,10 +71,11 @@ def test_onednn_linear_is_used_for_cpu_float32_only(any_size, monkeypatch):
 @pytest.mark.parametrize("lead", LEADING)
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
-def test_onednn_products_without_gradients_equal_f_linear(relu, bias, lead, any_size):
+@pytest.mark.parametrize("width", OUT_FEATURES)
+def test_onednn_products_without_gradients_equal_f_linear(relu, bias, lead, width, any_size):
     g = torch.Generator().manual_seed(0)
-    x, w = torch.randn(*lead, 16, generator=g), torch.randn(24, 16, generator=g)
-    b = torch.randn(24, generator=g) if bias else None
+    x, w = torch.randn(*lead, 16, generator=g), torch.randn(width, 16, generator=g)
+    b = torch.randn(width, generator=g) if bias else None
     want = F.linear(x, w, b)
     want = F.relu(want) if relu else want
     with torch.inference_mode():

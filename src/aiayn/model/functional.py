@@ -38,26 +38,44 @@ def onednn_available() -> bool:
 ROW_BUCKETS_PER_OCTAVE = 16
 
 
+def _bucket_shift(n: int) -> int:
+    """log2 of the spacing of the row buckets in n's octave: 1/16 of the power of two at or below n."""
+    return max(n.bit_length() - 1 - (ROW_BUCKETS_PER_OCTAVE.bit_length() - 1), 0)
+
+
 def bucket_rows(n: int) -> int:
     """The smallest multiple of 2^s that is >= n, where 2^s is 1/16 of the power of two at or below n
     (``ROW_BUCKETS_PER_OCTAVE`` values per octave; n itself below 32): 100 -> 100, 1000 -> 1024,
     3001 -> 3072, 4100 -> 4352."""
-    shift = max(n.bit_length() - 1 - (ROW_BUCKETS_PER_OCTAVE.bit_length() - 1), 0)
+    shift = _bucket_shift(n)
     return -(-n >> shift) << shift
+
+
+def _product(a2: Tensor, b_t: Tensor, bias: Tensor | None, relu: bool) -> Tensor:
+    """a2 (R, K) @ b_t^T + bias, ReLU fused if ``relu``, by oneDNN on zero-padded rows: (R, M)."""
+    n, rows = a2.shape[0], bucket_rows(a2.shape[0])
+    if rows != n:
+        a2 = F.pad(a2, (0, 0, 0, rows - n))  # (rows, K)
+    return torch.ops.mkldnn._linear_pointwise(a2, b_t, bias, "relu" if relu else "none", [], "")[:n]
 
 
 def _onednn_product(a: Tensor, b_t: Tensor, bias: Tensor | None = None, relu: bool = False) -> Tensor:
     """a (..., K) @ b_t^T (K, M) + bias through oneDNN, then max(0, .) if ``relu`` (fused): (..., M).
 
-    The rows of ``a`` (all leading dimensions, N) are padded with zeros to :func:`bucket_rows` (N) for
-    oneDNN and the padded rows of the result dropped, so that the set of shapes oneDNN sees stays small."""
+    oneDNN sees only row counts of :func:`bucket_rows`. Padding copies a side of the product, so the
+    narrower side is copied: when K <= M the N rows of ``a`` are padded with zeros to bucket_rows(N)
+    and the padded rows of the result dropped (a view); when K > M (an input gradient such as the
+    output projection's, K = the vocabulary) the first floor-to-bucket rows of ``a`` go as they are (a
+    view) and only the rest, fewer than N/16 rows, is padded, and the two results are joined (a copy of
+    the N x M result, not of the N x K input)."""
     a2 = a.reshape(-1, a.shape[-1])  # (N, K)
-    n = a2.shape[0]
-    rows = bucket_rows(n)
-    if rows != n:
-        a2 = F.pad(a2, (0, 0, 0, rows - n))  # (rows, K)
-    y = torch.ops.mkldnn._linear_pointwise(a2, b_t, bias, "relu" if relu else "none", [], "")  # (rows, M)
-    return y[:n].view(*a.shape[:-1], b_t.shape[0])
+    n, width = a2.shape
+    head = n >> _bucket_shift(n) << _bucket_shift(n)  # the largest row bucket <= n
+    if head == n or width <= b_t.shape[0]:
+        y = _product(a2, b_t, bias, relu)
+    else:
+        y = torch.cat([_product(a2[:head], b_t, bias, relu), _product(a2[head:], b_t, bias, relu)])
+    return y.view(*a.shape[:-1], b_t.shape[0])
 
 
 class _OneDNNLinear(torch.autograd.Function):
