@@ -91,38 +91,33 @@ def test_cpu_ranks_need_gpus_zero():
         TrainConfig(gpus=0, cpu_ranks=0)
 
 
-def test_two_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_path):
-    """20 steps of max_tokens 128: one rank of two 64-token passes, and two torchrun ranks of one pass
+@pytest.mark.parametrize("ranks, max_tokens", [(2, 128), (3, 120)])
+def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_path, ranks, max_tokens):
+    """20 steps of ``max_tokens``: one rank of ``ranks`` passes, and ``ranks`` torchrun ranks of one pass
     each (the workflow's command line: ``--threads 2 --log FILE``): same loss, gradient norm, weights."""
-    base = dict(train_steps=20, dev_every_steps=0, log_every_steps=1, checkpoint_steps=0, keep_checkpoints=1)
+    base = dict(train_steps=20, dev_every_steps=0, log_every_steps=1, checkpoint_steps=0, keep_checkpoints=1,
+                max_tokens=max_tokens, max_tokens_per_batch=max_tokens // ranks)
     runs = {}
-    for ranks in (1, 2):
-        run = settings(cpu_ranks=ranks, **base)
+    for n in (1, ranks):
+        run = settings(cpu_ranks=n, **base)
         run["model"]["dropout"] = 0.0  # dropout masks are drawn per rank
-        status, output = finish(train_cli(data, run, tmp_path / f"r{ranks}"))
+        status, output = finish(train_cli(data, run, tmp_path / f"r{n}"))
         assert status == 0, output
-        runs[ranks] = tmp_path / f"r{ranks}"
-    assert "relaunching under torchrun" in output and "2 rank(s) on cpu" in output
+        runs[n] = tmp_path / f"r{n}"
+    assert "relaunching under torchrun" in output
+    assert (f"{ranks} rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= {max_tokens // ranks} tokens per rank: "
+            f"{max_tokens} tokens per step") in output
     summaries = {r: json.loads((out / "summary.json").read_text()) for r, out in runs.items()}
-    assert (summaries[1]["world_size"], summaries[2]["world_size"]) == (1, 2)
-    assert summaries[1]["tokens_tgt"] == summaries[2]["tokens_tgt"]
-    one, two = log_rows(runs[1]), log_rows(runs[2])
-    assert [r["step"] for r in one] == [r["step"] for r in two] == [str(s) for s in range(1, 21)]
+    assert (summaries[1]["world_size"], summaries[ranks]["world_size"]) == (1, ranks)
+    assert summaries[1]["tokens_tgt"] == summaries[ranks]["tokens_tgt"]
+    one, many = log_rows(runs[1]), log_rows(runs[ranks])
+    assert [r["step"] for r in one] == [r["step"] for r in many] == [str(s) for s in range(1, 21)]
     for key in ("loss", "grad_norm"):
-        torch.testing.assert_close(torch.tensor([float(r[key]) for r in two], dtype=torch.float64),
+        torch.testing.assert_close(torch.tensor([float(r[key]) for r in many], dtype=torch.float64),
                                    torch.tensor([float(r[key]) for r in one], dtype=torch.float64), rtol=RTOL, atol=ATOL)
     weights = [last_weights(out) for out in runs.values()]
     for name, value in weights[0].items():
         torch.testing.assert_close(weights[1][name], value, rtol=RTOL, atol=ATOL)
-
-
-def test_three_cpu_ranks_train(data, tmp_path):
-    run = settings(cpu_ranks=3, train_steps=4, dev_every_steps=0, max_tokens=120, max_tokens_per_batch=40)
-    status, output = finish(train_cli(data, run, tmp_path / "r3"))
-    assert status == 0, output
-    summary = json.loads((tmp_path / "r3" / "summary.json").read_text())
-    assert summary["world_size"] == 3 and summary["steps"] == 4
-    assert "3 rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= 40 tokens per rank: 120 tokens per step" in output
 
 
 CHILD = """
