@@ -7,6 +7,7 @@ table rule) runs through ``profiles/slurm`` with CI-sized resources; the project
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import time
@@ -21,6 +22,8 @@ from slurm_helpers import (ROOT, ci_profile, finish, job_field, run_snakemake, s
 pytestmark = [
     pytest.mark.slurm,
     pytest.mark.skipif(not sinfo_answers(), reason="no SLURM cluster answers sinfo (start one: sudo .ci/slurm-up.sh)"),
+    pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+                       reason="snakemake-executor-plugin-slurm is not installed (pip install -e '.[slurm]')"),
 ]
 
 TOY_SNAKEFILE = r'''
