@@ -229,6 +229,44 @@ def test_a_decode_change_touches_only_that_runs_decode_file(paper):
     assert changed == ["results/config.json", "results/en-de/A2/settings/train.json"]
 
 
+def test_seeds_add_runs_that_differ_only_in_their_seed(paper):
+    """``seeds: k`` adds k - 1 runs, seed i = train.seed + i, each with its own settings files; the first
+    seed keeps the experiment's directory and files, and other runs are untouched."""
+    assert paper["defaults"]["seeds"] == 1 and cfg.run_names(paper) == list(paper["experiments"])
+    before = cfg.settings_files(paper)
+    config = cfg.deep_merge(paper, {"experiments": {"C1": {"seeds": 3, "train": {"seed": 7}}}})
+    cfg.validate(config)
+    assert cfg.seed_runs(config, "en-de", "C1") == [("C1", 7), ("C1.seed8", 8), ("C1.seed9", 9)]
+    after = cfg.settings_files(config)
+    assert sorted(set(after) - set(before)) == sorted(f"results/en-de/C1.seed{s}/settings/{stage}.json"
+                                                      for s in (8, 9) for stage in ("average", "decode", "train"))
+    first, third = after["results/en-de/C1/settings/train.json"], after["results/en-de/C1.seed9/settings/train.json"]
+    assert third["train"]["seed"] == 9 and third["experiment"] == "C1"
+    assert {**third, "train": {**third["train"], "seed": 7}} == first
+    assert cfg.run_names(config)[-2:] == ["C1.seed8", "C1.seed9"]
+    assert cfg.resolve_run(config, "C1.seed8", "en-de")["train"]["seed"] == 8
+    per_task = cfg.deep_merge(paper, {"defaults": {"seeds": 2}, "experiments": {"big": {"task_overrides": {
+        "en-fr": {"train": {"seed": 5}}}}}})
+    assert cfg.seeds(per_task, "big", "en-de") == [1, 2] and cfg.seeds(per_task, "big", "en-fr") == [5, 6]
+
+
+def test_bad_seeds_are_refused_naming_the_key(paper):
+    for where, value in (("defaults", 0), ("experiments.A1", "2")):
+        bad = copy.deepcopy(paper)
+        section = bad["defaults"] if where == "defaults" else bad["experiments"]["A1"]
+        section["seeds"] = value
+        with pytest.raises(cfg.ConfigError, match=re.escape(f"{where}.seeds")):
+            cfg.validate(bad)
+    clash = cfg.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}, "A1.seed2": {"tasks": ["en-de"], "tables": []}}})
+    with pytest.raises(cfg.ConfigError, match=r"experiments\.A1\.seeds: seed 2 runs in en-de/A1\.seed2"):
+        cfg.validate(clash)
+    merged = cfg.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}}})
+    merged["experiments"]["A1"]["seeds"] = None   # an overlay's null: defaults' seeds again
+    assert "seeds" not in cfg.prune(merged)["experiments"]["A1"]
+    with pytest.raises(cfg.ConfigError, match="unknown run 'A1.seed2'"):
+        cfg.resolve_run(paper, "A1.seed2", "en-de")
+
+
 def test_run_choice_limits_runs_and_names_unknown_keys(paper):
     config = copy.deepcopy(paper)
     config["run"] = {"tasks": ["en-fr"], "experiments": ["base", "big"]}

@@ -86,3 +86,24 @@ def test_unknown_run_choice_is_an_error_naming_the_key(tmp_path):
     bad.write_text(yaml.safe_dump({"run": {"experiments": ["C9"]}}))
     result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(bad), "--dry-run", check=False)
     assert result.returncode != 0 and "run.experiments: unknown experiment 'C9'" in result.stdout + result.stderr
+
+
+def test_two_seeds_for_two_rows_train_four_runs(tmp_path):
+    """``seeds: 2`` on base and C1 trains each twice: the first seed in the experiment's directory, the
+    second in ``<exp>.seed2`` with train.seed 2; each is decoded and scored on dev, base's also on test."""
+    overlay = tmp_path / "seeds.yaml"
+    overlay.write_text(yaml.safe_dump({"run": {"tasks": ["en-de"], "experiments": ["base", "C1"]},
+                                       "experiments": {"base": {"seeds": 2}, "C1": {"seeds": 2}}}))
+    result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(overlay), "--dry-run",
+                       "--printshellcmds")
+    jobs = _planned(result)
+    assert (jobs["train"], jobs["perplexity"], jobs["average"]) == (4, 4, 2)
+    trained = set(re.findall(r"python -m aiayn\.train .*--out-dir results/en-de/(\S+)/train ", result.stdout))
+    assert trained == {"base", "base.seed2", "C1", "C1.seed2"}
+    dev = set(re.findall(r"--output results/en-de/(\S+)/dev-last\.bleu\.json", result.stdout))
+    assert dev == trained
+    test = set(re.findall(r"--output results/en-de/(\S+)/test-avg\.bleu\.json", result.stdout))
+    assert test == {"base", "base.seed2"}
+    [settings] = [line for line in result.stdout.splitlines()
+                  if "python -m aiayn.settings" in line and "--output results/en-de/C1.seed2/settings/train.json" in line]
+    assert '"seed": 2' in settings and '"experiment": "C1"' in settings

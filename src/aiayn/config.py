@@ -6,6 +6,11 @@ paper's row differs, optionally per task (``task_overrides``). :func:`resolve` m
 settings of one run (one experiment on one task); :func:`settings_files` gives every stage its part
 of the config, the content of the one settings file that stage reads (``aiayn.settings``).
 
+Seeds: an experiment trains ``seeds`` models per task (``defaults.seeds``, overridable per experiment; 1,
+the paper's single run, when unset), seed i (i = 0..k-1) being the run's ``train.seed`` + i. The first
+keeps the run directory ``R/<task>/<exp>``; the others are runs of their own, ``R/<task>/<exp>.seed<S>``
+(:func:`seed_runs`), so that ``seeds: 1`` changes no file and no job.
+
 What runs: every experiment on each of its ``tasks``, or, with ``run: {tasks: [...], experiments: [...]}``,
 only the chosen experiments on the chosen tasks (:func:`runs`). An overlay deletes an entry of ``tasks``,
 ``sources`` or ``experiments`` by setting it to ``null``, and a key of an experiment's ``model``,
@@ -33,6 +38,7 @@ from aiayn.settings import from_section
 from aiayn.train.settings import TrainConfig
 
 SECTIONS = ("model", "train", "average", "decode")
+SEED_RUN = "{experiment}.seed{seed}"  # the run directory of an experiment's seed after the first
 DELETABLE = ("tasks", "sources", "experiments")
 log = logging.getLogger(__name__)
 
@@ -68,8 +74,8 @@ def prune(config: Any) -> Any:
     ``experiments.<e>: null`` remove that entry; a
     removed task also leaves every experiment's ``tasks`` (and ``task_overrides``), and an experiment
     left without a task is removed, with a log line. ``null`` for a key of an experiment's ``model``,
-    ``train``, ``average`` or ``decode`` (also under ``task_overrides``) removes the override, so
-    ``defaults``' value applies. Anything else is returned unchanged (the schema judges it).
+    ``train``, ``average`` or ``decode`` (also under ``task_overrides``), or for its ``seeds``, removes
+    the override, so ``defaults``' value applies. Anything else is returned unchanged (the schema judges it).
     """
     if not isinstance(config, dict):
         return config
@@ -99,6 +105,8 @@ def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -
             log.info("experiments.%s: no task left; not run", name)
             del config["experiments"][name]
             return
+    if "seeds" in spec and spec["seeds"] is None:
+        del spec["seeds"]
     overrides = spec.get("task_overrides")
     if isinstance(overrides, dict):
         spec["task_overrides"] = {t: v for t, v in overrides.items() if t not in deleted_tasks}
@@ -138,6 +146,7 @@ def _check_references(config: dict, source: str) -> None:
     _check_choice(config, source)
     _check_files(config, source)
     _check_runs(config, source)
+    _check_seed_runs(config, source)
 
 
 def _check_source(config: dict, task: str, corpus: str, source: str) -> None:
@@ -199,6 +208,15 @@ def _check_runs(config: dict, source: str) -> None:
                 raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
 
 
+def _check_seed_runs(config: dict, source: str) -> None:
+    """The run directory of an extra seed (:data:`SEED_RUN`) is not also an experiment's name."""
+    for task, exp in runs(config):
+        for name, seed in seed_runs(config, task, exp)[1:]:
+            if name in config["experiments"]:
+                raise ConfigError(f"{source}: experiments.{exp}.seeds: seed {seed} runs in {task}/{name}, "
+                                  f"which is also an experiment's name; rename experiments.{name}")
+
+
 def deep_merge(base: dict, override: dict) -> dict:
     """Return ``base`` with ``override`` applied recursively (dicts merge, everything else replaces)."""
     merged = copy.deepcopy(base)
@@ -228,6 +246,44 @@ def resolve(config: dict, experiment: str, task: str) -> dict:
     settings["experiment"] = experiment
     settings["task"] = task
     return settings
+
+
+def seeds(config: dict, experiment: str, task: str) -> list[int]:
+    """The training seeds of ``experiment`` on ``task``: k = its ``seeds`` (else ``defaults.seeds``,
+    else 1), seed i = the run's resolved ``train.seed`` + i for i = 0..k-1 (distinct, the first one
+    the seed a single run trains with)."""
+    k = config["experiments"][experiment].get("seeds", config["defaults"].get("seeds", 1))
+    first = resolve(config, experiment, task)["train"].get("seed", TrainConfig.seed)
+    return [first + i for i in range(k)]
+
+
+def seed_runs(config: dict, task: str, experiment: str) -> list[tuple[str, int]]:
+    """``[(run directory name, seed)]`` of ``experiment`` on ``task``: the experiment's own name for the
+    first seed, :data:`SEED_RUN` (``base.seed2``) for each further one."""
+    return [(experiment if i == 0 else SEED_RUN.format(experiment=experiment, seed=seed), seed)
+            for i, seed in enumerate(seeds(config, experiment, task))]
+
+
+def run_names(config: dict) -> list[str]:
+    """Every run directory name under ``R/<task>/``: each experiment's, then the extra seeds' of the runs
+    the config trains."""
+    extra = [name for task, exp in runs(config) for name, _ in seed_runs(config, task, exp)[1:]]
+    return list(dict.fromkeys([*config["experiments"], *extra]))
+
+
+def resolve_run(config: dict, run: str, task: str) -> dict:
+    """:func:`resolve` for a run directory name (:func:`seed_runs`): an extra seed's run is its
+    experiment's settings with ``train.seed`` set to that seed."""
+    if run in config["experiments"]:
+        return resolve(config, run, task)
+    for exp in config["experiments"]:
+        if task in config["experiments"][exp]["tasks"]:
+            for name, seed in seed_runs(config, task, exp)[1:]:
+                if name == run:
+                    settings = resolve(config, exp, task)
+                    settings["train"]["seed"] = seed
+                    return settings
+    raise ConfigError(f"unknown run {run!r} on task {task!r}")
 
 
 def vocab_size(task: dict) -> int:
@@ -269,7 +325,8 @@ def settings_files(config: dict) -> dict[str, Any]:
     ``normalize_punctuation``; a task's BPE adds its ``vocab_size``; the treebank stage its
     task's splits, linearization and silver trees); training reads a run's ``model`` and ``train`` (with
     ``experiment`` and ``task``), averaging and decoding their own sections, so that a new beam size
-    decodes again without training again. ``R/config.json`` is the whole config, for the report.
+    decodes again without training again; each extra seed of a run (:func:`seed_runs`) has its own, its
+    ``train.seed`` its only difference. ``R/config.json`` is the whole config, for the report.
     """
     data, data_dir, results_dir = config["data"], config["data_dir"], config["results_dir"]
     files: dict[str, Any] = {f"{results_dir}/config.json": config,
@@ -286,9 +343,10 @@ def settings_files(config: dict) -> dict[str, Any]:
             files[f"{data_dir}/settings/{task}/treebank.json"] = {
                 key: spec[key] for key in ("splits", "linearization", "silver") if key in spec}
     for task, exp in runs(config):
-        settings = resolve(config, exp, task)
-        run = f"{results_dir}/{task}/{exp}/settings"
-        files[f"{run}/train.json"] = {k: settings[k] for k in ("model", "train", "experiment", "task")}
-        files[f"{run}/average.json"] = settings["average"]
-        files[f"{run}/decode.json"] = settings["decode"]
+        for name, _ in seed_runs(config, task, exp):
+            settings = resolve_run(config, name, task)
+            run = f"{results_dir}/{task}/{name}/settings"
+            files[f"{run}/train.json"] = {k: settings[k] for k in ("model", "train", "experiment", "task")}
+            files[f"{run}/average.json"] = settings["average"]
+            files[f"{run}/decode.json"] = settings["decode"]
     return files

@@ -22,7 +22,7 @@ TASKS = config["tasks"]
 SOURCES = config["sources"]
 TRANSLATION = [t for t, spec in TASKS.items() if spec["kind"] == "translation"]
 PARSING = [t for t, spec in TASKS.items() if spec["kind"] == "parsing"]
-EXPERIMENTS = list(config["experiments"])
+RUNS = aiayn_config.run_names(config)  # run directories: experiments, then extra seeds (<exp>.seed<S>)
 ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if data_sources.is_archive(source)]
 FILE_CORPORA = [c for c in SOURCES if c not in ARCHIVE_CORPORA]
 ARCHIVE_URLS = data_sources.downloads(SOURCES, ARCHIVE_CORPORA)
@@ -38,7 +38,7 @@ wildcard_constraints:
     task=_alternatives(TASKS),
     ttask=_alternatives(TRANSLATION),
     ptask=_alternatives(PARSING),
-    exp=_alternatives(EXPERIMENTS),
+    exp=_alternatives(RUNS),
     corpus=_alternatives(SOURCES),
     acorpus=_alternatives(ARCHIVE_CORPORA),
     fcorpus=_alternatives(FILE_CORPORA),
@@ -82,20 +82,20 @@ def local_copy(wildcards):
 
 def gpus(wildcards):
     """GPUs of a run's training job; its decoding and scoring take one when training took any."""
-    return aiayn_config.resolve(config, wildcards.exp, wildcards.task)["train"]["gpus"]
+    return aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"]["gpus"]
 
 
 def train_resource(name):
     """One resource of a run's training job (aiayn.train.slurm.train_resources); None leaves it out."""
     def value(wildcards, threads):
-        train = aiayn_config.resolve(config, wildcards.exp, wildcards.task)["train"]
+        train = aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"]
         return train_slurm.train_resources(train, threads).get(name)
     return value
 
 
 def train_launcher(wildcards):
     """``srun`` starting one torchrun agent per node when the run spans nodes, else nothing."""
-    return train_slurm.train_launcher(aiayn_config.resolve(config, wildcards.exp, wildcards.task)["train"])
+    return train_slurm.train_launcher(aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"])
 
 
 def checkpoint(wildcards):

@@ -44,7 +44,7 @@ rule bleu:
     output:
         f"{R}/{{ttask}}/{{run}}/{{split}}-{{kind}}.bleu.json",
     wildcard_constraints:
-        run=_alternatives([*EXPERIMENTS, "baseline"]),
+        run=_alternatives([*RUNS, "baseline"]),
         kind="avg|last|copy",
     params:
         lang=lambda w: sides(w.ttask)[1],

@@ -58,7 +58,7 @@ rule evalb:
         txt=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.txt",
         json=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.json",
     wildcard_constraints:
-        run=_alternatives([*EXPERIMENTS, "baseline"]),
+        run=_alternatives([*RUNS, "baseline"]),
         kind="avg|last|flat",
     log:
         f"{R}/{{ptask}}/{{run}}/logs/{{split}}-{{kind}}.evalb.log",
