@@ -6,7 +6,9 @@ differ from ``defaults`` (the base model), steps, parameters, training time and 
 last checkpoint (translation), and test BLEU or F1 from the averaged checkpoints for the runs decoded on
 the test set (:func:`aiayn.config.decodes_test`: Table 2 and 4 runs and experiments in no paper table;
 Table 3 rows are scored on dev only, as in the paper). A parsing task without a treebank runs nothing
-and is left out.
+and is left out. A run trained with several seeds (``seeds``) shows the mean ± sample sd of its scores,
+training time and speed over them, and their number in a Seeds column (:mod:`aiayn.report.seeds`);
+settings, steps and parameters are its first seed's.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import config as cfg
+from aiayn.report import seeds
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, EVALB_KEYS, PAPER_BLEU_LABEL, PPL_KEYS, SACREBLEU_LABEL,
-                                  SUMMARY_KEYS, BleuNotes, number, read_metrics, run_dir, summary_path)
+                                  SUMMARY_KEYS, BleuNotes, number, read_metrics, seed_dirs)
 
 COLUMNS = [
     Column("task", "Task"),
@@ -26,17 +29,20 @@ COLUMNS = [
     Column("changes", "Settings that differ from defaults"),
     Column("steps", "Steps", "int"),
     Column("params_m", "Params (M)", "millions"),
-    Column("dev_ppl", "Dev PPL", "score"),
-    Column("dev_bleu", f"Dev {PAPER_BLEU_LABEL}", "score"),
-    Column("dev_sacrebleu", f"Dev {SACREBLEU_LABEL}", "score"),
-    Column("test_bleu", f"Test {PAPER_BLEU_LABEL}", "score"),
-    Column("test_sacrebleu", f"Test {SACREBLEU_LABEL}", "score"),
-    Column("test_f1", "Test F1 (EVALB)", "score"),
-    Column("train_seconds", "Training time", "duration"),
-    Column("tokens_per_second", "Target tokens/s", "int"),
+    Column("dev_ppl", "Dev PPL", "score", spread=True),
+    Column("dev_bleu", f"Dev {PAPER_BLEU_LABEL}", "score", spread=True),
+    Column("dev_sacrebleu", f"Dev {SACREBLEU_LABEL}", "score", spread=True),
+    Column("test_bleu", f"Test {PAPER_BLEU_LABEL}", "score", spread=True),
+    Column("test_sacrebleu", f"Test {SACREBLEU_LABEL}", "score", spread=True),
+    Column("test_f1", "Test F1 (EVALB)", "score", spread=True),
+    Column("train_seconds", "Training time", "duration", spread=True),
+    Column("tokens_per_second", "Target tokens/s", "int", spread=True),
     Column("hardware", "Hardware"),
 ]
+SEEDS_COLUMN = Column("seeds", "Seeds", "int")  # after "changes", in a seeded table
 SUMMARY_EXTRA = ("steps", "tokens_tgt")
+SPREAD_KEYS = ("dev_ppl", "dev_bleu", "dev_sacrebleu", "test_bleu", "test_sacrebleu", "test_f1",
+               "train_seconds", "tokens_per_second")
 
 
 def table_runs(config: dict) -> list[tuple[str, str]]:
@@ -45,9 +51,10 @@ def table_runs(config: dict) -> list[tuple[str, str]]:
     return [(t, e) for t, e in cfg.runs(config) if tasks[t]["kind"] != "parsing" or tasks[t].get("treebank")]
 
 
-def _paths(config: dict, results_dir: Path, task: str, exp: str) -> dict[str, Path]:
-    directory, translation = run_dir(results_dir, task, exp), config["tasks"][task]["kind"] == "translation"
-    paths = {"summary": summary_path(results_dir, task, exp), "ppl": directory / "dev-last.ppl.json"}
+def _paths(config: dict, directory: Path, task: str, exp: str) -> dict[str, Path]:
+    """The metric files of one seed's run directory ``directory`` of ``exp`` on ``task``."""
+    translation = config["tasks"][task]["kind"] == "translation"
+    paths = {"summary": directory / "train" / "summary.json", "ppl": directory / "dev-last.ppl.json"}
     if translation:
         paths["dev_bleu"] = directory / "dev-last.bleu.json"
     if cfg.decodes_test(config, exp):
@@ -56,44 +63,68 @@ def _paths(config: dict, results_dir: Path, task: str, exp: str) -> dict[str, Pa
 
 
 def inputs(config: dict, results_dir: Path) -> list[Path]:
-    """Every metric file the experiments table reads."""
-    return [path for task, exp in table_runs(config) for path in _paths(config, results_dir, task, exp).values()]
+    """Every metric file the experiments table reads, of every seed of every run."""
+    return [path for task, exp in table_runs(config) for directory in seed_dirs(config, results_dir, task, exp)
+            for path in _paths(config, directory, task, exp).values()]
 
 
 def build(config: dict, results_dir: Path) -> Table:
     """The experiments table from the metric files under ``results_dir`` (see :func:`inputs`)."""
     notes = BleuNotes()
     rows = [_row(config, results_dir, task, exp, notes) for task, exp in table_runs(config)]
-    return Table("experiments", "Every run: its settings, scores and cost", COLUMNS, rows, [
+    seeded = any(row["seeds"] > 1 for row in rows)
+    at = [c.key for c in COLUMNS].index("changes") + 1
+    columns = [*COLUMNS[:at], SEEDS_COLUMN, *COLUMNS[at:]] if seeded else COLUMNS
+    return Table("experiments", "Every run: its settings, scores and cost", columns, rows, [
         "Settings: the keys of model, train, average and decode whose values differ from the config's "
         "defaults (the base model), as the run trained (its summary) and decoded.",
         "Dev: the last checkpoint, no averaging. Test: the average of the last checkpoints (average.last); "
         "left blank for runs reported only in Table 3, which the paper scored on dev alone.",
         "Training time: wall clock of the training job(s), resumed runs summed; tokens/s: target tokens "
         "per second over that time, all GPUs together.",
+        *([SEED_NOTE] if seeded else []),
         *notes.lines(),
-    ])
+    ], seeded=seeded)
+
+
+SEED_NOTE = ("Scores, training time and tokens/s: mean ± sample standard deviation (n - 1 in the "
+             "denominator) over the Seeds column's n models, seed i = train.seed + i (a run of one seed: "
+             "its value); settings, steps, params and hardware: the first seed's, whose train.seed is the one listed.")
 
 
 def _row(config: dict, results_dir: Path, task: str, exp: str, notes: BleuNotes) -> dict[str, Any]:
-    paths = _paths(config, results_dir, task, exp)
-    summary = read_metrics(paths["summary"], SUMMARY_KEYS + SUMMARY_EXTRA)
-    seconds = number(summary, "wall_seconds")
+    """One run's row: its first seed's settings and cost, every seed's scores as mean and sd."""
+    per_seed = [_seed_values(config, directory, task, exp, notes)
+                for directory in seed_dirs(config, results_dir, task, exp)]
+    summary = per_seed[0].pop("summary")
     row: dict[str, Any] = {
         "task": task, "experiment": exp, "changes": changes(config, task, exp, summary["settings"]),
-        "steps": summary["steps"], "params_m": number(summary, "params") / 1e6,
-        "dev_ppl": number(read_metrics(paths["ppl"], PPL_KEYS), "ppl"), "train_seconds": seconds,
-        "tokens_per_second": number(summary, "tokens_tgt") / seconds if seconds > 0 else float("nan"),
+        "seeds": len(per_seed), "steps": summary["steps"], "params_m": number(summary, "params") / 1e6,
         "hardware": f"{summary['world_size']} x {summary['gpu_model']}",
+    }
+    for key in SPREAD_KEYS:
+        if key in per_seed[0]:
+            row.update(seeds.cells(key, [values[key] for values in per_seed]))
+    return row
+
+
+def _seed_values(config: dict, directory: Path, task: str, exp: str, notes: BleuNotes) -> dict[str, Any]:
+    """The numbers of one seed's run: ``summary`` and every key of :data:`SPREAD_KEYS` it has."""
+    paths = _paths(config, directory, task, exp)
+    summary = read_metrics(paths["summary"], SUMMARY_KEYS + SUMMARY_EXTRA)
+    seconds = number(summary, "wall_seconds")
+    values: dict[str, Any] = {
+        "summary": summary, "dev_ppl": number(read_metrics(paths["ppl"], PPL_KEYS), "ppl"), "train_seconds": seconds,
+        "tokens_per_second": number(summary, "tokens_tgt") / seconds if seconds > 0 else float("nan"),
     }
     scores = [("dev", paths.get("dev_bleu")), ("test", paths.get("test"))]
     for split, path in [(split, path) for split, path in scores if path and path.name.endswith(".bleu.json")]:
         bleu = read_metrics(path, BLEU_KEYS)
-        notes.record(bleu, f"{task}/{exp} {split}")
-        row[f"{split}_bleu"], row[f"{split}_sacrebleu"] = number(bleu, "paper_bleu"), number(bleu, "sacrebleu")
+        notes.record(bleu, f"{task}/{directory.name} {split}")
+        values[f"{split}_bleu"], values[f"{split}_sacrebleu"] = number(bleu, "paper_bleu"), number(bleu, "sacrebleu")
     if paths.get("test") and paths["test"].name.endswith(".evalb.json"):
-        row["test_f1"] = number(read_metrics(paths["test"], EVALB_KEYS), "f1")
-    return row
+        values["test_f1"] = number(read_metrics(paths["test"], EVALB_KEYS), "f1")
+    return values
 
 
 def changes(config: dict, task: str, exp: str, trained: dict) -> str:

@@ -9,6 +9,10 @@ A :class:`Table` is a list of columns and a list of rows (``{column key: value}`
 
 Markdown and LaTeX are for reading; the CSV is for machines: column keys as its header, numbers at full
 precision, ``n/a`` for NaN (pandas reads it as NaN), an empty field for nothing.
+
+A table of runs trained with several seeds (``Table.seeded``) shows a ``spread`` column's mean with the
+sample standard deviation held in the row under ``<key>_sd``: ``25.80 ± 0.20`` for readers, two
+numeric columns ``<key>`` and ``<key>_sd`` in the CSV (:mod:`aiayn.report.seeds`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class Column:
     header: str
     kind: str = "text"       # one of _FORMATS, "flops" or "duration" (seconds); only "text" is left-aligned
     tex: str | None = None   # LaTeX header; default: ``header`` escaped
+    spread: bool = False     # a mean over seeds: ``<key>_sd`` in the row is its sample sd
 
 
 @dataclass
@@ -54,6 +59,7 @@ class Table:
     rows: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     footer: str = ""
+    seeded: bool = False     # some run has several seeds: spread columns show ± sd, the CSV a _sd column
 
 
 def is_nan(value: Any) -> bool:
@@ -97,6 +103,22 @@ def format_cell(value: Any, kind: str, tex: bool = False) -> str:
     return _FORMATS.get(kind, "{}").format(value)
 
 
+def reader_cell(table: Table, row: dict[str, Any], column: Column, tex: bool = False) -> str:
+    """One cell for a reader: :func:`format_cell`, with `` ± sd`` after a spread column's mean."""
+    text = format_cell(row.get(column.key), column.kind, tex)
+    sd = row.get(f"{column.key}_sd") if column.spread and table.seeded else None
+    if sd is None or text in ("", NA):
+        return text
+    sign = r"$\pm$" if tex else "±"
+    return f"{text} {sign} {format_cell(sd, column.kind, tex)}"
+
+
+def csv_keys(table: Table) -> list[str]:
+    """The CSV header: every column's key, each spread column followed by ``<key>_sd`` when seeded."""
+    return [key for c in table.columns
+            for key in ([c.key, f"{c.key}_sd"] if c.spread and table.seeded else [c.key])]
+
+
 def csv_cell(value: Any) -> str:
     """The text of one CSV field: full precision, ``n/a`` for NaN, empty for nothing."""
     if value is None:
@@ -112,7 +134,7 @@ def render_markdown(table: Table) -> str:
     aligns = ["---" if c.kind == "text" else "---:" for c in table.columns]
     lines = [f"## {table.title}", "", _md_row(headers), _md_row(aligns)]
     for row in table.rows:
-        lines.append(_md_row([format_cell(row.get(c.key), c.kind) for c in table.columns]))
+        lines.append(_md_row([reader_cell(table, row, c) for c in table.columns]))
     lines.append("")
     lines.extend(f"- {note}" for note in table.notes)
     if table.notes:
@@ -130,9 +152,10 @@ def render_csv(table: Table) -> str:
     """One header line of column keys, then one line per row."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([c.key for c in table.columns])
+    keys = csv_keys(table)
+    writer.writerow(keys)
     for row in table.rows:
-        writer.writerow([csv_cell(row.get(c.key)) for c in table.columns])
+        writer.writerow([csv_cell(row.get(key)) for key in keys])
     return buffer.getvalue()
 
 
@@ -159,7 +182,7 @@ def render_latex(table: Table) -> str:
              "\\resizebox{\\textwidth}{!}{%", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
              " & ".join(headers) + " \\\\", "\\midrule"]
     for row in table.rows:
-        cells = [format_cell(row.get(c.key), c.kind, tex=True) for c in table.columns]
+        cells = [reader_cell(table, row, c, tex=True) for c in table.columns]
         lines.append(" & ".join(cells) + " \\\\")
     lines.extend(["\\bottomrule", "\\end{tabular}}"])
     extra = [tex_escape(note) for note in table.notes] + ([tex_escape(table.footer)] if table.footer else [])
@@ -179,7 +202,7 @@ def render_html(table: Table) -> str:
     header = "".join(f"<th>{html.escape(c.header)}</th>" for c in table.columns)
     body = "".join(
         "<tr>" + "".join(f'<td{"" if c.kind == "text" else " class=num"}>'
-                         f"{html.escape(format_cell(row.get(c.key), c.kind))}</td>" for c in table.columns) + "</tr>\n"
+                         f"{html.escape(reader_cell(table, row, c))}</td>" for c in table.columns) + "</tr>\n"
         for row in table.rows)
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in table.notes)
     footer = f"<p><i>{html.escape(table.footer)}</i></p>" if table.footer else ""

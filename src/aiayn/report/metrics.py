@@ -14,6 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from aiayn import config as cfg
+
 log = logging.getLogger(__name__)
 
 BLEU_KEYS = ("sacrebleu", "sacrebleu_signature", "paper_bleu")
@@ -43,6 +45,12 @@ class MetricFileError(ValueError):
 def run_dir(results_dir: Path, task: str, experiment: str) -> Path:
     """``R/<task>/<exp>``: where one run's decodes and scores live."""
     return Path(results_dir) / task / experiment
+
+
+def seed_dirs(config: dict, results_dir: Path, task: str, experiment: str) -> list[Path]:
+    """The run directories of every seed of a run (:func:`aiayn.config.seed_runs`), the first one
+    :func:`run_dir`."""
+    return [run_dir(results_dir, task, name) for name, _ in cfg.seed_runs(config, task, experiment)]
 
 
 def summary_path(results_dir: Path, task: str, experiment: str) -> Path:

@@ -9,7 +9,7 @@ matplotlib's Agg canvas (no display, no pyplot state), for the runs reported in 
   ``R/<task>/<exp>/train/log.csv`` (columns ``step, loss, lr, dev_ppl``; ``dev_ppl`` is empty except on
   dev evaluations);
 - ``table3.png`` (when Table 3 is asked for and has rows): dev BLEU (paper method) and dev perplexity
-  of every Table 3 row, ours beside the paper's.
+  of every Table 3 row, ours (the mean over seeds, with the sample sd as an error bar) beside the paper's.
 """
 
 from __future__ import annotations
@@ -80,9 +80,10 @@ def table3_chart(rows: list[dict]) -> Figure:
     bleu_ax, ppl_ax = figure.subplots(2, 1, sharex=True)
     for ax, metric, label in ((bleu_ax, "bleu", "dev BLEU"), (ppl_ax, "ppl", "dev PPL")):
         ours = [np.nan if row.get(f"{metric}_ours") is None else row[f"{metric}_ours"] for row in rows]
+        spread = [row.get(f"{metric}_ours_sd") or 0.0 for row in rows]   # sample sd over seeds; 0 for one
         theirs = [paper.as_float(row.get(f"{metric}_paper")) for row in rows]
         ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, label="paper", color="0.6")
-        ax.bar(x + 0.2, ours, 0.4, label="ours", color="tab:blue")
+        ax.bar(x + 0.2, ours, 0.4, yerr=spread if any(spread) else None, capsize=2, label="ours", color="tab:blue")
         ax.set_ylabel(label)
         ax.grid(axis="y", alpha=0.3)
     bleu_ax.legend()

@@ -7,6 +7,11 @@ paper. A row that does not run (``run:`` chose others) keeps the paper's numbers
 would train with, and leaves ours blank, as Table 2 does for the paper's other systems.
 The architecture columns are the paper's (N, d_model, d_ff, h, d_k, d_v, P_drop, eps_ls, train steps,
 positional encoding) and are read from the settings each run trained with (its ``summary.json``).
+
+When some row trained several seeds (``seeds``), our scores are the mean ± sample sd over them, with
+their number in a Seeds column, and each row says whether the paper's difference to its base row is
+larger than what our seeds can resolve (:mod:`aiayn.report.seeds`); with one seed everywhere the table
+is as before.
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import config as cfg
-from aiayn.report import paper
+from aiayn.report import paper, seeds
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, PPL_KEYS, SACREBLEU_LABEL, SUMMARY_KEYS,
-                                  BleuNotes, MetricFileError, number, read_metrics, run_dir, summary_path)
+                                  BleuNotes, MetricFileError, number, read_metrics, seed_dirs, summary_path)
 
 COLUMNS = [
     Column("row", "Row"),
@@ -33,15 +38,24 @@ COLUMNS = [
     Column("train_steps", "train steps", "int"),
     Column("positional", "positional encoding"),
     Column("ppl_paper", "Paper PPL (dev)", "paper"),
-    Column("ppl_ours", "Ours: PPL (dev)", "score"),
+    Column("ppl_ours", "Ours: PPL (dev)", "score", spread=True),
     Column("ppl_delta", "Δ PPL", "delta"),
     Column("bleu_paper", "Paper BLEU (dev)", "paper"),
-    Column("bleu_ours", f"Ours: {PAPER_BLEU_LABEL}", "score"),
+    Column("bleu_ours", f"Ours: {PAPER_BLEU_LABEL}", "score", spread=True),
     Column("bleu_delta", "Δ BLEU", "delta"),
-    Column("sacrebleu_ours", f"Ours: {SACREBLEU_LABEL}", "score"),
+    Column("sacrebleu_ours", f"Ours: {SACREBLEU_LABEL}", "score", spread=True),
     Column("params_paper", "Paper params ×10^6", "paper", "Paper params $\\times 10^6$"),
     Column("params_ours", "Ours: params ×10^6", "millions", "Ours: params $\\times 10^6$"),
 ]
+SEEDS_COLUMN = Column("seeds", "Seeds", "int")  # after "positional", in a seeded table
+RESOLVE_COLUMNS = [
+    Column(f"{metric}_{key}", header.format(name), kind)
+    for metric, name in (("ppl", "PPL"), ("bleu", "BLEU"))
+    for key, header, kind in (("paper_diff", "Paper Δ {} vs base", "delta"),
+                              ("resolvable_at", "Smallest Δ {} our seeds resolve (95%)", "score"),
+                              ("resolved", "Paper Δ {} resolved", "text"))
+]
+PAPER_METRICS = {"ppl": "ppl_dev", "bleu": "bleu_dev"}
 MODEL_KEYS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "positional")
 
 
@@ -67,9 +81,9 @@ def inputs(config: dict, results_dir: Path) -> list[Path]:
     """Every metric file Table 3 reads."""
     paths = []
     for task, exp in rows_in_order(config):
-        directory = run_dir(results_dir, task, exp)
-        paths += [directory / "dev-last.bleu.json", directory / "dev-last.ppl.json",
-                  summary_path(results_dir, task, exp)]
+        for i, directory in enumerate(seed_dirs(config, results_dir, task, exp)):
+            paths += [directory / "dev-last.bleu.json", directory / "dev-last.ppl.json"]
+            paths += [] if i else [summary_path(results_dir, task, exp)]
     return paths
 
 
@@ -77,35 +91,70 @@ def build(config: dict, results_dir: Path) -> Table:
     """Table 3 from the metric files under ``results_dir`` (see :func:`inputs`)."""
     by_name = {row["row"]: row for row in paper.load("table3")}
     bleu_notes = BleuNotes()
-    ran = rows_in_order(config)
-    rows = [_row(results_dir, task, exp, by_name, bleu_notes) if (task, exp) in ran
+    values = {exp: _values(config, results_dir, task, exp, bleu_notes) for task, exp in rows_in_order(config)}
+    rows = [_row(results_dir, task, exp, values[exp], by_name) if exp in values
             else _not_run(config, task, exp, by_name) for task, exp in all_rows(config)]
+    seeded = any(len(v["ppl"]) > 1 for v in values.values())
+    if seeded:
+        mark_resolution(rows, values, by_name)
     notes = [
         "Dev set (newstest2013), last checkpoint, no averaging, as in the paper; PPL per word-piece, in the "
         "precision each run trained in (train.precision). "
         "Δ = ours - paper.",
         "Architecture columns: the settings each run trained with. Paper params left blank by the paper "
         "are the base model's (its caption: unlisted values are identical to those of the base model).",
+        *(SEED_NOTES if seeded else []),
         *bleu_notes.lines(),
     ]
-    return Table("table3", "Table 3: variations on the Transformer (EN-DE dev)", COLUMNS, rows, notes)
+    return Table("table3", "Table 3: variations on the Transformer (EN-DE dev)", columns(seeded), rows, notes,
+                 seeded=seeded)
 
 
-def _row(results_dir: Path, task: str, exp: str, by_name: dict[str, dict[str, str]],
-         bleu_notes: BleuNotes) -> dict[str, Any]:
-    directory = run_dir(results_dir, task, exp)
-    bleu = read_metrics(directory / "dev-last.bleu.json", BLEU_KEYS)
-    ppl = read_metrics(directory / "dev-last.ppl.json", PPL_KEYS)
+SEED_NOTES = [
+    "Ours: mean ± sample standard deviation (n - 1 in the denominator) over the Seeds column's n models, "
+    "seed i = train.seed + i; Δ = mean - paper; architecture and params: the first seed's.",
+    "Paper Δ vs base: the paper's row minus the paper's base row. Smallest Δ our seeds resolve: the half "
+    "width of the 95% Welch t interval of our row's mean minus our base's mean, "
+    "t(0.975, ν) × sqrt(s_row²/n_row + s_base²/n_base), ν by Welch-Satterthwaite. Resolved: yes when "
+    "|paper Δ| exceeds it, that is a difference of the paper's size would be significant at 5% (two-sided "
+    "Welch t test) against our seed noise; no: our seeds could not tell it from noise. Blank where the row "
+    "or base has one seed.",
+]
+
+
+def columns(seeded: bool) -> list[Column]:
+    """The table's columns: with several seeds, a Seeds column after the positional encoding and the
+    resolution columns at the end."""
+    if not seeded:
+        return COLUMNS
+    at = [c.key for c in COLUMNS].index("positional") + 1
+    return [*COLUMNS[:at], SEEDS_COLUMN, *COLUMNS[at:], *RESOLVE_COLUMNS]
+
+
+def _values(config: dict, results_dir: Path, task: str, exp: str, bleu_notes: BleuNotes) -> dict[str, list[float]]:
+    """Dev PPL, BLEU (paper method) and sacreBLEU of every seed of a row: ``{metric: [one per seed]}``."""
+    values: dict[str, list[float]] = {"ppl": [], "bleu": [], "sacrebleu": []}
+    for directory in seed_dirs(config, results_dir, task, exp):
+        bleu = read_metrics(directory / "dev-last.bleu.json", BLEU_KEYS)
+        bleu_notes.record(bleu, f"{task}/{directory.name}")
+        values["ppl"].append(number(read_metrics(directory / "dev-last.ppl.json", PPL_KEYS), "ppl"))
+        values["bleu"].append(number(bleu, "paper_bleu"))
+        values["sacrebleu"].append(number(bleu, "sacrebleu"))
+    return values
+
+
+def _row(results_dir: Path, task: str, exp: str, values: dict[str, list[float]],
+         by_name: dict[str, dict[str, str]]) -> dict[str, Any]:
     summary = read_metrics(summary_path(results_dir, task, exp), SUMMARY_KEYS)
-    bleu_notes.record(bleu, f"{task}/{exp}")
     row: dict[str, Any] = {"row": exp, **settings_columns(summary["settings"], summary_path(results_dir, task, exp))}
     prow = by_name.get(exp, {})
     row.update({
+        "seeds": len(values["ppl"]),
+        **seeds.cells("ppl_ours", values["ppl"]),
+        **seeds.cells("bleu_ours", values["bleu"]),
+        **seeds.cells("sacrebleu_ours", values["sacrebleu"]),
         "ppl_paper": paper.or_none(prow.get("ppl_dev")),
-        "ppl_ours": number(ppl, "ppl"),
         "bleu_paper": paper.or_none(prow.get("bleu_dev")),
-        "bleu_ours": number(bleu, "paper_bleu"),
-        "sacrebleu_ours": number(bleu, "sacrebleu"),
         "params_paper": paper.or_none(prow.get("params_millions") or (by_name["base"]["params_millions"]
                                                                      if prow else None)),
         "params_ours": number(summary, "params") / 1e6,
@@ -113,6 +162,24 @@ def _row(results_dir: Path, task: str, exp: str, by_name: dict[str, dict[str, st
     row["ppl_delta"] = paper.delta(row["ppl_ours"], row["ppl_paper"])
     row["bleu_delta"] = paper.delta(row["bleu_ours"], row["bleu_paper"])
     return row
+
+
+def mark_resolution(rows: list[dict[str, Any]], values: dict[str, dict[str, list[float]]],
+                    by_name: dict[str, dict[str, str]]) -> None:
+    """Fill the resolution columns of every row that ran, but base, against the base row (in place):
+    the paper's difference, the smallest difference our seeds resolve, and whether it is resolved."""
+    if "base" not in values:
+        return
+    for row in rows:
+        exp = row["row"]
+        if exp == "base" or exp not in values:
+            continue
+        for metric, paper_key in PAPER_METRICS.items():
+            difference = paper.delta(paper.as_float(by_name.get(exp, {}).get(paper_key)),
+                                     by_name["base"][paper_key])
+            bound = seeds.resolvable_at(seeds.spread(values[exp][metric]), seeds.spread(values["base"][metric]))
+            row.update({f"{metric}_paper_diff": difference, f"{metric}_resolvable_at": bound,
+                        f"{metric}_resolved": seeds.resolved(difference, bound)})
 
 
 def _not_run(config: dict, task: str, exp: str, by_name: dict[str, dict[str, str]]) -> dict[str, Any]:
