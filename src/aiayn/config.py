@@ -29,6 +29,7 @@ from aiayn.data import sources as data_sources
 from aiayn.data.tokenize import normalizes
 from aiayn.decode.settings import AverageConfig, DecodeConfig
 from aiayn.model.config import ModelConfig
+from aiayn.report.attention_settings import AttentionSettings
 from aiayn.settings import from_section
 from aiayn.train.settings import TrainConfig
 
@@ -138,6 +139,7 @@ def _check_references(config: dict, source: str) -> None:
     _check_choice(config, source)
     _check_files(config, source)
     _check_runs(config, source)
+    _check_figures(config, source)
 
 
 def _check_source(config: dict, task: str, corpus: str, source: str) -> None:
@@ -197,6 +199,48 @@ def _check_runs(config: dict, source: str) -> None:
                 build(settings[section])
             except ValueError as error:
                 raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
+
+
+FIGURE_RUN_KEYS = ("task", "experiment", "checkpoint")
+
+
+def _check_figures(config: dict, source: str) -> None:
+    """``figures`` names a translation run, its settings build, and listed heads exist in that run's model."""
+    spec = config.get("figures")
+    if not spec:
+        return
+    task, exp = spec["task"], spec["experiment"]
+    if config["tasks"].get(task, {}).get("kind") != "translation":
+        raise ConfigError(f"{source}: figures.task: {task!r} is not a translation task of tasks")
+    if task not in config["experiments"].get(exp, {}).get("tasks", []):
+        raise ConfigError(f"{source}: figures.experiment: {exp!r} is not an experiment training on {task!r}")
+    try:
+        opts = AttentionSettings.from_dict(figure_settings(config))
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    n_heads = resolve(config, exp, task)["model"]["n_heads"]
+    for name, figure in opts.specs().items():
+        if any(head > n_heads for head in figure.listed_heads()):
+            raise ConfigError(f"{source}: figures.{name}.heads: {list(figure.heads)}, but experiments.{exp} "
+                              f"has {n_heads} heads")
+
+
+def figure_settings(config: dict) -> dict:
+    """The ``figures`` section less the run it draws from: the figures stage's settings."""
+    return {key: value for key, value in config["figures"].items() if key not in FIGURE_RUN_KEYS}
+
+
+def figures_run(config: dict) -> dict | None:
+    """The run the attention figures are drawn from (``task``, ``experiment``, ``checkpoint``: avg or last,
+    ``lang``: its source language), or None without ``figures`` or when ``run`` leaves that run out."""
+    spec = config.get("figures")
+    if not spec:
+        return None
+    if (spec["task"], spec["experiment"]) not in runs(config):
+        log.info("figures: %s on %s is not run (run:), no attention figures", spec["experiment"], spec["task"])
+        return None
+    return {"task": spec["task"], "experiment": spec["experiment"], "checkpoint": spec.get("checkpoint", "avg"),
+            "lang": config["tasks"][spec["task"]]["src"]}
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -269,7 +313,8 @@ def settings_files(config: dict) -> dict[str, Any]:
     ``normalize_punctuation``; a task's BPE adds its ``vocab_size``; the treebank stage its
     task's splits, linearization and silver trees); training reads a run's ``model`` and ``train`` (with
     ``experiment`` and ``task``), averaging and decoding their own sections, so that a new beam size
-    decodes again without training again. ``R/config.json`` is the whole config, for the report.
+    decodes again without training again; the attention figures read ``figures`` less its run
+    (``R/attention/settings.json``). ``R/config.json`` is the whole config, for the report.
     """
     data, data_dir, results_dir = config["data"], config["data_dir"], config["results_dir"]
     files: dict[str, Any] = {f"{results_dir}/config.json": config,
@@ -291,4 +336,6 @@ def settings_files(config: dict) -> dict[str, Any]:
         files[f"{run}/train.json"] = {k: settings[k] for k in ("model", "train", "experiment", "task")}
         files[f"{run}/average.json"] = settings["average"]
         files[f"{run}/decode.json"] = settings["decode"]
+    if figures_run(config):
+        files[f"{results_dir}/attention/settings.json"] = figure_settings(config)
     return files
