@@ -82,7 +82,7 @@ def test_config_yaml_figures_are_the_papers_defaults():
     ({"figure4": {"heads": [5, 9]}}, r"figures.figure4.heads: \[5, 9\], but experiments.base has 8 heads"),
     ({"figure5": {"heads": "all"}}, "figures.figure5.heads"),
     ({"task": "wsj"}, "figures.task: 'wsj' is not a translation task"),
-    ({"experiment": "parser"}, "figures.experiment: 'parser' is not an experiment training on 'en-de'"),
+    ({"experiment": "C9"}, "figures.experiment: unknown experiment 'C9'"),
     ({"layer": {"index": 7}}, "figures.layer: index must be between 1 and of"),
 ])
 def test_bad_figures_settings_are_refused_naming_the_key(tmp_path, overlay, message):
@@ -90,6 +90,21 @@ def test_bad_figures_settings_are_refused_naming_the_key(tmp_path, overlay, mess
     path.write_text(yaml.safe_dump({"figures": overlay}), encoding="utf-8")
     with pytest.raises(cfg.ConfigError, match=message):
         cfg.load(ROOT / "config.yaml", path)
+
+
+def test_figures_off_when_their_run_is_not_run_or_deleted(tmp_path):
+    overlays = {"other.yaml": {"figures": {"experiment": "parser"}},  # trains on wsj only
+                "alone.yaml": {"run": {"experiments": ["C1"]}},
+                "deleted.yaml": {"tasks": {"en-de": None}, "figures": {"task": "en-fr"}, "experiments": {"base": None}}}
+    for name, overlay in overlays.items():
+        (tmp_path / name).write_text(yaml.safe_dump(overlay), encoding="utf-8")
+        config = cfg.load(ROOT / "config.yaml", tmp_path / name)
+        assert cfg.figures_run(config) is None, name
+        assert not any("attention" in path for path in cfg.settings_files(config)), name
+    fr = tmp_path / "fr.yaml"
+    fr.write_text(yaml.safe_dump({"figures": {"task": "en-fr", "experiment": "big"}}), encoding="utf-8")
+    assert cfg.figures_run(cfg.load(ROOT / "config.yaml", fr)) == {"task": "en-fr", "experiment": "big",
+                                                                   "checkpoint": "avg", "lang": "en"}
 
 
 @pytest.fixture(scope="module")

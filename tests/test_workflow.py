@@ -42,7 +42,7 @@ def test_paper_dag_reaches_every_experiment_and_table(tmp_path):
     # the attention figures: from the averaged base EN-DE model, its source side tokenized as in training
     assert ("python -m aiayn.report.attention --checkpoint results/en-de/base/avg.pt --spm data/bpe/en-de/spm.model"
             " --lang en --tokenize-settings data/settings/en-de/tokenize.en.json"
-            " --settings results/attention/settings.json --out-dir results/attention") in out
+            " --settings results/settings/attention.json --out-dir results/attention") in out
     # each file is tokenized with its task's settings for its language (punctuation normalization per side)
     tokenize = [line for line in out.splitlines() if "python -m aiayn.data.tokenize" in line]
     pattern = r"--lang (\w+) --input data/raw/([\w-]+)/\S+ .*--settings data/settings/\2/tokenize\.\1\.json"

@@ -70,7 +70,8 @@ def prune(config: Any) -> Any:
     removed task also leaves every experiment's ``tasks`` (and ``task_overrides``), and an experiment
     left without a task is removed, with a log line. ``null`` for a key of an experiment's ``model``,
     ``train``, ``average`` or ``decode`` (also under ``task_overrides``) removes the override, so
-    ``defaults``' value applies. Anything else is returned unchanged (the schema judges it).
+    ``defaults``' value applies; deleting the task or experiment ``figures`` draws from removes
+    ``figures``. Anything else is returned unchanged (the schema judges it).
     """
     if not isinstance(config, dict):
         return config
@@ -83,6 +84,7 @@ def prune(config: Any) -> Any:
     for source in (config.get("sources") or {}).values():
         if isinstance(source, dict) and isinstance(source.get("files"), dict):
             source["files"] = {lang: url for lang, url in source["files"].items() if url is not None}
+    _prune_figures(config, deleted)
     experiments = config.get("experiments")
     if not isinstance(experiments, dict):
         return config
@@ -90,6 +92,16 @@ def prune(config: Any) -> Any:
         if isinstance(spec, dict):
             _prune_experiment(config, name, spec, deleted.get("tasks", set()))
     return config
+
+
+def _prune_figures(config: dict, deleted: dict[str, set]) -> None:
+    """No ``figures`` when an overlay deleted the task or the experiment they draw from."""
+    figures = config.get("figures")
+    if isinstance(figures, dict) and (figures.get("task") in deleted.get("tasks", set())
+                                      or figures.get("experiment") in deleted.get("experiments", set())):
+        log.info("figures: task %s or experiment %s deleted; no attention figures", figures.get("task"),
+                 figures.get("experiment"))
+        config["figures"] = None
 
 
 def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -> None:
@@ -212,12 +224,14 @@ def _check_figures(config: dict, source: str) -> None:
     task, exp = spec["task"], spec["experiment"]
     if config["tasks"].get(task, {}).get("kind") != "translation":
         raise ConfigError(f"{source}: figures.task: {task!r} is not a translation task of tasks")
-    if task not in config["experiments"].get(exp, {}).get("tasks", []):
-        raise ConfigError(f"{source}: figures.experiment: {exp!r} is not an experiment training on {task!r}")
+    if exp not in config["experiments"]:
+        raise ConfigError(f"{source}: figures.experiment: unknown experiment {exp!r}")
     try:
         opts = AttentionSettings.from_dict(figure_settings(config))
     except ValueError as error:
         raise ConfigError(f"{source}: {error}") from None
+    if task not in config["experiments"][exp]["tasks"]:
+        return  # nothing drawn (figures_run)
     n_heads = resolve(config, exp, task)["model"]["n_heads"]
     for name, figure in opts.specs().items():
         if any(head > n_heads for head in figure.listed_heads()):
@@ -237,7 +251,8 @@ def figures_run(config: dict) -> dict | None:
     if not spec:
         return None
     if (spec["task"], spec["experiment"]) not in runs(config):
-        log.info("figures: %s on %s is not run (run:), no attention figures", spec["experiment"], spec["task"])
+        log.warning("figures: experiment %s on task %s is not run (its tasks, run:): no attention figures",
+                    spec["experiment"], spec["task"])
         return None
     return {"task": spec["task"], "experiment": spec["experiment"], "checkpoint": spec.get("checkpoint", "avg"),
             "lang": config["tasks"][spec["task"]]["src"]}
@@ -314,7 +329,7 @@ def settings_files(config: dict) -> dict[str, Any]:
     task's splits, linearization and silver trees); training reads a run's ``model`` and ``train`` (with
     ``experiment`` and ``task``), averaging and decoding their own sections, so that a new beam size
     decodes again without training again; the attention figures read ``figures`` less its run
-    (``R/attention/settings.json``). ``R/config.json`` is the whole config, for the report.
+    (``R/settings/attention.json``). ``R/config.json`` is the whole config, for the report.
     """
     data, data_dir, results_dir = config["data"], config["data_dir"], config["results_dir"]
     files: dict[str, Any] = {f"{results_dir}/config.json": config,
@@ -337,5 +352,5 @@ def settings_files(config: dict) -> dict[str, Any]:
         files[f"{run}/average.json"] = settings["average"]
         files[f"{run}/decode.json"] = settings["decode"]
     if figures_run(config):
-        files[f"{results_dir}/attention/settings.json"] = figure_settings(config)
+        files[f"{results_dir}/settings/attention.json"] = figure_settings(config)
     return files

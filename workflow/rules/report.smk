@@ -57,7 +57,7 @@ if FIGURES:
                                                   ckpt=FIGURES["checkpoint"])),
             spm=f"{D}/bpe/{FIGURES['task']}/spm.model",
             tokenize=f"{D}/settings/{FIGURES['task']}/tokenize.{FIGURES['lang']}.json",
-            settings=f"{R}/attention/settings.json",
+            settings=f"{R}/settings/attention.json",
         output:
             [
                 report(f"{R}/attention/figure{n}.png", caption=f"../report/figure{n}.rst", category="Figures",
