@@ -244,13 +244,18 @@ def figure_settings(config: dict) -> dict:
     return {key: value for key, value in config["figures"].items() if key not in FIGURE_RUN_KEYS}
 
 
+def _draws_figures(config: dict) -> bool:
+    spec = config.get("figures")
+    return bool(spec) and (spec["task"], spec["experiment"]) in runs(config)
+
+
 def figures_run(config: dict) -> dict | None:
     """The run the attention figures are drawn from (``task``, ``experiment``, ``checkpoint``: avg or last,
     ``lang``: its source language), or None without ``figures`` or when ``run`` leaves that run out."""
     spec = config.get("figures")
     if not spec:
         return None
-    if (spec["task"], spec["experiment"]) not in runs(config):
+    if not _draws_figures(config):
         log.warning("figures: experiment %s on task %s is not run (its tasks, run:): no attention figures",
                     spec["experiment"], spec["task"])
         return None
@@ -351,6 +356,6 @@ def settings_files(config: dict) -> dict[str, Any]:
         files[f"{run}/train.json"] = {k: settings[k] for k in ("model", "train", "experiment", "task")}
         files[f"{run}/average.json"] = settings["average"]
         files[f"{run}/decode.json"] = settings["decode"]
-    if figures_run(config):
+    if _draws_figures(config):
         files[f"{results_dir}/settings/attention.json"] = figure_settings(config)
     return files
