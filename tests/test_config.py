@@ -16,6 +16,7 @@ from aiayn.data.tokenize import TokenizeConfig
 from aiayn.decode.settings import AverageConfig, DecodeConfig
 from aiayn.model.config import ModelConfig
 from aiayn.parsing.prepare import TreebankConfig
+from aiayn.report.attention_settings import AttentionSettings
 from aiayn.train.settings import TrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,6 +180,7 @@ READERS = {
     "average.json": lambda v: settings.from_section(AverageConfig, v, "average"),
     "decode.json": lambda v: settings.from_section(DecodeConfig, v, "decode"),
     "config.json": lambda v: cfg.validate(v),
+    "attention.json": lambda v: AttentionSettings.from_dict(v),
 }
 
 

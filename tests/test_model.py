@@ -259,3 +259,30 @@ def test_cpu_attention_without_gradients_equals_the_fused_kernel(queries):
             got = attn.attend(q, k, v, m)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
+
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("grad", [True, False])  # the fused kernel, and the CPU's two batched products
+def test_encoder_attention_is_what_each_layer_weighs_its_values_with(norm, grad):
+    """Every encoder layer's output, recomputed with probs @ V through W^O in place of its attention,
+    is what the layer computed in the encoder's own forward pass."""
+    model = model_of(tiny(norm=norm, n_heads=3, d_k=5, d_v=4, n_layers=3))
+    src = tokens(2, 7, 7)
+    src[1, 4:] = 0  # the second row padded from position 4
+    seen = []
+    for layer in model.encoder:
+        layer.register_forward_hook(lambda module, args, out: seen.append((args[0], out)))
+    with torch.set_grad_enabled(grad):
+        model.encode(src)
+        for i, (layer, (x, out)) in enumerate(zip(model.encoder, seen)):
+            probs = model.encoder_attention(src, i)  # (B, h, S, S)
+            _, _, v = layer.attn.project_self(layer.res_attn.inner(x))  # v (B, h, S, d_v)
+            heads = (probs @ v).transpose(1, 2).reshape(2, 7, 3 * 4)  # (B, S, h d_v)
+            y = layer.res_attn.outer(x, layer.attn.out(heads))
+            torch.testing.assert_close(layer.res_ffn.outer(y, layer.ffn(layer.res_ffn.inner(y))), out,
+                                       rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(probs.sum(-1), torch.ones(2, 3, 7))
+            assert probs[1, ..., 4:].abs().max() == 0  # no weight on padding
+    with pytest.raises(ValueError, match="encoder layer 3 does not exist"):
+        model.encoder_attention(src, 3)

@@ -1,16 +1,12 @@
-import io
 import json
 
 import pytest
-import sentencepiece as spm
 import torch
 
 from aiayn.decode import translate
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
-from aiayn.model import ModelConfig, Transformer
+from tiny_checkpoint import TEXT, write_tiny
 
-TEXT = ["the quick brown fox jumps over the lazy dog", "a stitch in time saves nine",
-        "all that glitters is not gold", "the early bird catches the worm"] * 20
 DECODE = {"beam_size": 3, "length_penalty": 0.6, "max_len_a": 1, "max_len_b": 5, "early_stop": True,
           "max_sentences": 2}
 MODEL = {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "d_k": 8, "d_v": 8, "dropout": 0.0}
@@ -19,16 +15,7 @@ MODEL = {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "d_k": 8, "d_v"
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     root = tmp_path_factory.mktemp("translate")
-    buffer = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(TEXT), model_writer=buffer, vocab_size=40,
-                                   model_type="bpe", pad_id=0, unk_id=1, bos_id=2, eos_id=3)
-    (root / "spm.model").write_bytes(buffer.getvalue())
-    sp = spm.SentencePieceProcessor(model_file=str(root / "spm.model"))
-    torch.manual_seed(1)
-    model = Transformer(ModelConfig.from_dict(MODEL), sp.get_piece_size()).eval()
-    vocab = {"size": sp.get_piece_size(), "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
-    torch.save({"model": model.state_dict(), "settings": {"model": MODEL}, "vocab": vocab,
-                "step": 1, "averaged_steps": [1]}, root / "avg.pt")
+    sp, model = write_tiny(root, MODEL, 1, step=1, averaged_steps=[1])
     (root / "decode.json").write_text(json.dumps(DECODE))
     lines = [" ".join(sp.encode(t, out_type=str)) for t in TEXT[:4]]
     (root / "test.en").write_text("\n".join([lines[0], "", lines[1], lines[2] + " ▁Zzyzx", lines[3]]) + "\n",

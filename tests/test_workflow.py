@@ -39,6 +39,10 @@ def test_paper_dag_reaches_every_experiment_and_table(tmp_path):
         assert f"results/tables/{table}.md" in out
     assert "http://statmt.org/wmt14/test-full.tgz" in out
     assert out.count("python -m aiayn.train ") == 23
+    # the attention figures: from the averaged base EN-DE model, its source side tokenized as in training
+    assert ("python -m aiayn.report.attention --checkpoint results/en-de/base/avg.pt --spm data/bpe/en-de/spm.model"
+            " --lang en --tokenize-settings data/settings/en-de/tokenize.en.json"
+            " --settings results/settings/attention.json --out-dir results/attention") in out
     # each file is tokenized with its task's settings for its language (punctuation normalization per side)
     tokenize = [line for line in out.splitlines() if "python -m aiayn.data.tokenize" in line]
     pattern = r"--lang (\w+) --input data/raw/([\w-]+)/\S+ .*--settings data/settings/\2/tokenize\.\1\.json"
@@ -72,11 +76,13 @@ def test_one_experiment_alone_and_null_drops_tasks(tmp_path):
     alone.write_text(yaml.safe_dump({"run": {"experiments": ["C1"]}}))
     jobs = _planned(snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(alone), "--dry-run"))
     assert jobs["train"] == 1 and jobs["perplexity"] == 1 and "average" not in jobs
+    assert "attention_figures" not in jobs  # their run (base on en-de) is left out
     dropped = tmp_path / "dropped.yaml"
-    dropped.write_text(yaml.safe_dump({"tasks": {"en-fr": None, "wsj": None}, "experiments": {"big": None}}))
+    dropped.write_text(yaml.safe_dump({"tasks": {"en-fr": None, "wsj": None}, "experiments": {"big": None},
+                                       "figures": None}))
     result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(dropped), "--dry-run",
                        "--printshellcmds")
-    assert _planned(result)["train"] == 19
+    assert _planned(result)["train"] == 19 and "attention_figures" not in _planned(result)
     assert "results/en-fr/" not in result.stdout and "data/raw/en-fr/" not in result.stdout
     assert "results/en-de/big/" not in result.stdout and "results/en-de/base/" in result.stdout
 

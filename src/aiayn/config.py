@@ -34,6 +34,7 @@ from aiayn.data import sources as data_sources
 from aiayn.data.tokenize import normalizes
 from aiayn.decode.settings import AverageConfig, DecodeConfig
 from aiayn.model.config import ModelConfig
+from aiayn.report.attention_settings import AttentionSettings
 from aiayn.settings import from_section
 from aiayn.train.settings import TrainConfig
 
@@ -75,7 +76,8 @@ def prune(config: Any) -> Any:
     removed task also leaves every experiment's ``tasks`` (and ``task_overrides``), and an experiment
     left without a task is removed, with a log line. ``null`` for a key of an experiment's ``model``,
     ``train``, ``average`` or ``decode`` (also under ``task_overrides``), or for its ``seeds``, removes
-    the override, so ``defaults``' value applies. Anything else is returned unchanged (the schema judges it).
+    the override, so ``defaults``' value applies; deleting the task or experiment ``figures`` draws from
+    removes ``figures``. Anything else is returned unchanged (the schema judges it).
     """
     if not isinstance(config, dict):
         return config
@@ -88,6 +90,7 @@ def prune(config: Any) -> Any:
     for source in (config.get("sources") or {}).values():
         if isinstance(source, dict) and isinstance(source.get("files"), dict):
             source["files"] = {lang: url for lang, url in source["files"].items() if url is not None}
+    _prune_figures(config, deleted)
     experiments = config.get("experiments")
     if not isinstance(experiments, dict):
         return config
@@ -95,6 +98,16 @@ def prune(config: Any) -> Any:
         if isinstance(spec, dict):
             _prune_experiment(config, name, spec, deleted.get("tasks", set()))
     return config
+
+
+def _prune_figures(config: dict, deleted: dict[str, set]) -> None:
+    """No ``figures`` when an overlay deleted the task or the experiment they draw from."""
+    figures = config.get("figures")
+    if isinstance(figures, dict) and (figures.get("task") in deleted.get("tasks", set())
+                                      or figures.get("experiment") in deleted.get("experiments", set())):
+        log.info("figures: task %s or experiment %s deleted; no attention figures", figures.get("task"),
+                 figures.get("experiment"))
+        config["figures"] = None
 
 
 def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -> None:
@@ -147,6 +160,7 @@ def _check_references(config: dict, source: str) -> None:
     _check_files(config, source)
     _check_runs(config, source)
     _check_seed_runs(config, source)
+    _check_figures(config, source)
 
 
 def _check_source(config: dict, task: str, corpus: str, source: str) -> None:
@@ -215,6 +229,56 @@ def _check_seed_runs(config: dict, source: str) -> None:
             if name in config["experiments"]:
                 raise ConfigError(f"{source}: experiments.{exp}.seeds: seed {seed} runs in {task}/{name}, "
                                   f"which is also an experiment's name; rename experiments.{name}")
+
+
+FIGURE_RUN_KEYS = ("task", "experiment", "checkpoint")
+
+
+def _check_figures(config: dict, source: str) -> None:
+    """``figures`` names a translation run, its settings build, and listed heads exist in that run's model."""
+    spec = config.get("figures")
+    if not spec:
+        return
+    task, exp = spec["task"], spec["experiment"]
+    if config["tasks"].get(task, {}).get("kind") != "translation":
+        raise ConfigError(f"{source}: figures.task: {task!r} is not a translation task of tasks")
+    if exp not in config["experiments"]:
+        raise ConfigError(f"{source}: figures.experiment: unknown experiment {exp!r}")
+    try:
+        opts = AttentionSettings.from_dict(figure_settings(config))
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    if task not in config["experiments"][exp]["tasks"]:
+        return  # nothing drawn (figures_run)
+    n_heads = resolve(config, exp, task)["model"]["n_heads"]
+    for name, figure in opts.specs().items():
+        if any(head > n_heads for head in figure.listed_heads()):
+            raise ConfigError(f"{source}: figures.{name}.heads: {list(figure.heads)}, but experiments.{exp} "
+                              f"has {n_heads} heads")
+
+
+def figure_settings(config: dict) -> dict:
+    """The ``figures`` section less the run it draws from: the figures stage's settings."""
+    return {key: value for key, value in config["figures"].items() if key not in FIGURE_RUN_KEYS}
+
+
+def _draws_figures(config: dict) -> bool:
+    spec = config.get("figures")
+    return bool(spec) and (spec["task"], spec["experiment"]) in runs(config)
+
+
+def figures_run(config: dict) -> dict | None:
+    """The run the attention figures are drawn from (``task``, ``experiment``, ``checkpoint``: avg or last,
+    ``lang``: its source language), or None without ``figures`` or when ``run`` leaves that run out."""
+    spec = config.get("figures")
+    if not spec:
+        return None
+    if not _draws_figures(config):
+        log.warning("figures: experiment %s on task %s is not run (its tasks, run:): no attention figures",
+                    spec["experiment"], spec["task"])
+        return None
+    return {"task": spec["task"], "experiment": spec["experiment"], "checkpoint": spec.get("checkpoint", "avg"),
+            "lang": config["tasks"][spec["task"]]["src"]}
 
 
 def deep_merge(base: dict, override: dict) -> dict:
@@ -326,7 +390,8 @@ def settings_files(config: dict) -> dict[str, Any]:
     task's splits, linearization and silver trees); training reads a run's ``model`` and ``train`` (with
     ``experiment`` and ``task``), averaging and decoding their own sections, so that a new beam size
     decodes again without training again; each extra seed of a run (:func:`seed_runs`) has its own, its
-    ``train.seed`` its only difference. ``R/config.json`` is the whole config, for the report.
+    ``train.seed`` its only difference; the attention figures read ``figures`` less its run
+    (``R/settings/attention.json``). ``R/config.json`` is the whole config, for the report.
     """
     data, data_dir, results_dir = config["data"], config["data_dir"], config["results_dir"]
     files: dict[str, Any] = {f"{results_dir}/config.json": config,
@@ -349,4 +414,6 @@ def settings_files(config: dict) -> dict[str, Any]:
             files[f"{run}/train.json"] = {k: settings[k] for k in ("model", "train", "experiment", "task")}
             files[f"{run}/average.json"] = settings["average"]
             files[f"{run}/decode.json"] = settings["decode"]
+    if _draws_figures(config):
+        files[f"{results_dir}/settings/attention.json"] = figure_settings(config)
     return files

@@ -128,8 +128,10 @@ def _tables_requested():
 
 
 TABLES = _tables_requested()
+FIGURES = aiayn_config.figures_run(config)  # the run the attention figures are drawn from, or None
 
 
 def all_targets():
     targets = [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex", "html")]
-    return targets + [f"{R}/plots"]
+    figures = [f"{R}/attention/figure{n}.png" for n in (3, 4, 5)] if FIGURES else []
+    return targets + [f"{R}/plots"] + figures

@@ -1,4 +1,5 @@
 # The paper's tables beside ours, and the plots.
+from types import SimpleNamespace
 
 
 rule tables:
@@ -45,3 +46,33 @@ rule plots:
     shell:
         "python -m aiayn.report.plots --config {input.config} --results-dir {params.results} --out-dir {output}"
         " --tables {params.tables} --log {log}"
+
+
+# The paper's attention figures (Figures 3-5) from one trained model's encoder, when `figures` names a run.
+if FIGURES:
+
+    rule attention_figures:
+        input:
+            checkpoint=checkpoint(SimpleNamespace(task=FIGURES["task"], exp=FIGURES["experiment"],
+                                                  ckpt=FIGURES["checkpoint"])),
+            spm=f"{D}/bpe/{FIGURES['task']}/spm.model",
+            tokenize=f"{D}/settings/{FIGURES['task']}/tokenize.{FIGURES['lang']}.json",
+            settings=f"{R}/settings/attention.json",
+        output:
+            [
+                report(f"{R}/attention/figure{n}.png", caption=f"../report/figure{n}.rst", category="Figures",
+                       labels={"figure": f"Figure {n}"})
+                for n in (3, 4, 5)
+            ],
+            summary=f"{R}/attention/figures.json",
+        params:
+            lang=FIGURES["lang"],
+            out_dir=lambda w, output: os.path.dirname(output.summary),
+        log:
+            f"{R}/logs/attention_figures.log",
+        localrule: True
+        conda:
+            "../../envs/aiayn.yaml"
+        shell:
+            "python -m aiayn.report.attention --checkpoint {input.checkpoint} --spm {input.spm} --lang {params.lang}"
+            " --tokenize-settings {input.tokenize} --settings {input.settings} --out-dir {params.out_dir} --log {log}"

@@ -80,6 +80,18 @@ class MultiHeadAttention(nn.Module):
         b, _, t, _ = y.shape
         return self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * self.d_v))  # (B, T, d_model)
 
+    def probabilities(self, q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
+        """softmax(q k^T / sqrt(d_k)): q (B, h, T, d_k), k (B, h, S, d_k) -> (B, h, T, S), 0 at masked keys.
+
+        The weights :meth:`attend` gives the values, which its fused kernels never form: recomputed
+        from the same projections for one layer when they are wanted (the attention figures), so that
+        training and decoding pay nothing for them. ``mask`` as in :meth:`attend`.
+        """
+        scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.d_k))  # (B, h, T, S)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -math.inf)
+        return scores.softmax(-1)
+
     def cross_query(self, x: Tensor) -> Tensor:
         """Encoder-decoder queries (B, h, T, d_k) of decoder states x (B, T, d_model)."""
         return self._heads(self.q(x), self.d_k)

@@ -65,6 +65,11 @@ class EncoderLayer(nn.Module):
         x = self.res_attn.outer(x, self.attn.attend(q, k, v, mask))
         return self.res_ffn.outer(x, self.ffn(self.res_ffn.inner(x)))
 
+    def attention_probabilities(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        """The self-attention weights this layer gives its input x (B, S, d_model): (B, h, S, S)."""
+        q, k, _ = self.attn.project_self(self.res_attn.inner(x))
+        return self.attn.probabilities(q, k, mask)
+
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, encoder-decoder attention, FFN, each wrapped in :class:`Residual` (3.1)."""

@@ -80,6 +80,19 @@ class Transformer(nn.Module):
         enc.memory = self.enc_norm(x)
         return enc
 
+    def encoder_attention(self, src: Tensor, layer: int) -> Tensor:
+        """Self-attention weights of encoder layer ``layer`` (0-based) for src (B, S): (B, h, S, S), each
+        row summing to one over the real keys (0 at padding). Runs the layers below it and recomputes
+        that layer's softmax(Q K^T / sqrt(d_k)) from its own projections
+        (:meth:`aiayn.model.attention.MultiHeadAttention.probabilities`)."""
+        if not 0 <= layer < len(self.encoder):
+            raise ValueError(f"encoder layer {layer} does not exist: the model has {len(self.encoder)} (0-based)")
+        mask = EncoderOut(src, src.eq(self.pad_id)).key_mask()  # (B, 1, 1, S)
+        x = self._embed(src, self.embed, self.src_pos)
+        for below in self.encoder[:layer]:
+            x = below(x, mask)
+        return self.encoder[layer].attention_probabilities(x, mask)
+
     def new_cache(self, enc: EncoderOut, beam_size: int = 1, max_len: int | None = None) -> DecoderCache:
         """A decoding cache for ``beam_size`` rows per sentence of ``enc`` (each sentence's rows adjacent),
         holding every decoder layer's encoder-decoder keys and values, computed once per sentence;

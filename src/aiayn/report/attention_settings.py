@@ -1,0 +1,118 @@
+"""Settings of the attention figures: the keys of ``config.yaml`` ``figures`` but the run to draw from.
+
+The paper's appendix ("Attention Visualizations", Figures 3, 4 and 5; ``visualizations.tex`` in the
+arXiv 1706.03762 source) draws encoder self-attention "in layer 5 of 6" for two sentences. Defaults
+here are the paper's: its sentences, its words ("making", "its") and its layer. Which heads it drew
+is the one thing that does not carry over: head numbers belong to one trained model (Figure 4 names
+heads 5 and 6 of the paper's), so heads are chosen from what the drawn model does (``heads: auto``)
+unless listed (1-based, as the paper numbers them). Read without torch: the workflow checks these
+when it parses its config (:func:`aiayn.config.validate`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from aiayn.settings import check_known_keys
+
+FIGURE3_SENTENCE = ("It is in this spirit that a majority of American governments have passed new laws since 2009 "
+                    "making the registration or voting process more difficult.")
+FIGURE4_SENTENCE = ("The Law will never be perfect, but its application should be just - this is what we are "
+                    "missing, in my opinion.")
+FIGURES = ("figure3", "figure4", "figure5")
+NEEDS_WORD = ("figure3", "figure4")  # the figures that draw attention from one word
+
+
+@dataclass(frozen=True)
+class Layer:
+    """"Layer ``index`` of ``of``": a model of N layers draws layer round(index * N / of) (1-based,
+    halves up, at least 1), the same depth fraction; the paper's 5 of 6 is layer 5 of 6, 2 of 2, 3 of 4."""
+
+    index: int = 5
+    of: int = 6
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.index <= self.of:
+            raise ValueError(f"index must be between 1 and of, got index {self.index} of {self.of}")
+
+    def of_model(self, n_layers: int) -> int:
+        """The 1-based encoder layer of a model with ``n_layers`` layers."""
+        return max(1, int(self.index * n_layers / self.of + 0.5))
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure: its sentence, the word attention is drawn from (Figures 3 and 4), and its heads:
+    ``auto`` (``count`` heads chosen as :mod:`aiayn.report.attention` says) or a list of 1-based heads."""
+
+    sentence: str
+    word: str | None = None
+    heads: str | tuple[int, ...] = "auto"
+    count: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.sentence.strip():
+            raise ValueError("sentence is empty")
+        if not isinstance(self.count, int) or self.count < 1:
+            raise ValueError(f"count must be a positive integer, got {self.count!r}")
+        if self.heads != "auto":
+            heads = tuple(self.heads) if isinstance(self.heads, (list, tuple)) else ()
+            if not heads or not all(isinstance(h, int) and h >= 1 for h in heads):
+                raise ValueError(f"heads must be 'auto' or a list of 1-based head numbers, got {self.heads!r}")
+            object.__setattr__(self, "heads", heads)
+        if self.word is not None and not re.search(rf"(?<!\w){re.escape(self.word)}(?!\w)", self.sentence):
+            raise ValueError(f"word {self.word!r} is not a word of the sentence {self.sentence!r}")
+
+    def listed_heads(self) -> tuple[int, ...]:
+        return () if self.heads == "auto" else tuple(self.heads)
+
+
+def _figure3() -> FigureSpec:
+    return FigureSpec(FIGURE3_SENTENCE, "making", "auto", 4)  # the paper does not say how many heads it drew
+
+
+def _figure4() -> FigureSpec:
+    return FigureSpec(FIGURE4_SENTENCE, "its", "auto", 2)  # the paper: its model's heads 5 and 6
+
+
+def _figure5() -> FigureSpec:
+    return FigureSpec(FIGURE4_SENTENCE, None, "auto", 2)  # "two different heads" (Figure 5's caption)
+
+
+@dataclass(frozen=True)
+class AttentionSettings:
+    """The layer and the three figures; defaults: the paper's."""
+
+    layer: Layer = field(default_factory=Layer)
+    figure3: FigureSpec = field(default_factory=_figure3)
+    figure4: FigureSpec = field(default_factory=_figure4)
+    figure5: FigureSpec = field(default_factory=_figure5)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "AttentionSettings":
+        """Build from ``figures`` less its run keys; a bad key or value raises ValueError naming it."""
+        check_known_keys(cls, values, "figures")
+        built = {}
+        for name, value in values.items():
+            kind = Layer if name == "layer" else FigureSpec
+            if not isinstance(value, Mapping):
+                raise ValueError(f"figures.{name}: expected a mapping, got {value!r}")
+            check_known_keys(kind, value, f"figures.{name}")
+            try:
+                built[name] = _build(kind, {**dataclasses.asdict(getattr(cls(), name)), **value}, name)
+            except ValueError as error:
+                raise ValueError(f"figures.{name}: {error}") from None
+        return cls(**built)
+
+    def specs(self) -> dict[str, FigureSpec]:
+        return {name: getattr(self, name) for name in FIGURES}
+
+
+def _build(kind: type, values: dict, name: str) -> Any:
+    spec = kind(**values)
+    if name in NEEDS_WORD and spec.word is None:
+        raise ValueError("word is required: the figure draws attention from one word")
+    return spec
