@@ -132,4 +132,5 @@ TABLES = _tables_requested()
 
 def all_targets():
     targets = [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex", "html")]
-    return targets + [f"{R}/plots"]
+    manifests = [f"{R}/{task}/{exp}/inference.json" for task, exp in table_runs(config)]
+    return targets + [f"{R}/plots"] + manifests
