@@ -10,7 +10,9 @@ workflow's stages: the tokenize rule's Moses normalization and tokenization with
 settings (:class:`aiayn.data.tokenize.MosesPipeline`), the bpe_encode rule's sentencepiece pieces
 (:class:`aiayn.data.bpe.SpmEncode`), the translate rule's beam search with the run's decode settings,
 and the detokenize rule's Moses detokenizer (:class:`aiayn.data.detokenize.MosesDetok`): on a test set
-the output equals the workflow's ``<split>-avg.hyp.txt`` line for line. ``--run DIR`` finds the
+the output equals the workflow's ``<split>-avg.hyp.txt`` line for line (on a file of more than
+``decode.max_sentences`` lines the batches are composed differently; beam search makes a sentence's
+translation independent of its batch, up to floating-point rounding). ``--run DIR`` finds the
 checkpoint (``avg.pt``; ``--last``, or when the run has none, ``train/checkpoint_last.pt``), the
 decode settings and, through the run's ``inference.json`` (:mod:`aiayn.decode.manifest`), the
 sentencepiece model and the tokenizer settings; an explicit path overrides what the run gives.
@@ -277,6 +279,9 @@ def run(args: argparse.Namespace, kind: str, make_pipeline: Callable[[RunFiles],
         if args.n_best > decoder.opts.beam_size:
             raise ValueError(f"--n-best {args.n_best} is more than the beam size {decoder.opts.beam_size}")
         lines, skipped = decode_stream(args, decoder, pipeline)
+    except KeyboardInterrupt:   # Ctrl-C ends an interactive session: what was answered stays answered
+        log.info("interrupted")
+        return 130
     finally:
         if claim is not None:
             claim.release()
