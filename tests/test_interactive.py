@@ -241,3 +241,13 @@ def test_parse_with_explicit_paths_writes_one_tree_over_each_lines_words(run_dir
     assert trees[1] == "" and len(trees) == 3
     for tree, line in ((trees[0], "the dog -LRB- big -RRB- barks ."), (trees[2], lines[2])):
         assert tree.startswith("(TOP ") and parse_tree(tree, "out", 1).words() == line.split()
+
+
+def test_a_gpu_that_cannot_be_used_is_a_clear_error_not_a_cpu_run(run_dir, tmp_path, monkeypatch):
+    from aiayn.train.distributed import GpuUnavailableError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):
+        interactive.main(["--run", str(run_dir), "--input", os.devnull, "--output", str(tmp_path / "never"),
+                          "--device", "cuda:1"])
+    assert not (tmp_path / "never").exists()

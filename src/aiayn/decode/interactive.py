@@ -155,7 +155,7 @@ def prepare_line(number: int, raw: bytes, decoder: Decoder, pipeline: TextPipeli
 
 
 def decode_batch(batch: list[tuple[int, bytes]], decoder: Decoder, pipeline: TextPipeline,
-                 n_best: int) -> list[tuple[int, list[tuple[float, str]]] | tuple[int, None]]:
+                 n_best: int) -> list[tuple[int, list[tuple[float, str]] | None]]:
     """``(line number, [(score, output)] best first)`` per input line; ``[]`` for an empty source,
     None for a skipped line (a warning names it)."""
     sources = [prepare_line(number, raw, decoder, pipeline) for number, raw in batch]
