@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from aiayn.decode.beam import (SpecialIds, UncachedDecoding, beam_search, length_penalty,
-                               max_output_length, pad_sources, translate_sentences)
+from aiayn.decode.beam import (SpecialIds, UncachedDecoding, beam_search, beam_search_n_best, length_penalty,
+                               max_output_length, pad_sources, translate_sentences, translate_sentences_n_best)
 from fake_model import BOS, EOS, FakeModel
 
 A, B, C = 4, 5, 6
@@ -119,6 +119,32 @@ def test_cached_and_uncached_decoding_agree_on_fake_model():
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9, 1], [8, 1, 1], [7, 1]]
     assert search(model, sources, beam_size=3) == search(UncachedDecoding(model), sources, beam_size=3)
+
+
+def test_n_best_lists_the_finished_hypotheses_best_first():
+    # alpha 0: [c] (P .4) and [c a] (P .36) finish, [c a b] (P .24) is still live when the search stops.
+    [hyps] = beam_search_n_best(FakeModel(LENGTH_TABLE), pad_sources([[7, 1]], IDS), [2], n_best=2, beam_size=2,
+                                length_penalty_alpha=0.0, max_len_b=3.0, ids=IDS)
+    assert [h.tokens for h in hyps] == [[C], [C, A]]
+    assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.4), math.log(0.36)], rel=1e-6)
+    [best] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty_alpha=0.0)
+    assert best == hyps[0]
+
+
+def test_n_best_of_a_corpus_keeps_input_order_and_the_best_first():
+    model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
+    sources = [[9], [7, 1], [8, 1, 1]]
+    settings = dict(ids=IDS, beam_size=2, length_penalty_alpha=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
+    lists = translate_sentences_n_best(model, sources, max_sentences=2, n_best=2, **settings)
+    assert [hyps[0] for hyps in lists] == translate_sentences(model, sources, max_sentences=2, **settings)
+    assert [[h.tokens for h in hyps] for hyps in lists] == [[[A, A, A], [A, A, B]], [[C, A], [C]], [[A, A, A], []]]
+    assert all(hyps[0].score >= hyps[1].score for hyps in lists)
+
+
+@pytest.mark.parametrize("n_best", [0, 3])
+def test_n_best_beyond_the_beam_refused(n_best):
+    with pytest.raises(ValueError, match=r"n_best must be between 1 and the beam size 2"):
+        beam_search_n_best(FakeModel(LENGTH_TABLE), pad_sources([[7]], IDS), [1], n_best=n_best, beam_size=2, ids=IDS)
 
 
 def test_negative_alpha_with_early_stop_refused():

@@ -134,4 +134,5 @@ FIGURES = aiayn_config.figures_run(config)  # the run the attention figures are 
 def all_targets():
     targets = [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex", "html")]
     figures = [f"{R}/attention/figure{n}.png" for n in (3, 4, 5)] if FIGURES else []
-    return targets + [f"{R}/plots"] + figures
+    manifests = [f"{R}/{task}/{exp}/inference.json" for task, exp in table_runs(config)]
+    return targets + [f"{R}/plots"] + figures + manifests

@@ -36,6 +36,27 @@ rule detokenize:
         "python -m aiayn.data.detokenize --lang {params.lang} --input {input} --output {output} --log {log}"
 
 
+# What aiayn-translate and aiayn-parse read of a run beyond its own directory (aiayn.decode.manifest).
+rule inference_manifest:
+    input:
+        spm=f"{D}/bpe/{{task}}/spm.model",
+        tokenize=lambda w: [f"{D}/settings/{w.task}/tokenize.{sides(w.task)[0]}.json"] if w.task in TRANSLATION else [],
+    output:
+        f"{R}/{{task}}/{{exp}}/inference.json",
+    params:
+        kind=lambda w: TASKS[w.task]["kind"],
+        sides=lambda w: sides(w.task),
+        tokenize=lambda w, input: f"--tokenize {input.tokenize}" if input.tokenize else "",
+    log:
+        f"{R}/{{task}}/{{exp}}/logs/inference_manifest.log",
+    localrule: True
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.decode.manifest --kind {params.kind} --source-lang {params.sides[0]}"
+        " --target-lang {params.sides[1]} --spm {input.spm} {params.tokenize} --output {output} --log {log}"
+
+
 # The copy baseline (kind "copy", run "baseline") scores the test source as the hypothesis.
 rule bleu:
     input:

@@ -30,7 +30,8 @@ lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothes
 pad and bos are never generated: they mean nothing inside an output (tensor2tensor has no bos symbol
 and leaves pad, which a trained model never predicts, unmasked).
 
-Only the best finished hypothesis is returned. Sentences leave the batch (and the cache) when done.
+:func:`beam_search` returns the best finished hypothesis, :func:`beam_search_n_best` the n <= K best
+(the finished set holds K). Sentences leave the batch (and the cache) when done.
 The first step runs one row per sentence (K rows would all hold the same prefix, bos); from the
 second step on each sentence has K rows.
 
@@ -106,10 +107,11 @@ class _Finished:
         self.hyps[sentence] = kept
         self.best[sentence] = kept[0].score
 
-    def result(self, sentence: int) -> Hypothesis:
+    def result(self, sentence: int, n_best: int = 1) -> list[Hypothesis]:
+        """The ``n_best`` best finished hypotheses of ``sentence``, best first (fewer if fewer finished)."""
         if not self.hyps[sentence]:
             raise RuntimeError(f"sentence {sentence} of the batch has no hypothesis: every token has P = 0")
-        return self.hyps[sentence][0]
+        return self.hyps[sentence][:n_best]
 
 
 @dataclass
@@ -213,12 +215,19 @@ def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int
     return at_max, done
 
 
+def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int],
+                **search: Any) -> list[Hypothesis]:
+    """Best hypothesis of each source sentence: :func:`beam_search_n_best` with ``n_best=1``."""
+    return [hyps[0] for hyps in beam_search_n_best(model, src, src_lengths, n_best=1, **search)]
+
+
 @torch.inference_mode()
-def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], *,
-                beam_size: int = 4, length_penalty_alpha: float = 0.6, max_len_a: float = 1.0,
-                max_len_b: float = 50.0, early_stop: bool = True,
-                ids: SpecialIds = SpecialIds()) -> list[Hypothesis]:
-    """Best hypothesis of each source sentence; ``src`` (B,S) holds ids + eos, right-padded with pad.
+def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], *,
+                       n_best: int = 1, beam_size: int = 4, length_penalty_alpha: float = 0.6,
+                       max_len_a: float = 1.0, max_len_b: float = 50.0, early_stop: bool = True,
+                       ids: SpecialIds = SpecialIds()) -> list[list[Hypothesis]]:
+    """The ``n_best`` best hypotheses of each source sentence, best first (``n_best <= beam_size``: the
+    finished set holds K; fewer when fewer finished); ``src`` (B,S) holds ids + eos, right-padded with pad.
 
     ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit. The
     encoder runs once; each step feeds only the newest token (B*K, 1; B at the first step) to
@@ -226,6 +235,8 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
     self-attention keys and values) and, when sentences finish, the remaining sentences' encoder
     output and keys/values.
     """
+    if not 1 <= n_best <= beam_size:
+        raise ValueError(f"n_best must be between 1 and the beam size {beam_size}, got {n_best}")
     if early_stop and length_penalty_alpha < 0:
         raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty_alpha}")
     batch, device = src.size(0), src.device
@@ -246,7 +257,7 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
         at_max, done = _done(beams, live[0], finished, length, early_stop)
         _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha)
         prev, beams = _advance(cache, beams, ~done, live, pos, top_lp, device)
-    return [finished.result(b) for b in range(batch)]
+    return [finished.result(b, n_best) for b in range(batch)]
 
 
 def _advance(cache: DecoderCache, beams: _Beams, keep: torch.Tensor, live, pos: torch.Tensor,
@@ -276,30 +287,36 @@ def pad_sources(sources: Sequence[Sequence[int]], ids: SpecialIds, device: torch
     return src.to(device)
 
 
-def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]], *, max_sentences: int,
-                        device: torch.device | str = "cpu", ids: SpecialIds = SpecialIds(),
-                        on_batch: Callable[[int], None] | None = None, **search: Any) -> list[Hypothesis]:
+def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]], **kwargs: Any) -> list[Hypothesis]:
+    """Best hypothesis per source: :func:`translate_sentences_n_best` with ``n_best=1``."""
+    return [hyps[0] for hyps in translate_sentences_n_best(model, sources, n_best=1, **kwargs)]
+
+
+def translate_sentences_n_best(model: IncrementalModel, sources: Sequence[Sequence[int]], *, max_sentences: int,
+                               device: torch.device | str = "cpu", ids: SpecialIds = SpecialIds(),
+                               on_batch: Callable[[int], None] | None = None,
+                               **search: Any) -> list[list[Hypothesis]]:
     """Beam search over a corpus in batches of similar length; results in the order of ``sources``.
 
     Sentences are sorted by length (longest first) into batches of at most ``max_sentences``;
-    ``search`` holds beam_search's keyword arguments; ``on_batch(n)`` is called after each batch.
-    Every source must be non-empty.
+    ``search`` holds beam_search_n_best's keyword arguments (``n_best`` among them); ``on_batch(n)``
+    is called after each batch. Every source must be non-empty.
     """
     if max_sentences < 1:
         raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
     if any(len(s) == 0 for s in sources):
         raise ValueError("empty source sentence: translate it as an empty line instead")
     order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-    results: list[Hypothesis | None] = [None] * len(sources)
+    results: list[list[Hypothesis]] = [[] for _ in sources]
     for start in range(0, len(order), max_sentences):
         chunk = order[start: start + max_sentences]
         batch = [sources[i] for i in chunk]
-        hyps = beam_search(model, pad_sources(batch, ids, device), [len(s) for s in batch], ids=ids, **search)
-        for i, hyp in zip(chunk, hyps):
-            results[i] = hyp
+        hyps = beam_search_n_best(model, pad_sources(batch, ids, device), [len(s) for s in batch], ids=ids, **search)
+        for i, best in zip(chunk, hyps):
+            results[i] = best
         if on_batch is not None:
             on_batch(len(chunk))
-    return results  # type: ignore[return-value]
+    return results
 
 
 class _PrefixCache:

@@ -49,16 +49,23 @@ class Sources:
     unknown_pieces: int
 
 
+def piece_ids(line: str, sp: spm.SentencePieceProcessor) -> tuple[list[int], int]:
+    """The ids of a line's space-separated pieces (unknown pieces become unk), and how many were unknown."""
+    unk_id = sp.unk_id()
+    unk_piece = sp.id_to_piece(unk_id)
+    pieces = line.split()
+    sentence = [sp.piece_to_id(piece) for piece in pieces]
+    return sentence, sum(1 for p, i in zip(pieces, sentence) if i == unk_id and p != unk_piece)
+
+
 def read_sources(path: str, sp: spm.SentencePieceProcessor) -> Sources:
     """Map each line's space-separated pieces to ids; unknown pieces become unk and are counted."""
-    unk_id, ids, unknown = sp.unk_id(), [], 0
-    unk_piece = sp.id_to_piece(unk_id)
+    ids, unknown = [], 0
     with open_text(path) as handle:
         for line in handle:
-            pieces = line.split()
-            sentence = [sp.piece_to_id(piece) for piece in pieces]
-            unknown += sum(1 for p, i in zip(pieces, sentence) if i == unk_id and p != unk_piece)
+            sentence, n_unknown = piece_ids(line, sp)
             ids.append(sentence)
+            unknown += n_unknown
     return Sources(ids, unknown)
 
 
@@ -72,6 +79,21 @@ def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.S
     return SpecialIds(pad=vocab["pad_id"], bos=vocab["bos_id"], eos=vocab["eos_id"])
 
 
+def configure(model: Any, opts: DecodeConfig, device: torch.device) -> str:
+    """Set up ``model`` for decoding on ``device`` as ``opts`` asks (TF32, oneDNN products); return the
+    precision to decode in (``with autocast_for(precision, device)``)."""
+    enable_tf32(device, opts.precision)
+    model.use_onednn(use_onednn(opts.cpu_matmul, False, device, "decode.cpu_matmul"))
+    return resolve_precision(opts.precision, device)
+
+
+def search_options(opts: DecodeConfig) -> dict[str, Any]:
+    """The keyword arguments of :func:`~aiayn.decode.beam.translate_sentences` that ``opts`` sets."""
+    return {"max_sentences": opts.max_sentences, "beam_size": opts.beam_size,
+            "length_penalty_alpha": opts.length_penalty, "max_len_a": opts.max_len_a,
+            "max_len_b": opts.max_len_b, "early_stop": opts.early_stop}
+
+
 def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: SpecialIds,
               device: torch.device) -> list[Hypothesis | None]:
     """Best hypothesis per source in input order; ``None`` for an empty source (no decoding)."""
@@ -79,10 +101,8 @@ def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: Spe
     every = ProgressLog(log, len(todo), "beam search, sentences")
     with tqdm(total=len(todo), unit="sent", disable=None, desc="beam search") as progress:
         hyps = translate_sentences(
-            model, [sources[i] for i in todo], max_sentences=opts.max_sentences, device=device,
-            ids=ids, on_batch=lambda n: (progress.update(n), every(n)), beam_size=opts.beam_size,
-            length_penalty_alpha=opts.length_penalty, max_len_a=opts.max_len_a,
-            max_len_b=opts.max_len_b, early_stop=opts.early_stop)
+            model, [sources[i] for i in todo], device=device, ids=ids,
+            on_batch=lambda n: (progress.update(n), every(n)), **search_options(opts))
     results: list[Hypothesis | None] = [None] * len(sources)
     for i, hyp in zip(todo, hyps):
         results[i] = hyp
@@ -117,9 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         sources = read_sources(args.input, sp)
         if sources.unknown_pieces:
             log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
-        precision = resolve_precision(opts.precision, device)
-        enable_tf32(device, opts.precision)
-        model.use_onednn(use_onednn(opts.cpu_matmul, False, device, "decode.cpu_matmul"))
+        precision = configure(model, opts, device)
         log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, device,
                  precision, asdict(opts))
         start = time.perf_counter()

@@ -1,0 +1,309 @@
+"""aiayn-translate: translate text with a trained model, each line as soon as it arrives.
+
+    aiayn-translate --run results/demo/en-de/base [--input F] [--output F] [--beam K] [--n-best N]
+        [--scores] [--last] [--device auto|cpu|cuda|cuda:N] [--batch-size B] [--threads T] [--log F]
+    aiayn-translate --checkpoint C --spm M --settings decode.json --tokenize tokenize.en.json
+        --source-lang en --target-lang de ...
+
+Input: raw text, one sentence a line (a file, or standard input). Each line goes through exactly the
+workflow's stages: the tokenize rule's Moses normalization and tokenization with the run's source-side
+settings (:class:`aiayn.data.tokenize.MosesPipeline`), the bpe_encode rule's sentencepiece pieces
+(:class:`aiayn.data.bpe.SpmEncode`), the translate rule's beam search with the run's decode settings,
+and the detokenize rule's Moses detokenizer (:class:`aiayn.data.detokenize.MosesDetok`): on a test set
+the output equals the workflow's ``<split>-avg.hyp.txt`` line for line (on a file of more than
+``decode.max_sentences`` lines the batches are composed differently; beam search makes a sentence's
+translation independent of its batch, up to floating-point rounding). ``--run DIR`` finds the
+checkpoint (``avg.pt``; ``--last``, or when the run has none, ``train/checkpoint_last.pt``), the
+decode settings and, through the run's ``inference.json`` (:mod:`aiayn.decode.manifest`), the
+sentencepiece model and the tokenizer settings; an explicit path overrides what the run gives.
+
+Lines are read in batches as they come: a batch is the first line waited for and the lines already
+available after it (at most ``--batch-size``, default the run's ``decode.max_sentences``); its output
+is written and flushed before the next batch is read, so a pipe gets each answer at once.
+
+Output, one line per input line: the translation, or with ``--scores`` ``score<TAB>translation``
+(score = log P(Y|X) / lp(Y), what the beam ranks by). With ``--n-best N`` (N <= the beam size):
+up to N lines per input line, ``line<TAB>rank<TAB>translation`` (``line<TAB>rank<TAB>score<TAB>
+translation`` with ``--scores``), best first, the line numbered from 1.
+
+Defined outputs for bad input (the command never stops on one): an empty line (or one that is empty
+once tokenized) gives an empty output line; a line that is not valid UTF-8, or longer than the model's
+learned positions allow (source and longest possible output, ``model.max_positions``; sinusoids have
+no limit and the output length is bounded by ``decode.max_len_a * |x| + max_len_b``), gives an empty
+output line and a warning on standard error naming its line number. With ``--n-best`` these give no
+output lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator
+
+import sentencepiece as spm
+import torch
+
+from aiayn import settings
+from aiayn.data.bpe import SpmEncode
+from aiayn.data.detokenize import MosesDetok
+from aiayn.data.tokenize import MosesPipeline, TokenizeConfig
+from aiayn.decode.beam import Hypothesis, SpecialIds, max_output_length, translate_sentences_n_best
+from aiayn.decode.manifest import RunFiles, read_run
+from aiayn.decode.settings import DecodeConfig
+from aiayn.decode.stream import LineBatches
+from aiayn.decode.translate import check_vocabulary, configure, piece_ids, search_options
+from aiayn.io import atomic_output, setup_logging
+from aiayn.model import ModelConfig, load_model
+from aiayn.train.distributed import resolve_device
+from aiayn.train.precision import autocast_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TextPipeline:
+    """A task's text on either side of the model: ``prepare`` turns a raw line into the text that
+    sentencepiece encodes, ``finish`` a decoded hypothesis (and the prepared source) into the output."""
+
+    prepare: Callable[[str], str]
+    finish: Callable[[str, str], str]
+
+
+def translation_pipeline(files: RunFiles) -> TextPipeline:
+    """The tokenize rule's steps with the run's source-side settings, and the detokenize rule's."""
+    opts = settings.read(files.tokenize, TokenizeConfig, "data.tokenize")
+    steps = {key: value for key, value in dataclasses.asdict(opts).items() if key != "chunk_lines"}
+    tokenizer, detokenizer = MosesPipeline(lang=files.source_lang, **steps), MosesDetok(files.target_lang)
+    return TextPipeline(tokenizer.line, lambda hyp, source: detokenizer.line(hyp))
+
+
+def longest_source(cfg: ModelConfig, opts: DecodeConfig) -> int | None:
+    """The most source subwords the model can decode: with learned positions, the source and its eos
+    and the longest output ``max_output_length(|x|)`` (bos included) must fit ``cfg.max_positions``;
+    None for sinusoids (no limit)."""
+    if cfg.positional != "learned":
+        return None
+    fits = (n for n in range(cfg.max_positions - 1, 0, -1)
+            if max_output_length(n, opts.max_len_a, opts.max_len_b) <= cfg.max_positions)
+    return next(fits, 0)
+
+
+@dataclass
+class Decoder:
+    """A loaded model and what decoding with it needs."""
+
+    model: Any
+    sp: spm.SentencePieceProcessor
+    encode: SpmEncode
+    ids: SpecialIds
+    opts: DecodeConfig
+    device: torch.device
+    precision: str
+    longest: int | None
+
+    def search(self, sources: list[list[int]], n_best: int) -> list[list[Hypothesis]]:
+        """The ``n_best`` best hypotheses of each non-empty source, in order."""
+        with autocast_for(self.precision, self.device):
+            return translate_sentences_n_best(self.model, sources, device=self.device, ids=self.ids,
+                                              n_best=n_best, **search_options(self.opts))
+
+
+def load_decoder(files: RunFiles, device: torch.device, beam: int | None) -> Decoder:
+    """The model of ``files.checkpoint`` on ``device`` with its sentencepiece model and decode settings
+    (``beam`` overrides ``decode.beam_size``)."""
+    sp = spm.SentencePieceProcessor(model_file=str(files.spm))
+    model, checkpoint = load_model(files.checkpoint, device)
+    ids = check_vocabulary(str(files.checkpoint), checkpoint["vocab"], str(files.spm), sp)
+    opts = settings.read(files.decode, DecodeConfig, "decode")
+    if beam is not None:
+        opts = dataclasses.replace(opts, beam_size=beam)
+    precision = configure(model, opts, device)
+    longest = longest_source(ModelConfig.from_dict(checkpoint["settings"]["model"]), opts)
+    log.info("%s on %s (%s), decoding with %s", files.checkpoint, device, precision, dataclasses.asdict(opts))
+    return Decoder(model, sp, SpmEncode(str(files.spm)), ids, opts, device, precision, longest)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input line, prepared: its number, the prepared text and ids, or why it is skipped."""
+
+    number: int
+    text: str = ""
+    ids: tuple[int, ...] = ()
+    skipped: str | None = None
+
+
+def prepare_line(number: int, raw: bytes, decoder: Decoder, pipeline: TextPipeline) -> Source:
+    """Decode, tokenize and encode one line; a line the model cannot take is skipped, saying why."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Source(number, skipped=f"invalid UTF-8 ({error.reason} at byte {error.start})")
+    prepared = pipeline.prepare(text)
+    ids, unknown = piece_ids(decoder.encode([prepared])[0], decoder.sp)
+    if unknown:
+        log.warning("line %d: %d pieces not in the vocabulary, read as unk", number, unknown)
+    if decoder.longest is not None and len(ids) > decoder.longest:
+        return Source(number, skipped=f"{len(ids)} subwords, more than the {decoder.longest} the model's "
+                                      f"learned positions allow")
+    return Source(number, prepared, tuple(ids))
+
+
+def decode_batch(batch: list[tuple[int, bytes]], decoder: Decoder, pipeline: TextPipeline,
+                 n_best: int) -> list[tuple[int, list[tuple[float, str]] | None]]:
+    """``(line number, [(score, output)] best first)`` per input line; ``[]`` for an empty source,
+    None for a skipped line (a warning names it)."""
+    sources = [prepare_line(number, raw, decoder, pipeline) for number, raw in batch]
+    for source in sources:
+        if source.skipped:
+            log.warning("line %d: %s; its output is empty", source.number, source.skipped)
+    todo = [s for s in sources if s.ids and not s.skipped]
+    found = dict(zip((s.number for s in todo), decoder.search([list(s.ids) for s in todo], n_best) if todo else []))
+    results: list = []
+    for source in sources:
+        hyps = found.get(source.number, [])
+        outputs = [(h.score, pipeline.finish(decoder.sp.decode(h.tokens), source.text)) for h in hyps]
+        results.append((source.number, None if source.skipped else outputs))
+    return results
+
+
+def format_result(number: int, outputs: list[tuple[float, str]] | None, n_best: int, scores: bool) -> list[str]:
+    """The output lines of one input line (see the module docstring)."""
+    if n_best == 1:
+        if not outputs:
+            return [""]
+        score, text = outputs[0]
+        return [f"{score:.4f}\t{text}" if scores else text]
+    return [f"{number}\t{rank}\t{score:.4f}\t{text}" if scores else f"{number}\t{rank}\t{text}"
+            for rank, (score, text) in enumerate(outputs or [], start=1)]
+
+
+def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
+    """The options aiayn-translate and aiayn-parse share (and, for translation, the tokenizer's)."""
+    parser.add_argument("--run", help="a run directory, results/<task>/<experiment>: finds the files below")
+    parser.add_argument("--last", action="store_true", help="the run's last checkpoint, not the averaged one")
+    parser.add_argument("--checkpoint", help="a checkpoint (.pt); overrides the run's")
+    parser.add_argument("--spm", help="the task's sentencepiece model; overrides the run's")
+    parser.add_argument("--settings", help="decode settings as JSON (the run's settings/decode.json)")
+    if translation:
+        parser.add_argument("--tokenize", help="the source side's data.tokenize settings as JSON")
+        parser.add_argument("--source-lang", help="source language code (Moses tokenizer)")
+        parser.add_argument("--target-lang", help="target language code (Moses detokenizer)")
+    parser.add_argument("--input", help="one sentence a line (default: standard input)")
+    parser.add_argument("--output", help="written atomically at the end (default: standard output, as it goes)")
+    parser.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam_size)")
+    parser.add_argument("--n-best", type=int, default=1, help="hypotheses per input line (<= the beam size)")
+    parser.add_argument("--scores", action="store_true", help="print each hypothesis's score log P / lp")
+    parser.add_argument("--batch-size", type=int, help="most lines decoded together (default: decode.max_sentences)")
+    parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--log", help="log file (appended; the log also goes to standard error)")
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse what cannot work before anything is loaded."""
+    if args.run is None and (args.checkpoint is None or args.spm is None):
+        parser.error("give --run DIR, or --checkpoint and --spm")
+    if args.beam is not None and args.beam < 1:
+        parser.error(f"--beam must be at least 1, got {args.beam}")
+    if args.n_best < 1 or (args.beam is not None and args.n_best > args.beam):
+        parser.error(f"--n-best must be between 1 and the beam size, got {args.n_best}")
+    if args.batch_size is not None and args.batch_size < 1:
+        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
+
+
+def run_files(args: argparse.Namespace, kind: str) -> RunFiles:
+    """The files to decode with: the run's (``--run``), each overridden by an explicit path."""
+    if args.run is not None:
+        files = read_run(args.run, "last" if args.last else "avg")
+        if files.kind != kind:
+            raise ValueError(f"{args.run} is a {files.kind} run: use "
+                             f"{'aiayn-parse' if files.kind == 'parsing' else 'aiayn-translate'}")
+    else:
+        files = RunFiles(kind, "words", "tree", Path(args.checkpoint), Path(args.spm), None, None)
+    explicit = {"checkpoint": args.checkpoint, "spm": args.spm, "decode": args.settings,
+                "tokenize": getattr(args, "tokenize", None)}
+    files = dataclasses.replace(files, **{k: Path(v) for k, v in explicit.items() if v is not None})
+    for key in ("source_lang", "target_lang"):
+        files = dataclasses.replace(files, **{key: getattr(args, key, None) or getattr(files, key)})
+    if kind == "translation" and args.run is None and not (args.source_lang and args.target_lang):
+        raise ValueError("without --run, give --source-lang and --target-lang (and --tokenize for the run's "
+                         "tokenizer settings; default: data.tokenize's defaults)")
+    return files
+
+
+@contextmanager
+def output_stream(path: str | None) -> Iterator[IO[str]]:
+    """``path`` (atomically) or standard output as UTF-8 whatever the locale."""
+    if path is not None:
+        with atomic_output(path) as handle:
+            yield handle
+        return
+    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", newline="\n", closefd=False)
+    try:
+        yield stdout
+    finally:
+        stdout.flush()
+
+
+def decode_stream(args: argparse.Namespace, decoder: Decoder, pipeline: TextPipeline) -> tuple[int, int]:
+    """Read, decode and write every batch of the input; returns (lines, lines skipped)."""
+    lines = skipped = 0
+    with ExitStack() as stack:
+        source = stack.enter_context(open(args.input, "rb")) if args.input else sys.stdin.buffer
+        out = stack.enter_context(output_stream(args.output))
+        for batch in LineBatches(source.fileno(), args.batch_size or decoder.opts.max_sentences):
+            for number, outputs in decode_batch(batch, decoder, pipeline, args.n_best):
+                out.writelines(line + "\n" for line in format_result(number, outputs, args.n_best, args.scores))
+                skipped += outputs is None
+            out.flush()
+            lines += len(batch)
+    return lines, skipped
+
+
+def run(args: argparse.Namespace, kind: str, make_pipeline: Callable[[RunFiles], TextPipeline]) -> int:
+    """Decode the input with the files ``args`` name: the body of aiayn-translate and aiayn-parse."""
+    setup_logging(args.log)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    files = run_files(args, kind)
+    pipeline = make_pipeline(files)
+    device, claim = resolve_device(args.device)
+    try:
+        decoder = load_decoder(files, device, args.beam)
+        if args.n_best > decoder.opts.beam_size:
+            raise ValueError(f"--n-best {args.n_best} is more than the beam size {decoder.opts.beam_size}")
+        lines, skipped = decode_stream(args, decoder, pipeline)
+    except KeyboardInterrupt:   # Ctrl-C ends an interactive session: what was answered stays answered
+        log.info("interrupted")
+        return 130
+    finally:
+        if claim is not None:
+            claim.release()
+    log.info("%d lines, %d skipped (see the warnings above)", lines, skipped)
+    return 0
+
+
+def parse_args(argv: list[str] | None, prog: str = "aiayn-translate", doc: str = __doc__,
+               translation: bool = True) -> argparse.Namespace:
+    """The command line of aiayn-translate (or, with ``translation=False``, aiayn-parse), checked; the
+    help shows ``doc``: its first paragraph above the options, from its third on below them."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0], epilog=doc.split("\n\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser, translation)
+    args = parser.parse_args(argv)
+    check_arguments(parser, args)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parse_args(argv), "translation", translation_pipeline)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
