@@ -231,7 +231,7 @@ def test_parser_input_and_output_are_treebank_trees():
 
 def test_parse_with_explicit_paths_writes_one_tree_over_each_lines_words(run_dir, tmp_path):
     """Any model's output becomes a tree over exactly the input words (here a translation model's)."""
-    lines = ["the dog ( big ) barks .", "", "a stitch in time"]
+    lines = ["the dog (big) doesn't bark.", "", "a stitch in time"]
     (tmp_path / "words").write_text("\n".join(lines) + "\n")
     out = tmp_path / "trees"
     assert parse.main(["--checkpoint", str(run_dir / "avg.pt"), "--spm", str(run_dir / "../data/spm.model"),
@@ -239,7 +239,7 @@ def test_parse_with_explicit_paths_writes_one_tree_over_each_lines_words(run_dir
                        "--output", str(out), "--device", "cpu"]) == 0
     trees = out.read_text().split("\n")[:-1]
     assert trees[1] == "" and len(trees) == 3
-    for tree, line in ((trees[0], "the dog -LRB- big -RRB- barks ."), (trees[2], lines[2])):
+    for tree, line in ((trees[0], "the dog -LRB- big -RRB- does n't bark ."), (trees[2], lines[2])):
         assert tree.startswith("(TOP ") and parse_tree(tree, "out", 1).words() == line.split()
 
 

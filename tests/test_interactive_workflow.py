@@ -54,8 +54,8 @@ def test_translating_the_test_source_gives_the_workflows_hypotheses(workdir):
 
 def test_parsing_the_test_words_gives_the_workflows_trees(workdir):
     words = (workdir / "data/test/tok/wsj/test.words").read_text(encoding="utf-8")
-    got = command(workdir, "aiayn.parsing.parse", "--run", str(workdir / PARSER), "--input",
-                  str(workdir / "data/test/tok/wsj/test.words")).splitlines()
+    got = command(workdir, "aiayn.parsing.parse", "--run", str(workdir / PARSER), "--tokenized",
+                  "--input", str(workdir / "data/test/tok/wsj/test.words")).splitlines()
     gold = (workdir / "data/test/tok/wsj/test.gold").read_text(encoding="utf-8").splitlines()
     expected = (workdir / PARSER / "test-avg.trees").read_text(encoding="utf-8").splitlines()
     assert len(got) == len(expected) == len(words.splitlines())

@@ -194,6 +194,9 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
         parser.add_argument("--tokenize", help="the source side's data.tokenize settings as JSON")
         parser.add_argument("--source-lang", help="source language code (Moses tokenizer)")
         parser.add_argument("--target-lang", help="target language code (Moses detokenizer)")
+    else:
+        parser.add_argument("--tokenized", action="store_true",
+                            help="the input is already split into treebank words (default: raw text)")
     parser.add_argument("--input", help="one sentence a line (default: standard input)")
     parser.add_argument("--output", help="written atomically at the end (default: standard output, as it goes)")
     parser.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam_size)")

@@ -1,14 +1,15 @@
 """aiayn-parse: parse sentences with a trained parser into Penn Treebank trees, each as soon as it arrives.
 
-    aiayn-parse --run results/demo/wsj/parser [--input F] [--output F] [--beam K] [--n-best N]
+    aiayn-parse --run results/demo/wsj/parser [--input F] [--output F] [--tokenized] [--beam K] [--n-best N]
         [--scores] [--last] [--device auto|cpu|cuda|cuda:N] [--batch-size B] [--threads T] [--log F]
     aiayn-parse --checkpoint C --spm M --settings decode.json ...
 
-Input: one sentence a line, its words separated by spaces and tokenized as the treebank is (the
-parser was trained on the treebank's words, which the workflow feeds it as they are: ``don't`` is
-``do n't``, a period its own word); a ``(`` or ``)`` becomes the treebank's ``-LRB-`` or ``-RRB-``.
-Each line goes through exactly the workflow's stages: the bpe_encode rule's sentencepiece pieces,
-the translate rule's beam search with the run's decode settings, and the trees rule's repair
+Input: one sentence of raw English text a line, split into words as the Penn Treebank splits them
+(:func:`aiayn.parsing.ptb_tokenize.ptb_words`: ``don't`` is ``do n't``, a final period its own word,
+``(`` is ``-LRB-``), since the parser was trained on the treebank's words; with ``--tokenized`` the
+input is such words already, separated by spaces (as the workflow feeds its test words), and only
+brackets are escaped. Each line goes through exactly the workflow's stages: the bpe_encode rule's
+sentencepiece pieces, the translate rule's beam search with the run's decode settings, and the trees rule's repair
 (:func:`aiayn.parsing.repair.repair`: whatever the model writes becomes a ``TOP``-rooted tree over
 exactly the input words). Output: one tree a line in Penn Treebank bracketing. The leaves' tags are
 the model's (``XX`` under the paper's ``xx`` linearization, the predicted tags under ``pos``); the
@@ -23,7 +24,7 @@ warning on standard error naming its line number (with ``--n-best``: no output l
 from __future__ import annotations
 
 from aiayn.decode.interactive import TextPipeline, parse_args, run
-from aiayn.decode.manifest import RunFiles
+from aiayn.parsing.ptb_tokenize import ptb_words
 from aiayn.parsing.repair import repair
 
 BRACKETS = {"(": "-LRB-", ")": "-RRB-"}
@@ -44,13 +45,20 @@ def tree_of(hypothesis: str, words: str) -> str:
     return str(tree)
 
 
-def parsing_pipeline(files: RunFiles) -> TextPipeline:
-    """Treebank words in, repaired trees out (the parser needs no file beyond the model's)."""
-    return TextPipeline(treebank_words, tree_of)
+def raw_words(line: str) -> str:
+    """The treebank words of a line of raw text, space separated."""
+    return " ".join(ptb_words(line))
+
+
+def parsing_pipeline(tokenized: bool) -> TextPipeline:
+    """Raw text (or, ``tokenized``, treebank words) in, repaired trees out (the parser needs no file
+    beyond the model's)."""
+    return TextPipeline(treebank_words if tokenized else raw_words, tree_of)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(argv, "aiayn-parse", __doc__, translation=False), "parsing", parsing_pipeline)
+    args = parse_args(argv, "aiayn-parse", __doc__, translation=False)
+    return run(args, "parsing", lambda files: parsing_pipeline(args.tokenized))
 
 
 if __name__ == "__main__":
