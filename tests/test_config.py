@@ -107,7 +107,8 @@ def test_semi_supervised_needs_a_parsing_task_and_takes_null(paper):
     bad["experiments"]["A1"]["semi_supervised"] = {"model": {"d_ff": 1}}
     with pytest.raises(cfg.ConfigError, match=r"experiments\.A1\.semi_supervised: none of its tasks"):
         cfg.validate(bad)
-    overlay = cfg.prune(cfg.deep_merge(paper, {"experiments": {"parser": {"semi_supervised": {"model": {"d_ff": None}}}}}))
+    null_d_ff = {"experiments": {"parser": {"semi_supervised": {"model": {"d_ff": None}}}}}
+    overlay = cfg.prune(cfg.deep_merge(paper, null_d_ff))
     overlay["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
     cfg.validate(overlay)
     assert cfg.resolve(overlay, "parser", "wsj")["model"]["d_ff"] == 2048

@@ -7,7 +7,9 @@ both sides together, so source, target and the pre-softmax layer can share one e
 ``learn --settings FILE`` reads :class:`LearnOptions`: ``config.yaml``'s ``data.bpe`` and the task's
 ``vocab_size``. ``learn --symbols FILE...`` names tokens (one per line) that are never split: a parsing
 task's brackets ``(NP`` and ``)NP`` (:mod:`aiayn.parsing.prepare` writes them), each one piece and one
-embedding, where plain BPE would learn ``▁(`` and ``NP`` apart and make every constituent cost four pieces. Training reads a seeded uniform sample of at most ``sample_sentences`` lines (selection sampling,
+embedding, where plain BPE learns ``▁(`` and ``NP`` apart and a constituent costs four pieces, not two.
+
+Training reads a seeded uniform sample of at most ``sample_sentences`` lines (selection sampling,
 Knuth's Algorithm S, over all inputs together): memory stays bounded on WMT14 EN-FR, and the same
 inputs and seed give a byte-identical model. Special ids are fixed: pad 0, unk 1, bos 2, eos 3.
 
@@ -102,7 +104,7 @@ def whole_tokens(symbols: Iterable[str]) -> list[str]:
     """sentencepiece ``user_defined_symbols`` that keep each space-separated token in one piece.
 
     sentencepiece matches these on its normalized text, where the space before a token is already
-    ``▁``: a bare ``(NP`` becomes two pieces ``▁`` ``(NP`` (measured with sentencepiece 0.2), while
+    ``▁``: a bare ``(NP`` becomes two pieces ``▁`` ``(NP`` (measured with sentencepiece 0.2.3), while
     ``▁(NP`` is one, as every other word-initial piece. A line's first token gets the ``▁`` too
     (sentencepiece's dummy prefix).
     """
