@@ -1,5 +1,6 @@
 import json
 
+import pytest
 import sentencepiece as spm
 
 from aiayn.data import bpe
@@ -80,3 +81,31 @@ def test_sample_is_seeded_uniform_and_bounded(tmp_path):
     assert numbers == sorted(set(numbers)) and min(numbers) < 100 and max(numbers) > 900
     with open(out, "w") as handle:
         assert sample_lines([path], 5000, 7, handle)["sampled"] == 1000
+
+
+TREES = ["(S (NP XX XX )NP (VP XX (NP XX )NP )VP XX )S", "(S (NP XX )NP (VP XX (SBAR (S (NP XX )NP )S )SBAR )VP )S"]
+
+
+def _learn_trees(tmp_path, name, *symbols):
+    words, trees = _write(tmp_path / "w.txt", TEXT_EN * 5), _write(tmp_path / "t.txt", TREES * 15)
+    prefix = tmp_path / name / "spm"
+    assert bpe.main(["learn", "--inputs", words, trees, "--model-prefix", str(prefix), "--symbols", *symbols]) == 0
+    return spm.SentencePieceProcessor(model_file=str(prefix) + ".model")
+
+
+def test_symbols_stay_one_piece_each_and_decode_back(tmp_path):
+    symbols = _write(tmp_path / "symbols", ["(S", ")S", "(NP", ")NP", "(VP", ")VP", "(SBAR", ")SBAR"])
+    sp, plain = _learn_trees(tmp_path, "whole", symbols), _learn_trees(tmp_path, "plain")
+    for tree in TREES:
+        pieces = sp.encode(tree, out_type=str)
+        assert pieces == ["\u2581" + token for token in tree.split()]
+        assert sp.decode(pieces) == tree
+        assert len(plain.encode(tree)) > len(pieces)  # plain BPE never keeps a bracket with its label
+    assert sp.encode("the cat (NP", out_type=str)[-1] == "\u2581(NP"
+
+
+def test_symbols_file_dedups_and_a_symbol_with_whitespace_names_file_and_line(tmp_path):
+    assert bpe.read_symbols([_write(tmp_path / "ok", ["(NP", "", ")NP", "(NP"])]) == ["(NP", ")NP"]
+    path = _write(tmp_path / "bad", ["(NP", "(V P"])
+    with pytest.raises(ValueError, match=f"{path}:2"):
+        bpe.read_symbols([path])

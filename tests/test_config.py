@@ -89,6 +89,32 @@ def test_parser_uses_tensor2tensors_parsing_preset(paper):
     assert parser["decode"] == {**base["decode"], "beam_size": 21, "length_penalty": 0.3, "max_len_b": 300}
 
 
+def test_semi_supervised_parser_uses_transformer_parsing_big(paper):
+    """With silver trees the parser takes tensor2tensor's transformer_parsing_big over the paper's 4 x 1024."""
+    assert cfg.resolve(paper, "parser", "wsj")["model"]["n_heads"] == 8  # WSJ only: no silver, no change
+    semi = copy.deepcopy(paper)
+    semi["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
+    parser, wsj_only = cfg.resolve(semi, "parser", "wsj"), cfg.resolve(paper, "parser", "wsj")
+    assert parser["model"] == {**wsj_only["model"], "d_ff": 4096, "n_heads": 16, "d_k": 64, "d_v": 64,
+                               "dropout": 0.1, "attention_dropout": 0.0, "share_embeddings": False,
+                               "share_softmax": True}
+    assert parser["model"]["n_layers"] == 4 and parser["model"]["d_model"] == 1024
+    assert parser["train"] == {**wsj_only["train"], "warmup_steps": 4000, "max_tokens": 12500}
+    assert parser["decode"] == wsj_only["decode"] and parser["average"] == wsj_only["average"]
+
+
+def test_semi_supervised_needs_a_parsing_task_and_takes_null(paper):
+    bad = copy.deepcopy(paper)
+    bad["experiments"]["A1"]["semi_supervised"] = {"model": {"d_ff": 1}}
+    with pytest.raises(cfg.ConfigError, match=r"experiments\.A1\.semi_supervised: none of its tasks"):
+        cfg.validate(bad)
+    null_d_ff = {"experiments": {"parser": {"semi_supervised": {"model": {"d_ff": None}}}}}
+    overlay = cfg.prune(cfg.deep_merge(paper, null_d_ff))
+    overlay["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
+    cfg.validate(overlay)
+    assert cfg.resolve(overlay, "parser", "wsj")["model"]["d_ff"] == 2048
+
+
 def test_semi_supervised_vocabulary_is_a_key(paper):
     wsj = copy.deepcopy(paper["tasks"]["wsj"])
     assert cfg.vocab_size(wsj) == 16000 and cfg.vocab_size(paper["tasks"]["en-de"]) == 37000

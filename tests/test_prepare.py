@@ -48,6 +48,8 @@ def test_line_layout_golden(tmp_path):
     assert read(out / "test.tree") == ["(NP XX XX )NP", "(S (VP XX (ADVP XX )ADVP )VP )S"]
     assert read(out / "dev.words") == ["John left ."]
     assert not (out / "train.gold").exists()
+    # the training brackets, most frequent first; the test trees' ADVP is not among them
+    assert read(out / "train.symbols") == ["(NP", "(S", "(VP", ")NP", ")S", ")VP"]
     for line, words, tree in zip(read(out / "test.gold"), read(out / "test.words"), read(out / "test.tree")):
         gold = parse_tree(line)
         assert gold.words() == words.split()
@@ -57,7 +59,7 @@ def test_line_layout_golden(tmp_path):
 
 def test_pos_linearization_and_silver(tmp_path):
     silver = tmp_path / "silver.trees"
-    silver.write_text("".join(f"(TOP (S (NP (NN s{i})) (VP (VB v))))\n" for i in range(10)))
+    silver.write_text("".join(f"(TOP (SQ (NP (NN s{i})) (VP (VB v))))\n" for i in range(10)))
     assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", "--seed", "3", linearization="pos",
                silver={"path": str(silver), "ratio": 1.5}) == 0
     words = read(tmp_path / "out" / "train.words")
@@ -67,6 +69,8 @@ def test_pos_linearization_and_silver(tmp_path):
     assert run(write_tiny(tmp_path / "tb"), tmp_path / "again", "--seed", "3", linearization="pos",
                silver={"path": str(silver), "ratio": 1.5}) == 0
     assert read(tmp_path / "again" / "train.words") == words
+    # the silver trees' brackets count too (3 SQ, 2 + 3 NP)
+    assert read(tmp_path / "out" / "train.symbols") == ["(NP", "(VP", ")NP", ")VP", "(SQ", ")SQ", "(S", ")S"]
 
 
 def test_errors_name_the_file_and_line(tmp_path, capfd):

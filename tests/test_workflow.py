@@ -47,6 +47,11 @@ def test_paper_dag_reaches_every_experiment_and_table(tmp_path):
     tokenize = [line for line in out.splitlines() if "python -m aiayn.data.tokenize" in line]
     pattern = r"--lang (\w+) --input data/raw/([\w-]+)/\S+ .*--settings data/settings/\2/tokenize\.\1\.json"
     assert tokenize and all(re.search(pattern, line) for line in tokenize), tokenize[:2]
+    # a parsing task's subword model keeps its training trees' brackets whole; a translation task's has none
+    learn = {re.search(r"--model-prefix data/bpe/([\w-]+)/", line).group(1): line
+             for line in out.splitlines() if "python -m aiayn.data.bpe learn" in line}
+    assert "--symbols data/tok/wsj/train.symbols --threads" in learn["wsj"], learn["wsj"]
+    assert "--symbols  --threads" in learn["en-de"], learn["en-de"]
 
 
 def test_paper_dag_without_treebank_skips_table4_with_a_warning(tmp_path):

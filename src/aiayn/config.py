@@ -2,7 +2,8 @@
 
 The config (``config.yaml``) holds the paper's setup as data. ``defaults`` is the base model and its
 training, averaging and decoding; each entry of ``experiments`` overrides ``defaults`` only where the
-paper's row differs, optionally per task (``task_overrides``). :func:`resolve` merges them into the
+paper's row differs, optionally per task (``task_overrides``) and, on a parsing task trained with silver
+trees, for that setting (``semi_supervised``, paper section 6.3). :func:`resolve` merges them into the
 settings of one run (one experiment on one task); :func:`settings_files` gives every stage its part
 of the config, the content of the one settings file that stage reads (``aiayn.settings``).
 
@@ -123,7 +124,7 @@ def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -
     overrides = spec.get("task_overrides")
     if isinstance(overrides, dict):
         spec["task_overrides"] = {t: v for t, v in overrides.items() if t not in deleted_tasks}
-    for sections in [spec, *(spec.get("task_overrides") or {}).values()]:
+    for sections in [spec, spec.get("semi_supervised"), *(spec.get("task_overrides") or {}).values()]:
         for section in SECTIONS:
             if isinstance(sections, dict) and isinstance(sections.get(section), dict):
                 sections[section] = {k: v for k, v in sections[section].items() if v is not None}
@@ -156,6 +157,8 @@ def _check_references(config: dict, source: str) -> None:
         for task in spec.get("task_overrides", {}):
             if task not in spec["tasks"]:
                 raise ConfigError(f"{source}: experiments.{exp}.task_overrides.{task}: not one of its tasks")
+        if "semi_supervised" in spec and not any(tasks[t]["kind"] == "parsing" for t in spec["tasks"]):
+            raise ConfigError(f"{source}: experiments.{exp}.semi_supervised: none of its tasks is a parsing task")
     _check_choice(config, source)
     _check_files(config, source)
     _check_runs(config, source)
@@ -293,7 +296,8 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 
 def resolve(config: dict, experiment: str, task: str) -> dict:
-    """Settings of one run: ``defaults``, then the experiment's sections, then its task override.
+    """Settings of one run: ``defaults``, then the experiment's sections, then its ``semi_supervised``
+    sections if ``task`` is a parsing task with silver trees, then its task override.
 
     Returns a dict with the sections ``model``, ``train``, ``average``, ``decode`` plus ``experiment``
     and ``task`` names.
@@ -306,6 +310,8 @@ def resolve(config: dict, experiment: str, task: str) -> dict:
         raise ConfigError(f"experiment {experiment!r} does not train on task {task!r} (tasks: {spec['tasks']})")
     settings = {section: copy.deepcopy(config["defaults"][section]) for section in SECTIONS}
     settings = deep_merge(settings, {s: spec[s] for s in SECTIONS if s in spec})
+    if is_semi_supervised(config["tasks"][task]):
+        settings = deep_merge(settings, spec.get("semi_supervised", {}))
     settings = deep_merge(settings, spec.get("task_overrides", {}).get(task, {}))
     settings["experiment"] = experiment
     settings["task"] = task
@@ -350,10 +356,15 @@ def resolve_run(config: dict, run: str, task: str) -> dict:
     raise ConfigError(f"unknown run {run!r} on task {task!r}")
 
 
+def is_semi_supervised(task: dict) -> bool:
+    """A parsing task trained with silver trees (``tasks.<task>.silver`` set; paper section 6.3)."""
+    return task["kind"] == "parsing" and task.get("silver") is not None
+
+
 def vocab_size(task: dict) -> int:
     """The subword vocabulary size a task learns: ``vocab_size``, or for a parsing task trained with
     silver trees ``semi_supervised_vocab_size`` (paper section 6.3: 16K WSJ only, 32K semi-supervised)."""
-    if task["kind"] == "parsing" and task.get("silver") is not None:
+    if is_semi_supervised(task):
         return task["semi_supervised_vocab_size"]
     return task["vocab_size"]
 

@@ -139,10 +139,12 @@ for _task in TRANSLATION:
             " --settings {input.settings} --log {log}"
 
 
+# A parsing task's bracket tokens ((NP, )NP) stay whole pieces: its treebank rule lists them.
 rule bpe_learn:
     input:
         texts=lambda w: [text(w.task, "train", side) for side in sides(w.task)],
         settings=f"{D}/settings/{{task}}/bpe.json",
+        symbols=lambda w: [f"{D}/tok/{w.task}/train.symbols"] if w.task in PARSING else [],
     output:
         model=f"{D}/bpe/{{task}}/spm.model",
         vocab=f"{D}/bpe/{{task}}/spm.vocab",
@@ -156,7 +158,7 @@ rule bpe_learn:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.data.bpe learn --inputs {input.texts} --model-prefix {params.prefix}"
-        " --settings {input.settings} --threads {threads} --log {log}"
+        " --settings {input.settings} --symbols {input.symbols} --threads {threads} --log {log}"
 
 
 rule bpe_encode:

@@ -8,6 +8,7 @@ rule treebank:
     output:
         [f"{D}/tok/{{ptask}}/{split}.{side}" for split in ("train", "dev", "test") for side in ("words", "tree")],
         [f"{D}/tok/{{ptask}}/{split}.gold" for split in ("dev", "test")],
+        f"{D}/tok/{{ptask}}/train.symbols",
     params:
         out_dir=lambda w: f"{D}/tok/{w.ptask}",
     priority: 10

@@ -2,7 +2,7 @@
 
 Depth-first: a constituent ``X`` becomes ``(X``, its children, ``)X``; a preterminal becomes one
 token: ``XX`` (``xx``, the paper's choice: the words are the input, the tags carry no structure)
-or its real tag (``pos``, the tensor2tensor variant). Example::
+or its real tag (``pos``: the same brackets with the POS tags kept). Example::
 
     (TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))
     xx:  (S (NP XX XX )NP (VP XX )VP XX )S
@@ -11,6 +11,14 @@ or its real tag (``pos``, the tensor2tensor variant). Example::
 The ``TOP`` node is not linearized: every tree has it, so it carries no information and would only
 lengthen the target by two tokens. The sequence is the linearization of ``TOP``'s children (one
 constituent in the WSJ), and :func:`delinearize` wraps what it reads in ``TOP`` again.
+
+Neither is tensor2tensor's format (the paper's code): its ``words_and_tags_from_wsj_tree``
+(tensorflow/tensor2tensor, tensor2tensor/data_generators/wsj_parsing.py, the same at af52f5fa4f80 of
+2017 and 02fa80bd3f94 of 2018) writes every label bare where its bracket opens, phrase labels and
+POS tags alike, a closing ``/X`` for each phrase (a word closes its POS tag silently) and strips
+``TOP``'s pair: the tree above becomes ``S NP DT NN /NP VP VBZ /VP . /S``. There an opening label
+and a POS tag look alike until a matching ``/X`` comes or does not; here every token says what it
+is (open, close or leaf) on its own, which :mod:`aiayn.parsing.repair` relies on.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ Every tree is cleaned (:mod:`aiayn.parsing.clean`) and written as
 
 * ``DIR/{train,dev,test}.words``: the words, space separated (the model's input);
 * ``DIR/{train,dev,test}.tree``: the linearization (:mod:`aiayn.parsing.linearize`, the target);
-* ``DIR/{dev,test}.gold``: the cleaned ``TOP``-rooted trees, one per line, for EVALB.
+* ``DIR/{dev,test}.gold``: the cleaned ``TOP``-rooted trees, one per line, for EVALB;
+* ``DIR/train.symbols``: every bracket token of the training linearizations (``(NP``, ``)NP``), most
+  frequent first: the shared subword model keeps each one whole (``bpe learn --symbols``).
 
 ``silver: {path: FILE, ratio: R}`` (one tree per line, e.g. parses of unlabeled text by another
 parser) adds ``round(R x gold train sentences)`` silver trees, drawn without replacement with ``--seed``, after
@@ -29,6 +31,7 @@ import argparse
 import contextlib
 import itertools
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -38,7 +41,7 @@ import numpy as np
 from aiayn import settings
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.parsing.clean import clean_tree
-from aiayn.parsing.linearize import MODES, linearize
+from aiayn.parsing.linearize import MODES, is_close, is_open, linearize
 from aiayn.parsing.treebank import SPLITS, find_wsj, is_line_layout, read_split, section_files
 from aiayn.parsing.trees import Tree, parse_tree
 
@@ -68,11 +71,12 @@ class TreebankConfig:
 
 @dataclass
 class SplitStats:
-    """What one split received: trees written, words, and trees dropped as empty."""
+    """What one split received: trees written, words, trees dropped as empty, bracket tokens by count."""
 
     trees: int = 0
     words: int = 0
     dropped: int = 0
+    brackets: Counter = field(default_factory=Counter)
 
 
 def cleaned(trees: Iterable[tuple[Tree, str]], stats: SplitStats) -> Iterator[Tree]:
@@ -94,8 +98,10 @@ def write_split(trees: Iterable[Tree], out_dir: Path, split: str, mode: str, gol
         handles = [stack.enter_context(atomic_output(out_dir / f"{split}.{name}")) for name in names]
         for tree in trees:
             words = tree.words()
+            tokens = linearize(tree, mode)
             handles[0].write(" ".join(words) + "\n")
-            handles[1].write(" ".join(linearize(tree, mode)) + "\n")
+            handles[1].write(" ".join(tokens) + "\n")
+            stats.brackets.update(token for token in tokens if is_open(token) or is_close(token))
             if gold:
                 handles[2].write(f"{tree}\n")
             stats.trees += 1
@@ -164,7 +170,14 @@ def prepare(treebank: Path, out_dir: Path, sections: dict[str, tuple[int, int]],
         wanted = round(silver_ratio * len(gold_train))
         trees = itertools.chain(gold_train, silver_trees(silver, wanted, seed, stats["silver"]))
     write_split(trees, out_dir, "train", mode, False, stats["train"], sources["train"])
+    write_symbols(stats["train"].brackets, out_dir / "train.symbols")
     return stats
+
+
+def write_symbols(counts: Counter, path: Path) -> None:
+    """One token per line, most frequent first (ties by name): the same trees, the same file."""
+    with atomic_output(path) as handle:
+        handle.writelines(f"{token}\n" for token, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def build_parser() -> argparse.ArgumentParser:
