@@ -14,6 +14,7 @@ from aiayn.data.clean import LengthFilter
 from aiayn.data.download import DownloadConfig
 from aiayn.data.tokenize import TokenizeConfig
 from aiayn.decode.settings import AverageConfig, DecodeConfig
+from aiayn.evaluate.bleu import BleuConfig
 from aiayn.model.config import ModelConfig
 from aiayn.parsing.prepare import TreebankConfig
 from aiayn.train.settings import TrainConfig
@@ -117,6 +118,16 @@ def test_wrong_type_and_unknown_task(paper):
         cfg.validate(bad)
 
 
+def test_bleu_quote_handling_is_a_checked_key(paper):
+    """bleu.straighten_quotes reaches the bleu stage's settings file; a bad value names the key."""
+    assert cfg.settings_files(paper)["results/settings/bleu.json"] == {"straighten_quotes": "both"}
+    paper_way = cfg.deep_merge(paper, {"bleu": {"straighten_quotes": "reference"}})
+    assert cfg.settings_files(paper_way)["results/settings/bleu.json"] == {"straighten_quotes": "reference"}
+    bad = cfg.deep_merge(paper, {"bleu": {"straighten_quotes": "hypothesis"}})
+    with pytest.raises(cfg.ConfigError, match=r"bleu\.straighten_quotes"):
+        cfg.validate(bad)
+
+
 def test_normalization_is_per_side_or_both(paper):
     assert paper["data"]["tokenize"]["normalize_punctuation"] == {"source": True, "target": False}
     both = copy.deepcopy(paper)
@@ -178,6 +189,7 @@ READERS = {
     "train.json": lambda v: (ModelConfig.from_dict(v["model"]), TrainConfig.from_dict(v["train"])),
     "average.json": lambda v: settings.from_section(AverageConfig, v, "average"),
     "decode.json": lambda v: settings.from_section(DecodeConfig, v, "decode"),
+    "bleu.json": lambda v: settings.from_section(BleuConfig, v, "bleu"),
     "config.json": lambda v: cfg.validate(v),
 }
 
@@ -211,7 +223,8 @@ def test_stage_defaults_are_the_paper_config(paper):
     files = cfg.settings_files(paper)
     defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(), "clean.json": LengthFilter(),
                 "shards.json": ShardsConfig(), "en-de/bpe.json": LearnOptions(), "treebank.json": TreebankConfig(),
-                "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig()}
+                "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig(),
+                "results/settings/bleu.json": BleuConfig()}
     for suffix, default in defaults.items():
         [path] = [p for p in files if p.endswith(suffix) and "en-fr" not in p]
         assert READERS[_reader(path)](files[path]) == default, path

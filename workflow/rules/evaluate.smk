@@ -41,6 +41,7 @@ rule bleu:
     input:
         hyp=hypothesis,
         ref=lambda w: raw_text(w.ttask, w.split, sides(w.ttask)[1]),
+        settings=f"{R}/settings/bleu.json",
     output:
         f"{R}/{{ttask}}/{{run}}/{{split}}-{{kind}}.bleu.json",
     wildcard_constraints:
@@ -54,7 +55,7 @@ rule bleu:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.evaluate.bleu --hyp {input.hyp} --ref {input.ref} --lang {params.lang}"
-        " --output {output} > {log} 2>&1"
+        " --settings {input.settings} --output {output} > {log} 2>&1"
 
 
 rule perplexity:
