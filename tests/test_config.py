@@ -129,10 +129,10 @@ def test_bleu_quote_handling_is_a_checked_key(paper):
 
 
 def test_normalization_is_per_side_or_both(paper):
-    assert paper["data"]["tokenize"]["normalize_punctuation"] == {"source": True, "target": False}
-    both = copy.deepcopy(paper)
-    both["data"]["tokenize"]["normalize_punctuation"] = False
-    cfg.validate(both)
+    assert paper["data"]["tokenize"]["normalize_punctuation"] is False      # wmt16_en_de.sh: none
+    per_side = copy.deepcopy(paper)
+    per_side["data"]["tokenize"]["normalize_punctuation"] = {"source": True, "target": False}
+    cfg.validate(per_side)
     bad = copy.deepcopy(paper)
     bad["data"]["tokenize"]["normalize_punctuation"] = {"source": True}
     with pytest.raises(cfg.ConfigError, match=r"data\.tokenize\.normalize_punctuation"):
@@ -208,8 +208,9 @@ def _reader(path):
 
 
 def test_tokenize_settings_resolve_punctuation_normalization_per_side(paper):
-    """Sources are normalized, targets keep the references' quotes (data.tokenize.normalize_punctuation)."""
-    files = cfg.settings_files(paper)
+    """{source: true, target: false} normalizes sources only (data.tokenize.normalize_punctuation)."""
+    files = cfg.settings_files(cfg.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": {
+        "source": True, "target": False}}}}))
     data = paper["data_dir"]
     normalized = {lang: files[f"{data}/settings/{task}/tokenize.{lang}.json"]["normalize_punctuation"]
                   for task, lang in (("en-de", "en"), ("en-de", "de"), ("en-fr", "fr"))}

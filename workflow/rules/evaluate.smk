@@ -23,7 +23,8 @@ rule translate:
 
 rule detokenize:
     input:
-        f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        hyp=f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        settings=lambda w: f"{D}/settings/{w.ttask}/tokenize.{sides(w.ttask)[1]}.json",
     output:
         f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.txt",
     params:
@@ -33,7 +34,8 @@ rule detokenize:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.detokenize --lang {params.lang} --input {input} --output {output} --log {log}"
+        "python -m aiayn.data.detokenize --lang {params.lang} --input {input.hyp} --settings {input.settings}"
+        " --output {output} --log {log}"
 
 
 # The copy baseline (kind "copy", run "baseline") scores the test source as the hypothesis.
