@@ -12,19 +12,21 @@ W^V and the position-wise FFN (W1, b1, W2, b2); every scheme starts the rest the
 Schemes (``SCHEMES``):
 
 ``t2t``
-    tensor2tensor as released with the paper (2017, ``models/common_attention.py``): every variable
-    starts ``uniform_unit_scaling`` with gain 1, which tensor2tensor defines as TensorFlow's
-    ``variance_scaling_initializer(1.0, mode="fan_avg", distribution="uniform")``, i.e. Xavier-
-    uniform; self-attention computes q, k and v with one fused ``qkv_transform`` (d_model ->
+    tensor2tensor as released with the paper (tensorflow/tensor2tensor 2017): ``transformer_base``
+    sets ``initializer = "uniform_unit_scaling"``, ``initializer_gain = 1.0``
+    (``models/transformer.py`` at 3d9c62f2), which ``utils/trainer_utils.py`` (at 414cee3e) makes
+    ``variance_scaling_initializer(1.0, mode="fan_avg", distribution="uniform")`` for every variable,
+    i.e. Xavier-uniform; ``models/common_attention.py`` (at 3b133d05) computes self-attention's q, k
+    and v with one fused ``qkv_transform`` (d_model ->
     h (2 d_k + d_v)) and encoder-decoder attention k and v with one ``kv_transform``, so their
     bound comes from the fused matrix: for d_k = d_v = d_model / h it is 1/sqrt(2) (self) and
     sqrt(2/3) (encoder-decoder k, v) of a per-matrix Xavier bound. FFN weights Xavier, biases 0.
     Its projections also had biases, initialised to 0 (``model.attention_bias: true``).
 ``xavier``
-    Xavier-uniform for each of W^Q, W^K, W^V separately (later tensor2tensor releases compute q, k,
-    v with separate bias-free projections), FFN weights Xavier, FFN biases 0.
+    Xavier-uniform for each of W^Q, W^K, W^V separately, FFN weights Xavier, FFN biases 0.
 ``fairseq``
-    fairseq 0.12 ``transformer``: W^Q, W^K, W^V Xavier-uniform per matrix with gain 1/sqrt(2) (which
+    fairseq 0.12 ``transformer`` (``fairseq/modules/multihead_attention.py``, ``reset_parameters``):
+    W^Q, W^K, W^V Xavier-uniform per matrix with gain 1/sqrt(2) (which
     reproduces its earlier fused ``in_proj_weight``), their biases (when present) and the FFN as
     PyTorch's default ``nn.Linear``: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 
