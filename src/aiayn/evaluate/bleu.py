@@ -1,6 +1,7 @@
 """BLEU two ways: detokenized sacreBLEU and the paper's tokenized, compound-split BLEU (section 6.1).
 
-The paper's EN-DE numbers come from tensor2tensor's ``utils/get_ende_bleu.sh`` run against a
+The paper's EN-DE numbers come from tensor2tensor's ``utils/get_ende_bleu.sh`` (tokenizer.perl,
+``##AT##`` compound split and multi-bleu.perl at c886a73d) run against a
 newstest2014 reference whose Unicode double quotes had been straightened by hand (tensor2tensor issue
 #317: "convert all unicode quotes including „ to \"", which ``tokenizer.perl`` then escapes as
 ``&quot;``). The paper method here is that procedure, step by step, on hypothesis and reference alike:
@@ -25,7 +26,10 @@ the hypothesis by default (``bleu.straighten_quotes: both``) and to every target
 charged for writing the reference's own quotes: the raw newstest2014 reference scored as a
 hypothesis gets 100 this way and 97.79 with the reference straightened alone (EN-FR: 98.29;
 ``tests/test_bleu.py``). ``bleu.straighten_quotes: reference`` straightens the reference only, as
-the paper; ``none`` is ``get_ende_bleu.sh`` on the raw reference (fairseq's tokenized BLEU).
+the paper; ``none`` is ``get_ende_bleu.sh`` on the raw reference. (tensorflow/tensor2tensor
+``utils/get_ende_bleu.sh`` at c886a73d also passes the hypothesis through Moses
+``replace-unicode-punctuation.perl`` before tokenizing it, quotes included; which version scored the
+paper is not known here.)
 
 CLI: ``aiayn-bleu --hyp FILE --ref FILE --lang L [--settings F.json] [--straighten-quotes MODE]
 [--output F.json] [--log F]`` prints one JSON object (``--settings``: the ``bleu`` section,
