@@ -30,11 +30,10 @@ Schemes (``SCHEMES``):
     reproduces its earlier fused ``in_proj_weight``), their biases (when present) and the FFN as
     PyTorch's default ``nn.Linear``: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 
-Deviation from paper: the paper states no initialisation, and the default ``fairseq`` is not its
-code's (tensor2tensor, ``model.init: t2t`` restores it): on real WMT text
-``benchmarks/learning_parity.py`` shows our model learns as fast as fairseq's with it, and as fast
-with ``t2t`` (two seeds to step 300, and at the paper's base shape); ``xavier`` (q, k, v at gain 1)
-is slower (``benchmarks/RESULTS.md``, "Learning parity with fairseq").
+The default is ``t2t``, the paper's code's scheme (the paper states none). On real WMT text
+(``benchmarks/learning_parity.py``, ``benchmarks/RESULTS.md``, "Learning parity with fairseq") it is
+within the spread of two seeds of ``fairseq`` to step 500, and equal to it at the paper's base shape
+to step 200; ``xavier`` (q, k, v at gain 1) is slower.
 
 Initialisation draws from torch's global generator: seed it (``torch.manual_seed``) first.
 """
