@@ -33,8 +33,8 @@ paper is not known here.)
 
 CLI: ``aiayn-bleu --hyp FILE --ref FILE --lang L [--settings F.json] [--straighten-quotes MODE]
 [--output F.json] [--log F]`` prints one JSON object (``--settings``: the ``bleu`` section,
-:class:`BleuConfig`; ``--straighten-quotes`` overrides its mode by hand); ``paper_bleu_method`` names the procedure and
-``quotes_straightened`` counts the characters it changed on each side.
+:class:`BleuConfig`; ``--straighten-quotes`` overrides its mode by hand); ``paper_bleu_method`` names
+the procedure and ``quotes_straightened`` counts the characters it changed on each side.
 """
 
 from __future__ import annotations
