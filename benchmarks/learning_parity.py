@@ -55,7 +55,7 @@ def _mixed(base: str, **changes) -> InitScheme:
 
 # name: (model settings changed from the defaults, initialisation scheme replacing model.init's, what it is)
 VARIANTS: dict[str, tuple[dict, InitScheme | None, str]] = {
-    "ours": ({}, None, "this project's defaults"),
+    "ours": ({}, None, "this project's defaults (model.init: t2t; before, fairseq: see fairseq-init-nobias)"),
     "xavier": ({"init": "xavier"}, None, "model.init: xavier (Xavier per projection, zero FFN biases)"),
     "t2t": ({"init": "t2t"}, None, "model.init: t2t (tensor2tensor 2017: Xavier over fused projections)"),
     "fairseq-init": ({"init": "fairseq", "attention_bias": True}, None, "model.init: fairseq + attention_bias"),

@@ -69,8 +69,11 @@ def rule_counts(lines: list[str], lang: str) -> tuple[Counter, int]:
 
 
 def ceiling(lines: list[str], lang: str, normalize: bool) -> dict:
-    """Both BLEUs of the detokenized tokenization of ``lines`` against ``lines`` themselves."""
-    round_trip = MosesDetok(lang)(MosesPipeline(lang, normalize_punctuation=normalize)(lines))
+    """Both BLEUs of the detokenized tokenization of ``lines`` against ``lines`` themselves (the other
+    steps as ``RESULTS.md`` measured them: non-printing removal, ``-a``, no escaping)."""
+    pipeline = MosesPipeline(lang, normalize_punctuation=normalize, remove_non_printing=True,
+                             aggressive_dash_splits=True, escape=False)
+    round_trip = MosesDetok(lang)(pipeline(lines))
     result = bleu.score(round_trip, lines, lang)
     result["identical"] = sum(a == b for a, b in zip(round_trip, lines))
     return result

@@ -10,9 +10,10 @@ Sources (``../shared/data/wmt``, see its PROVENANCE.md):
 - ``plain/newstest2013.*``: its first lines are training pairs, its last ``dev_lines`` the held-out dev
   set (a contiguous block, so whole news documents stay on one side).
 
-Stages, all this project's code: :mod:`aiayn.data.tokenize` (Moses normalization and tokenization,
-``config.yaml`` defaults), :mod:`aiayn.data.clean` (training pairs only, defaults: 1-250 tokens,
-ratio 1.5), :mod:`aiayn.data.bpe` (one shared sentencepiece BPE model learned on the cleaned training
+Stages, all this project's code, with the settings every figure of ``RESULTS.md`` was measured with
+(:data:`TOKENIZE`, :data:`CLEAN`: the project's defaults before they became the paper's data
+preparation): :mod:`aiayn.data.tokenize` (Moses normalization and tokenization),
+:mod:`aiayn.data.clean` (training pairs only, 1-250 tokens, ratio 1.5), :mod:`aiayn.data.bpe` (one shared sentencepiece BPE model learned on the cleaned training
 text, both sides), :mod:`aiayn.data.binarize`. fairseq gets the very same piece files and, as its
 joined dictionary, our vocabulary (ids 4.. in our order), so both softmaxes span the same symbols.
 """
@@ -34,6 +35,9 @@ from aiayn.io import atomic_output, read_json, write_json
 
 log = logging.getLogger("learning_parity")
 LANGS = ("en", "de")
+TOKENIZE = {"normalize_punctuation": True, "remove_non_printing": True, "aggressive_dash_splits": True,
+            "escape": False}
+CLEAN = LengthFilter(min_len=1, max_len=250, max_ratio=1.5)
 
 
 def raw_corpora(wmt: Path, raw: Path, dev_lines: int) -> tuple[list[str], str]:
@@ -76,9 +80,9 @@ def prepare(wmt: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
     tok.mkdir(parents=True, exist_ok=True)
     for prefix in [*train_prefixes, dev_prefix]:
         for lang in LANGS:
-            tokenize_file(MosesPipeline(lang), f"{prefix}.{lang}", str(tok / f"{Path(prefix).name}.{lang}"))
+            tokenize_file(MosesPipeline(lang, **TOKENIZE), f"{prefix}.{lang}", str(tok / f"{Path(prefix).name}.{lang}"))
     stats = clean_corpora([str(tok / Path(p).name) for p in train_prefixes], "en", "de", str(tok / "train"),
-                          LengthFilter())
+                          CLEAN)
     bpe = work / "bpe"
     size = learn([str(tok / f"train.{lang}") for lang in LANGS], str(bpe / "spm"), LearnOptions(vocab_size))
     for split in ("train", "dev"):

@@ -106,6 +106,34 @@ def test_cli_writes_json_and_refuses_line_mismatch(tmp_path, capsys):
         bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "en"])
 
 
+# reference: 2 of 15 tokens („ “ against &quot;) miss, and every n-gram holding one
+@pytest.mark.parametrize("mode, expected", [("both", 100.0), ("none", 100.0),
+                                            ("reference", 100 * (13 / 15 * 11 / 14 * 9 / 13 * 7 / 12) ** 0.25)])
+def test_settings_file_chooses_the_quote_handling(tmp_path, capsys, mode, expected):
+    """``bleu.straighten_quotes`` from the settings file: straightening the reference alone charges a
+    hypothesis that keeps the reference's „ “; ``--straighten-quotes`` overrides the file."""
+    text = "„Wir kommen morgen wieder“, sagte die Sprecherin am Freitag in Berlin.\n"
+    hyp, ref, settings = tmp_path / "hyp.txt", tmp_path / "ref.txt", tmp_path / "bleu.json"
+    hyp.write_text(text, encoding="utf-8")
+    ref.write_text(text, encoding="utf-8")
+    settings.write_text(json.dumps({"straighten_quotes": mode}), encoding="utf-8")
+    assert bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "de", "--settings", str(settings)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["paper_bleu_method"] == bleu.paper_method(mode)
+    assert printed["paper_bleu"] == pytest.approx(expected)
+    assert printed["quotes_straightened"]["reference"] == (0 if mode == "none" else 2)
+    assert bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "de", "--settings", str(settings),
+                      "--straighten-quotes", "both"]) == 0
+    assert json.loads(capsys.readouterr().out)["paper_bleu"] == pytest.approx(100.0)
+
+
+def test_bad_quote_setting_names_the_file_and_key(tmp_path):
+    settings = tmp_path / "bleu.json"
+    settings.write_text('{"straighten_quotes": "hyp"}', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bleu\.json: bleu\.straighten_quotes must be one of"):
+        bleu.main(["--hyp", str(settings), "--ref", str(settings), "--lang", "de", "--settings", str(settings)])
+
+
 def test_newstest2014_reference_lengths():
     if not NEWSTEST_DE.exists():
         pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")
@@ -135,6 +163,8 @@ def test_newstest2014_reference_with_straightened_quotes():
     assert result["sacrebleu"] == pytest.approx(96.954, abs=1e-3)
     assert result["quotes_straightened"] == {"hypothesis": 0, "reference": 659}
     assert bleu.score(tweaked, lines, "de", "none")["paper_bleu"] == pytest.approx(97.786, abs=1e-3)
+    # The paper's procedure charges the raw reference as a hypothesis for its own „ “ (bleu.py's figure).
+    assert bleu.score(lines, lines, "de", "reference")["paper_bleu"] == pytest.approx(97.786, abs=1e-3)
 
 
 def test_multi_bleu_agrees_with_sacrebleu_without_tokenization_or_smoothing():

@@ -14,6 +14,7 @@ from aiayn.data.clean import LengthFilter
 from aiayn.data.download import DownloadConfig
 from aiayn.data.tokenize import TokenizeConfig
 from aiayn.decode.settings import AverageConfig, DecodeConfig
+from aiayn.evaluate.bleu import BleuConfig
 from aiayn.model.config import ModelConfig
 from aiayn.parsing.prepare import TreebankConfig
 from aiayn.report.attention_settings import AttentionSettings
@@ -144,11 +145,21 @@ def test_wrong_type_and_unknown_task(paper):
         cfg.validate(bad)
 
 
+def test_bleu_quote_handling_is_a_checked_key(paper):
+    """bleu.straighten_quotes reaches the bleu stage's settings file; a bad value names the key."""
+    assert cfg.settings_files(paper)["results/settings/bleu.json"] == {"straighten_quotes": "both"}
+    paper_way = cfg.deep_merge(paper, {"bleu": {"straighten_quotes": "reference"}})
+    assert cfg.settings_files(paper_way)["results/settings/bleu.json"] == {"straighten_quotes": "reference"}
+    bad = cfg.deep_merge(paper, {"bleu": {"straighten_quotes": "hypothesis"}})
+    with pytest.raises(cfg.ConfigError, match=r"bleu\.straighten_quotes"):
+        cfg.validate(bad)
+
+
 def test_normalization_is_per_side_or_both(paper):
-    assert paper["data"]["tokenize"]["normalize_punctuation"] == {"source": True, "target": False}
-    both = copy.deepcopy(paper)
-    both["data"]["tokenize"]["normalize_punctuation"] = False
-    cfg.validate(both)
+    assert paper["data"]["tokenize"]["normalize_punctuation"] is False      # wmt16_en_de.sh: none
+    per_side = copy.deepcopy(paper)
+    per_side["data"]["tokenize"]["normalize_punctuation"] = {"source": True, "target": False}
+    cfg.validate(per_side)
     bad = copy.deepcopy(paper)
     bad["data"]["tokenize"]["normalize_punctuation"] = {"source": True}
     with pytest.raises(cfg.ConfigError, match=r"data\.tokenize\.normalize_punctuation"):
@@ -205,6 +216,7 @@ READERS = {
     "train.json": lambda v: (ModelConfig.from_dict(v["model"]), TrainConfig.from_dict(v["train"])),
     "average.json": lambda v: settings.from_section(AverageConfig, v, "average"),
     "decode.json": lambda v: settings.from_section(DecodeConfig, v, "decode"),
+    "bleu.json": lambda v: settings.from_section(BleuConfig, v, "bleu"),
     "config.json": lambda v: cfg.validate(v),
     "attention.json": lambda v: AttentionSettings.from_dict(v),
 }
@@ -224,8 +236,9 @@ def _reader(path):
 
 
 def test_tokenize_settings_resolve_punctuation_normalization_per_side(paper):
-    """Sources are normalized, targets keep the references' quotes (data.tokenize.normalize_punctuation)."""
-    files = cfg.settings_files(paper)
+    """{source: true, target: false} normalizes sources only (data.tokenize.normalize_punctuation)."""
+    files = cfg.settings_files(cfg.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": {
+        "source": True, "target": False}}}}))
     data = paper["data_dir"]
     normalized = {lang: files[f"{data}/settings/{task}/tokenize.{lang}.json"]["normalize_punctuation"]
                   for task, lang in (("en-de", "en"), ("en-de", "de"), ("en-fr", "fr"))}
@@ -239,7 +252,8 @@ def test_stage_defaults_are_the_paper_config(paper):
     files = cfg.settings_files(paper)
     defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(), "clean.json": LengthFilter(),
                 "shards.json": ShardsConfig(), "en-de/bpe.json": LearnOptions(), "treebank.json": TreebankConfig(),
-                "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig()}
+                "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig(),
+                "results/settings/bleu.json": BleuConfig()}
     for suffix, default in defaults.items():
         [path] = [p for p in files if p.endswith(suffix) and "en-fr" not in p]
         assert READERS[_reader(path)](files[path]) == default, path

@@ -164,3 +164,11 @@ def test_mixed_scheme_changes_only_its_field():
 def test_config_schema_and_schemes_name_the_same_options():
     schema = yaml.safe_load(files("aiayn.resources").joinpath("config.schema.yaml").read_text(encoding="utf-8"))
     assert set(INIT_SCHEMES) == set(SCHEMES) == set(schema["$defs"]["model"]["properties"]["init"]["enum"])
+
+
+def test_the_default_is_the_papers_code_scheme():
+    """model.init defaults to tensor2tensor's scheme in the dataclass and in config.yaml alike."""
+    from pathlib import Path
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text(encoding="utf-8"))
+    assert ModelConfig().init == config["defaults"]["model"]["init"] == "t2t"

@@ -409,6 +409,7 @@ def settings_files(config: dict) -> dict[str, Any]:
                              f"{data_dir}/settings/download.json": {k: data.get(k) for k in ("mirror", "lock")}}
     for stage in ("clean", "shards"):
         files[f"{data_dir}/settings/{stage}.json"] = data[stage]
+    files[f"{results_dir}/settings/bleu.json"] = config.get("bleu", {})
     for task, spec in config["tasks"].items():
         files[f"{data_dir}/settings/{task}/bpe.json"] = {**data["bpe"], "vocab_size": vocab_size(spec)}
         if spec["kind"] == "translation":

@@ -23,7 +23,8 @@ rule translate:
 
 rule detokenize:
     input:
-        f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        hyp=f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        settings=lambda w: f"{D}/settings/{w.ttask}/tokenize.{sides(w.ttask)[1]}.json",
     output:
         f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.txt",
     params:
@@ -33,7 +34,8 @@ rule detokenize:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.detokenize --lang {params.lang} --input {input} --output {output} --log {log}"
+        "python -m aiayn.data.detokenize --lang {params.lang} --input {input.hyp} --settings {input.settings}"
+        " --output {output} --log {log}"
 
 
 # What aiayn-translate and aiayn-parse read of a run beyond its own directory (aiayn.decode.manifest).
@@ -62,6 +64,7 @@ rule bleu:
     input:
         hyp=hypothesis,
         ref=lambda w: raw_text(w.ttask, w.split, sides(w.ttask)[1]),
+        settings=f"{R}/settings/bleu.json",
     output:
         f"{R}/{{ttask}}/{{run}}/{{split}}-{{kind}}.bleu.json",
     wildcard_constraints:
@@ -75,7 +78,7 @@ rule bleu:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.evaluate.bleu --hyp {input.hyp} --ref {input.ref} --lang {params.lang}"
-        " --output {output} > {log} 2>&1"
+        " --settings {input.settings} --output {output} > {log} 2>&1"
 
 
 rule perplexity:

@@ -13,8 +13,16 @@ Training reads a seeded uniform sample of at most ``sample_sentences`` lines (se
 Knuth's Algorithm S, over all inputs together): memory stays bounded on WMT14 EN-FR, and the same
 inputs and seed give a byte-identical model. Special ids are fixed: pad 0, unk 1, bos 2, eos 3.
 
-The text is already Moses-normalized, so sentencepiece's own normalization is off
+The text is already Moses-tokenized, so sentencepiece's own normalization is off
 (``normalization_rule_name=identity``): decoding the pieces gives back exactly the tokenized text.
+
+Deviation from paper: the paper's EN-DE pieces come from subword-nmt (google/seq2seq
+``bin/data/wmt16_en_de.sh`` at d5bb7a1a: ``learn_bpe.py -s 32000``, 32000 merge operations on the
+German and English tokenized text together, applied with ``apply_bpe.py``; ``vocab.bpe.32000``
+lists the pieces of the encoded training text, ``get_vocab.py``). Here sentencepiece learns BPE to a
+vocabulary of ``vocab_size`` pieces (37000, the paper's "about 37000 tokens") over the same kind
+of text, marking word starts with ``▁``; the segmentations differ in detail, and no key restores
+subword-nmt.
 
 Deviation from paper: the vocabulary is learned on a sample of ``data.bpe.sample_sentences`` lines
 (10M: all of EN-DE's 9M lines, about an eighth of EN-FR's) so that learning fits in memory; a value

@@ -1,9 +1,11 @@
 """Moses detokenization (sacremoses ``MosesDetokenizer``) of decoded hypotheses, line for line.
 
 Undoes :mod:`aiayn.data.tokenize`: joins tokens, re-attaches punctuation and quotes by the language's
-rules and turns ``@-@`` back into ``-``. Entities are not unescaped unless ``--unescape`` is given:
-the pipeline tokenizes without escaping (``data.tokenize.escape: false``), so an ``&amp;`` in the text
-is the text. The line count is preserved: an empty hypothesis stays an empty line.
+rules and turns ``@-@`` back into ``-``. ``--settings FILE`` is the target language's ``data.tokenize``
+(:class:`aiayn.data.tokenize.TokenizeConfig`): when it escapes (``escape: true``, tokenizer.perl's
+default), ``&amp; &apos; &quot; &lt; &gt; &#91; &#93; &#124;`` are turned back into characters, so
+that the hypotheses come out as plain text for BLEU; when it does not, an ``&amp;`` in the text is the
+text and stays. The line count is preserved: an empty hypothesis stays an empty line.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import logging
 
 from sacremoses import MosesDetokenizer
 
+from aiayn import settings
 from aiayn.data.lines import map_file
-from aiayn.data.tokenize import check_language
+from aiayn.data.tokenize import TokenizeConfig, check_language
 from aiayn.io import atomic_output, setup_logging
 
 log = logging.getLogger(__name__)
@@ -50,12 +53,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", required=True)
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
-    parser.add_argument("--unescape", action="store_true", help="turn &amp; &apos; ... back into characters")
+    parser.add_argument("--settings", help="the language's data.tokenize as JSON: unescape when it escapes "
+                                           "(default: the TokenizeConfig defaults)")
     parser.add_argument("--log")
     args = parser.parse_args(argv)
     setup_logging(args.log)
-    count = detokenize_file(MosesDetok(args.lang, args.unescape), args.input, args.output)
-    log.info("detokenized %d lines: %s -> %s", count, args.input, args.output)
+    unescape = settings.read(args.settings, TokenizeConfig, "data.tokenize").escape
+    count = detokenize_file(MosesDetok(args.lang, unescape), args.input, args.output)
+    log.info("detokenized %d lines (entities %s): %s -> %s", count, "unescaped" if unescape else "kept",
+             args.input, args.output)
     return 0
 
 

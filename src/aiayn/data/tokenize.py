@@ -1,35 +1,54 @@
-"""Moses punctuation normalization, non-printing character removal and tokenization (sacremoses).
+"""Moses tokenization (sacremoses), optionally after punctuation normalization and non-printing removal.
 
-The paper (section 5.1) gives no preprocessing beyond byte-pair / word-piece vocabularies; the
-systems it compares with (tensor2tensor's WMT data, fairseq's ``prepare-wmt14en2de.sh``) run the Moses
-scripts below, in this order, before subword segmentation. Each step is a key of ``config.yaml``
-``data.tokenize`` (:class:`TokenizeConfig`, read from ``--settings FILE``):
+The paper (section 5.1) says only that EN-DE was encoded with byte-pair encoding, a shared
+source-target vocabulary of about 37000 tokens, and EN-FR with 32000 word-pieces. What its code
+trained on:
 
-- ``normalize_punctuation`` (per side: ``{source: true, target: false}``; the workflow resolves it
-  to one bool per task and language, :func:`normalizes`): ``normalize-punctuation.perl``: unify quotes, dashes and spacing
-  around punctuation, so that one symbol is not learned under five spellings. Measured on the real
-  newstest sets (``benchmarks/normalization_effect.py``, ``benchmarks/RESULTS.md``): on the German and
-  French newstest2014 references it rewrites 368 and 439 of 3003 lines (665 and 708 quotes: „ “ ” and
-  « » become ``"``; 101 and 83 dashes), so a model trained on normalized targets cannot write the
-  reference's quotes: the reference itself, normalized, tokenized and detokenized, scores sacreBLEU
-  96.36 (DE) and 97.58 (FR) instead of 99.79 and 99.58 without normalization. On the English
-  sources it only reorders quotes and punctuation (69 and 75 lines), and the source is never scored.
-  (newstest2013, the dev set, is already normalized: 0 and 1 lines change, so it cannot show this.)
-  So targets keep their punctuation, sources are normalized.
+- EN-DE: tensor2tensor's problem ``wmt_ende_bpe32k`` (tensorflow/tensor2tensor 2017,
+  ``tensor2tensor/data_generators/problem_hparams.py`` at 414cee3e) reads ``vocab.bpe.32000`` from the
+  data directory into a ``TokenTextEncoder`` shared by inputs and targets, over text BPE-encoded
+  beforehand: ``ende_bpe_token_generator`` (``tensor2tensor/data_generators/wmt.py`` at b9f4754e)
+  reads ``train.tok.clean.bpe.32000.{en,de}`` and ``newstest2013.tok.bpe.32000.*`` from
+  ``wmt16_en_de.tar.gz``. Those are the outputs of google/seq2seq ``bin/data/wmt16_en_de.sh`` (commit
+  d5bb7a1a): Europarl v7, CommonCrawl and News Commentary v11 (WMT16's); newstest sets from the sgm
+  files; ``tokenizer.perl -q -l LANG -threads 8``; ``clean-corpus-n.perl ... 1 80`` (1 to 80 tokens a
+  side, no ratio; :mod:`aiayn.data.clean`); subword-nmt ``learn_bpe.py -s 32000`` on the tokenized,
+  cleaned German and English training text together (one shared BPE; :mod:`aiayn.data.bpe`).
+- EN-FR: ``enfr_wordpiece_token_generator`` (the same ``wmt.py``) encodes the raw training text with
+  tensor2tensor's own ``SubwordTextEncoder``, which ``get_or_generate_vocab``
+  (``generator_utils.py`` at 743b17fe) learns from the raw training files: no Moses step, no
+  cleaning. Deviation from paper: EN-FR goes through the same Moses tokenization, cleaning and
+  sentencepiece model as EN-DE; no key restores tensor2tensor's subword encoder.
 
-  Deviation from paper: tensor2tensor trained on raw text; the source side is Moses-normalized here
-  (one spelling of each quote, dash and space for the encoder, the same in training and test input).
-  ``data.tokenize.normalize_punctuation: false`` (or ``{source: false, target: false}``) restores
-  the paper's raw text on both sides.
-- ``remove_non_printing`` (on): ``remove-non-printing-char.perl``:
-  every character of Unicode category C (control, format, unassigned, private use) becomes a space.
-  Zero-width and control characters in CommonCrawl would otherwise become vocabulary entries.
-- ``aggressive_dash_splits`` (on): ``tokenizer.perl -a``:
-  ``well-known`` becomes ``well @-@ known``, as in fairseq's and tensor2tensor-era WMT14 data; the
-  Moses detokenizer undoes it (:mod:`aiayn.data.detokenize`).
-- ``escape`` (off): tokenizer.perl escapes ``&'"<>[]|`` as ``&amp;``,
-  ``&apos;`` ... for the Moses decoder's XML input. Sentencepiece follows this step, and escapes
-  would only spend vocabulary on entity pieces and make the detokenized output differ from the text.
+For comparison, fairseq's ``examples/translation/prepare-wmt14en2de.sh`` (facebookresearch/fairseq at
+cecdd97f) runs ``normalize-punctuation.perl``, ``remove-non-printing-char.perl`` and
+``tokenizer.perl -a``, and cleans after BPE with ``-ratio 1.5 ... 1 250``.
+
+The keys of ``config.yaml`` ``data.tokenize`` (:class:`TokenizeConfig`, read from ``--settings FILE``)
+default to ``wmt16_en_de.sh``'s choices except where a measurement favours another
+(``benchmarks/preprocessing_effect.py``, ``benchmarks/RESULTS.md``: the newstest2014 sides through
+tokenize, an 8k sentencepiece BPE learned on the shared training samples, and detokenize; sacreBLEU
+against the raw text and pieces per sentence). Every setting gives the same round trip (DE target
+99.79, FR 99.56 to 99.58); only escaping changes the length:
+
+- ``normalize_punctuation`` (off, as the paper's data; a bool for both sides or ``{source: bool,
+  target: bool}``, resolved per task and language by :func:`normalizes`): ``normalize-punctuation.perl``
+  (unify quotes, dashes and spacing). Never for a target: the German and French newstest2014
+  references use „ “ « », which normalized targets could never produce (their round trip loses 3.4 and
+  2.0 sacreBLEU, ``benchmarks/normalization_effect.py``). On a source it moves the piece count by at
+  most 0.01 per sentence.
+- ``remove_non_printing`` (off, as the paper's data): ``remove-non-printing-char.perl``: every
+  character of Unicode category C (control, format, unassigned, private use) becomes a space.
+- ``aggressive_dash_splits`` (off, as the paper's data): ``tokenizer.perl -a``: ``well-known`` becomes
+  ``well @-@ known`` (0.5% fewer pieces on the DE target, no other difference); the detokenizer undoes it.
+- ``escape`` (off): ``tokenizer.perl``'s default escaping turns ``& < > ' " [ ] |`` into ``&amp; &lt;
+  &gt; &apos; &quot; &#91; &#93; &#124;``; the detokenizer (:mod:`aiayn.data.detokenize`, reading the
+  same settings file) turns them back, so hypotheses come out as plain text either way.
+
+  Deviation from paper: its data was escaped; here it is not, because the entities only lengthen
+  sequences: with escaping the newstest2014 targets take 1.0% (DE) and 7.3% (FR, whose elided
+  articles ``l'`` become ``l&apos;``) more pieces, the English sources 3.7-3.8%, for the same round trip.
+  ``data.tokenize.escape: true`` restores the paper's escaped text.
 
 Lines are processed in chunks of ``chunk_lines`` by ``--threads`` worker processes, output in input
 order; memory does not grow with the input (see :func:`aiayn.data.lines.ordered_map`).
@@ -91,12 +110,12 @@ class TokenizeConfig:
     """The keys of ``data.tokenize`` for one file: the steps above and the lines per work unit.
 
     ``normalize_punctuation`` is the file's side's value (``aiayn.config.settings_files`` resolves
-    the per-side setting with :func:`normalizes`); run by hand without ``--settings``, it is on.
+    the per-side setting with :func:`normalizes`).
     """
 
-    normalize_punctuation: bool = True
-    remove_non_printing: bool = True
-    aggressive_dash_splits: bool = True
+    normalize_punctuation: bool = False
+    remove_non_printing: bool = False
+    aggressive_dash_splits: bool = False
     escape: bool = False
     chunk_lines: int = 20000
 
@@ -109,9 +128,9 @@ class MosesPipeline:
     """
 
     lang: str
-    normalize_punctuation: bool = True
-    remove_non_printing: bool = True
-    aggressive_dash_splits: bool = True
+    normalize_punctuation: bool = False
+    remove_non_printing: bool = False
+    aggressive_dash_splits: bool = False
     escape: bool = False
 
     def __post_init__(self) -> None:

@@ -3,7 +3,7 @@
 "We used beam search with a beam size of 4 and length penalty alpha = 0.6 [...] We set the maximum
 output length during inference to input length + 50, but terminate early when possible."
 
-Scoring (tensor2tensor ``beam_search.py``, Wu et al. 2016):
+Scoring (tensor2tensor ``utils/beam_search.py`` at f8b951a3, ``grow_topk``; Wu et al. 2016):
 
     score(Y) = log P(Y | X) / lp(Y),   lp(Y) = ((5 + |Y|) / 6) ** alpha
 
@@ -23,7 +23,7 @@ ours does not, and a translation never depends on how sentences were batched). W
 its limit with nothing finished, its live hypotheses are finished as they are, scored with lp(max_len)
 (tensor2tensor returns the live hypotheses then; the ranking is the same).
 
-Early stop (tensor2tensor ``stop_early``): a sentence is done when its best finished score beats the
+Early stop (tensor2tensor ``stop_early``, ``_is_finished`` in the same file): a sentence is done when its best finished score beats the
 best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis grows and
 lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can still win.
 

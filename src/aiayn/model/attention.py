@@ -30,8 +30,11 @@ class MultiHeadAttention(nn.Module):
     Self-attention uses one fused projection ``qkv: d_model -> h (2 d_k + d_v)``; encoder-decoder
     attention projects queries with ``q`` and the encoder memory with ``kv`` (computed once per
     sentence when decoding incrementally). As in the paper's equations the projections have no
-    biases; ``bias=True`` (``model.attention_bias``) adds them to all four, as fairseq and the 2017
-    tensor2tensor code do. Initialisation: :mod:`aiayn.model.init`.
+    biases; ``bias=True`` (``model.attention_bias``) adds them to all four, as fairseq 0.12
+    (``nn.Linear`` projections in ``fairseq/modules/multihead_attention.py``) and the 2017 tensor2tensor
+    code do (``models/common_attention.py`` at 3b133d05 projects with ``common_layers.conv1d``, a
+    ``tf.layers.conv2d`` with its default bias, ``models/common_layers.py`` at 3d9c62f2).
+    Initialisation: :mod:`aiayn.model.init`.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, attention_dropout: float,

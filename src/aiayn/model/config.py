@@ -38,7 +38,7 @@ class ModelConfig:
     layer_norm_eps: float = 1e-6
     share_embeddings: bool = True
     share_softmax: bool = True
-    init: str = "fairseq"  # aiayn.model.init: the paper states none
+    init: str = "t2t"  # aiayn.model.init: the paper states none; its code's scheme
     attention_bias: bool = False
 
     def __post_init__(self) -> None:

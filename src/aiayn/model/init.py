@@ -12,27 +12,28 @@ W^V and the position-wise FFN (W1, b1, W2, b2); every scheme starts the rest the
 Schemes (``SCHEMES``):
 
 ``t2t``
-    tensor2tensor as released with the paper (2017, ``models/common_attention.py``): every variable
-    starts ``uniform_unit_scaling`` with gain 1, which tensor2tensor defines as TensorFlow's
-    ``variance_scaling_initializer(1.0, mode="fan_avg", distribution="uniform")``, i.e. Xavier-
-    uniform; self-attention computes q, k and v with one fused ``qkv_transform`` (d_model ->
+    tensor2tensor as released with the paper (tensorflow/tensor2tensor 2017): ``transformer_base``
+    sets ``initializer = "uniform_unit_scaling"``, ``initializer_gain = 1.0``
+    (``models/transformer.py`` at 3d9c62f2), which ``utils/trainer_utils.py`` (at 414cee3e) makes
+    ``variance_scaling_initializer(1.0, mode="fan_avg", distribution="uniform")`` for every variable,
+    i.e. Xavier-uniform; ``models/common_attention.py`` (at 3b133d05) computes self-attention's q, k
+    and v with one fused ``qkv_transform`` (d_model ->
     h (2 d_k + d_v)) and encoder-decoder attention k and v with one ``kv_transform``, so their
     bound comes from the fused matrix: for d_k = d_v = d_model / h it is 1/sqrt(2) (self) and
     sqrt(2/3) (encoder-decoder k, v) of a per-matrix Xavier bound. FFN weights Xavier, biases 0.
     Its projections also had biases, initialised to 0 (``model.attention_bias: true``).
 ``xavier``
-    Xavier-uniform for each of W^Q, W^K, W^V separately (later tensor2tensor releases compute q, k,
-    v with separate bias-free projections), FFN weights Xavier, FFN biases 0.
+    Xavier-uniform for each of W^Q, W^K, W^V separately, FFN weights Xavier, FFN biases 0.
 ``fairseq``
-    fairseq 0.12 ``transformer``: W^Q, W^K, W^V Xavier-uniform per matrix with gain 1/sqrt(2) (which
+    fairseq 0.12 ``transformer`` (``fairseq/modules/multihead_attention.py``, ``reset_parameters``):
+    W^Q, W^K, W^V Xavier-uniform per matrix with gain 1/sqrt(2) (which
     reproduces its earlier fused ``in_proj_weight``), their biases (when present) and the FFN as
     PyTorch's default ``nn.Linear``: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 
-Deviation from paper: the paper states no initialisation, and the default ``fairseq`` is not its
-code's (tensor2tensor, ``model.init: t2t`` restores it): on real WMT text
-``benchmarks/learning_parity.py`` shows our model learns as fast as fairseq's with it, and as fast
-with ``t2t`` (two seeds to step 300, and at the paper's base shape); ``xavier`` (q, k, v at gain 1)
-is slower (``benchmarks/RESULTS.md``, "Learning parity with fairseq").
+The default is ``t2t``, the paper's code's scheme (the paper states none). On real WMT text
+(``benchmarks/learning_parity.py``, ``benchmarks/RESULTS.md``, "Learning parity with fairseq") it is
+within the spread of two seeds of ``fairseq`` to step 500, and equal to it at the paper's base shape
+to step 200; ``xavier`` (q, k, v at gain 1) is slower.
 
 Initialisation draws from torch's global generator: seed it (``torch.manual_seed``) first.
 """

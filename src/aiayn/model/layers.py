@@ -11,7 +11,8 @@ from aiayn.model.functional import Linear, dropout
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3); ``relu_dropout`` on the hidden layer (t2t knob).
+    """FFN(x) = max(0, x W1 + b1) W2 + b2 (section 3.3); ``relu_dropout`` on the hidden layer
+    (tensor2tensor's ``relu_dropout``, 0.0 in ``transformer_base``: ``models/transformer.py`` at 3d9c62f2).
 
     Initialisation: :mod:`aiayn.model.init`.
     """

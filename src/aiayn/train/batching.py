@@ -7,8 +7,10 @@ eos / bos the collate adds). The batches are built once; each epoch shuffles the
 generator seeded by (seed, epoch), and data-parallel ranks take interleaved slices of that order.
 
 Deviation from paper: the paper's batches held "approximately 25000 source tokens and 25000 target
-tokens"; the budget here caps padded positions (as fairseq's ``--max-tokens``), so a step holds a
-few percent fewer real tokens (``log.csv`` and ``summary.json`` count real ones). A step's passes
+tokens"; the budget here caps padded positions (as fairseq's ``--max-tokens``: sentences x the
+longest, ``batch_by_size_vec`` in facebookresearch/fairseq ``fairseq/data/data_utils_fast.pyx`` at
+5856cd1f), so a step holds a few percent fewer real tokens (``log.csv`` and ``summary.json`` count
+real ones). A step's passes
 share ``train.max_tokens`` evenly (:meth:`aiayn.train.settings.TrainConfig.plan`), so to restore the
 paper's real-token count raise ``max_tokens`` by f = 25000 / (real target tokens per step:
 ``tokens_tgt / steps`` of ``summary.json``).

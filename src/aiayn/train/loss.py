@@ -3,7 +3,10 @@
 The paper gives only the value, eps_ls = 0.1. Here the smoothing mass is spread over every class
 except the gold one and padding: q(gold) = 1 - eps, q(c) = eps / (V - 2) for the other non-pad
 classes, q(pad) = 0. (tensor2tensor and fairseq spread eps over the V - 1 non-gold classes, padding
-included; the two differ by eps / (V - 2) - eps / (V - 1), about 7e-11 per class at V = 37000.)
+included: ``smoothing_cross_entropy`` in tensorflow/tensor2tensor ``models/common_layers.py`` at
+3d9c62f2, ``label_smoothed_nll_loss`` in facebookresearch/fairseq
+``fairseq/criterions/label_smoothed_cross_entropy.py`` at f7c559cf; the two differ by
+eps / (V - 2) - eps / (V - 1), about 7e-11 per class at V = 37000.)
 
 The loss and its gradient are computed together, one block of rows at a time, in float32 whatever
 the logits' dtype: no full-size float32 copy of the (N, V) logits, no full-size log-probabilities,
