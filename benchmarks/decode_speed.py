@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from aiayn.decode.beam import SpecialIds, UncachedDecoding, translate_sentences
 from aiayn.io import setup_logging
 from aiayn.model import ModelConfig, Transformer
-from aiayn.train.precision import use_onednn
+from aiayn.runtime.precision import use_onednn
 
 log = logging.getLogger("decode_speed")
 IDS = SpecialIds(pad=0, bos=2, eos=3)

@@ -6,7 +6,7 @@
 Sections of the JSON (each with ``pass`` where there is a criterion):
 - ``throughput``: per model (base and big at the paper's 25,000 tokens per step; ``--tiny``: a tiny
   model) and mode (eager, compiled): target tokens/s (median of timed steps), MFU (against the card's
-  dense peak in the run's precision, ``gpu_model`` in :data:`aiayn.gpus.CARDS`; TF32's for fp32
+  dense peak in the run's precision, ``gpu_model`` in :data:`aiayn.runtime.gpus.CARDS`; TF32's for fp32
   products run as TF32, ``tf32_matmuls``; none for a card not in the table), peak GPU memory,
   the scaled-dot-product-attention kernels that ran, and the share of the step's time the GPU ran no
   kernel, copy or fill (``gpu_idle_share``, from the device rows of a profiled step).
@@ -56,8 +56,9 @@ from torch.autograd import DeviceType
 from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer
-from aiayn.train.distributed import DistEnv, device_name
-from aiayn.train.precision import autocast_for, enable_tf32, native_bf16, resolve_precision, tf32_matmuls
+from aiayn.runtime.devices import device_name
+from aiayn.runtime.precision import autocast_for, enable_tf32, native_bf16, resolve_precision, tf32_matmuls
+from aiayn.train.distributed import DistEnv
 from aiayn.train.trainer import Trainer
 from decode_speed import random_sentences, train_copy_model
 from train_throughput import PAPER_MODELS, synthetic_task, time_updates

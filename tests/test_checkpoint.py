@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from aiayn.train import checkpoint
-from aiayn.train import checkpoint as ck
-from aiayn.train.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from aiayn.runtime import checkpoint
+from aiayn.runtime import checkpoint as ck
+from aiayn.runtime.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 
 
 def touch(out_dir, *steps):

@@ -6,8 +6,10 @@ import pytest
 import torch
 from torch import nn
 
+from aiayn.runtime import devices
+from aiayn.runtime.devices import GpuUnavailableError, check_cuda, default_lock_dir, resolve_device
 from aiayn.train import distributed
-from aiayn.train.distributed import DistEnv, GpuUnavailableError, check_cuda, default_lock_dir, resolve_device, wrap_model
+from aiayn.train.distributed import DistEnv, wrap_model
 
 
 def fake_cuda(monkeypatch, available: bool, count: int = 0, built: str | None = "12.8") -> None:
@@ -43,7 +45,7 @@ def test_training_with_gpus_never_falls_back_to_the_cpu(monkeypatch):
 
 def test_decoding_device_auto_explicit_and_missing(monkeypatch, tmp_path):
     fake_cuda(monkeypatch, False)
-    monkeypatch.setattr(distributed, "physical_gpu_count", lambda: 0)
+    monkeypatch.setattr(devices, "physical_gpu_count", lambda: 0)
     assert resolve_device("auto", tmp_path)[0] == torch.device("cpu")
     assert resolve_device("cpu", tmp_path)[0] == torch.device("cpu")
     with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):
@@ -56,10 +58,10 @@ def test_decoding_device_auto_explicit_and_missing(monkeypatch, tmp_path):
 
 def test_auto_device_claims_a_free_gpu_like_training(monkeypatch, tmp_path):
     fake_cuda(monkeypatch, True, count=2)
-    monkeypatch.setattr(distributed, "physical_gpu_count", lambda: 2)
+    monkeypatch.setattr(devices, "physical_gpu_count", lambda: 2)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
-    held = distributed.GpuClaim(tmp_path)
+    held = devices.GpuClaim(tmp_path)
     assert held.try_claim(1, 2) == [0]
     device, claim = resolve_device("auto", tmp_path)
     try:
@@ -77,7 +79,7 @@ def test_lock_files_live_in_a_directory_of_their_own_per_user(monkeypatch, tmp_p
     monkeypatch.setattr(os, "getuid", lambda: 1001)
     second = default_lock_dir()
     assert first != second and first.parent == second.parent == tmp_path and "1000" in first.name
-    claim = distributed.GpuClaim(first)
+    claim = devices.GpuClaim(first)
     assert claim.try_claim(1, 1) == [0]
     assert (first / "gpu0.lock").exists() and (first.stat().st_mode & 0o777) == 0o700
     claim.release()

@@ -12,7 +12,7 @@ import torch
 from aiayn.data import shards
 from aiayn.data.shards import ShardedCorpus, ShardWriter
 from aiayn.io import atomic_output
-from aiayn.train.checkpoint import checkpoint_path, save_checkpoint
+from aiayn.runtime.checkpoint import checkpoint_path, save_checkpoint
 
 
 def disk_full(*args, **kwargs):

@@ -6,8 +6,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from aiayn import gpus
-from aiayn.train import distributed, precision
+from aiayn.runtime import gpus
+from aiayn.runtime import devices, precision
+from aiayn.train import distributed
 from aiayn.train.trainer import Trainer
 
 # (torch.cuda.get_device_name, card, dense bf16 TFLOPS, fp32 TFLOPS without tensor cores)
@@ -63,10 +64,10 @@ def test_every_card_names_its_source_and_no_two_patterns_share_a_name():
 
 def test_device_name_is_the_tables_name_or_the_full_name(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 PCIe")
-    assert distributed.device_name(torch.device("cuda", 0)) == "H100 PCIe"
+    assert devices.device_name(torch.device("cuda", 0)) == "H100 PCIe"
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA GeForce RTX 4090")
-    assert distributed.device_name(torch.device("cuda", 0)) == "NVIDIA GeForce RTX 4090"
-    assert distributed.device_name(torch.device("cpu")) == "cpu"
+    assert devices.device_name(torch.device("cuda", 0)) == "NVIDIA GeForce RTX 4090"
+    assert devices.device_name(torch.device("cpu")) == "cpu"
 
 
 @pytest.mark.parametrize("name, run_precision, matmul, mfu", [

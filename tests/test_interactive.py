@@ -244,7 +244,7 @@ def test_parse_with_explicit_paths_writes_one_tree_over_each_lines_words(run_dir
 
 
 def test_a_gpu_that_cannot_be_used_is_a_clear_error_not_a_cpu_run(run_dir, tmp_path, monkeypatch):
-    from aiayn.train.distributed import GpuUnavailableError
+    from aiayn.runtime.devices import GpuUnavailableError
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):

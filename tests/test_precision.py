@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from aiayn.model.functional import onednn_available
-from aiayn.train import precision as precisionlib
-from aiayn.train.precision import autocast_for, resolve_precision
+from aiayn.runtime import precision as precisionlib
+from aiayn.runtime.precision import autocast_for, resolve_precision
 
 
 def on_gpu(monkeypatch, capability):

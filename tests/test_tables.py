@@ -122,7 +122,7 @@ def test_unknown_gpu_model_gives_na_cost(gpu, caplog):
     with caplog.at_level(logging.WARNING):
         cost, used = table2.paper_method_cost(summary, "s.json")
     assert math.isnan(cost) and used == f"1 × {gpu} bf16, no peak FLOP/s"
-    assert f"s.json: no bf16 peak for gpu_model '{gpu}' in aiayn.gpus.CARDS" in caplog.text
+    assert f"s.json: no bf16 peak for gpu_model '{gpu}' in aiayn.runtime.gpus.CARDS" in caplog.text
 
 
 @pytest.mark.parametrize("gpu, device, precision, tflops", [

@@ -14,7 +14,8 @@ import torch
 import torch.multiprocessing as mp
 
 from aiayn.train.__main__ import main, read_settings
-from aiayn.train.distributed import DistEnv, GpuClaim
+from aiayn.runtime.devices import GpuClaim
+from aiayn.train.distributed import DistEnv
 from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import NonFiniteError, Trainer
 from train_helpers import make_task, settings
@@ -325,7 +326,7 @@ def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, mo
 @pytest.mark.parametrize("policy", ["skip", "stop"])
 def test_non_finite_weights_are_never_written(data, tmp_path, policy):
     """Whatever made a weight infinite (an update the step's checks did not see), no checkpoint holds it."""
-    from aiayn.train.checkpoint import NonFiniteWeights
+    from aiayn.runtime.checkpoint import NonFiniteWeights
     trainer = Trainer(settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0,
                                nan_policy=policy), data, tmp_path, CPU)
     step = trainer.optimizer.step
@@ -392,7 +393,7 @@ def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
 
 
 def test_gpus_that_cannot_be_used_fail_before_training(data, tmp_path, monkeypatch):
-    from aiayn.train.distributed import GpuUnavailableError
+    from aiayn.runtime.devices import GpuUnavailableError
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)

@@ -64,7 +64,7 @@ def test_vocabulary_mismatch_refused(setup):
 
 
 def test_a_gpu_that_cannot_be_used_is_a_clear_error_not_a_cpu_run(setup, monkeypatch):
-    from aiayn.train.distributed import GpuUnavailableError
+    from aiayn.runtime.devices import GpuUnavailableError
 
     root, _, _ = setup
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

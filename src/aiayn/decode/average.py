@@ -5,7 +5,7 @@ written at 10-minute intervals. For the big models, we averaged the last 20 chec
 
 The last N are counted among the step-spaced checkpoints (every ``train.checkpoint_steps`` steps and
 the final one, read from the newest checkpoint's settings): a checkpoint the trainer wrote by the
-clock or when stopped, off that spacing, is never averaged (:mod:`aiayn.train.checkpoint`).
+clock or when stopped, off that spacing, is never averaged (:mod:`aiayn.runtime.checkpoint`).
 
 theta_avg = (1/N) sum_i theta_i for every floating-point parameter, accumulated in float64 and stored
 in float32 (whatever precision the checkpoints hold). Non-floating tensors (integer buffers) must be
@@ -26,7 +26,7 @@ import torch
 from aiayn import settings
 from aiayn.decode.settings import AverageConfig
 from aiayn.io import atomic_path, setup_logging
-from aiayn.train.checkpoint import list_checkpoints, load_checkpoint, spaced_checkpoints
+from aiayn.runtime.checkpoint import list_checkpoints, load_checkpoint, spaced_checkpoints
 from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)

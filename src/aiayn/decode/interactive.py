@@ -59,8 +59,8 @@ from aiayn.decode.stream import LineBatches
 from aiayn.decode.translate import check_vocabulary, configure, piece_ids, search_options
 from aiayn.io import atomic_output, setup_logging
 from aiayn.model import ModelConfig, load_model
-from aiayn.train.distributed import resolve_device
-from aiayn.train.precision import autocast_for
+from aiayn.runtime.devices import resolve_device
+from aiayn.runtime.precision import autocast_for
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ class DecodeConfig:
     The length penalty is GNMT's, score = log P(Y|X) / ((5 + |Y|) / 6)^alpha; at most
     ``max_len_a * |X| + max_len_b`` target tokens; ``early_stop`` ends a sentence once no live hypothesis can
     beat the finished ones; ``max_sentences`` is the batch size of the decoding loop; ``precision``
-    is the arithmetic of the forward passes (:mod:`aiayn.train.precision`: ``auto`` is bf16 autocast on
+    is the arithmetic of the forward passes (:mod:`aiayn.runtime.precision`: ``auto`` is bf16 autocast on
     GPUs with bf16 tensor cores, fp32 elsewhere); ``cpu_matmul``: ``onednn`` computes float32 CPU
     products through oneDNN (:mod:`aiayn.model.functional`), ``mkl`` through torch's default.
     """

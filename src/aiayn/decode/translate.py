@@ -11,9 +11,9 @@ gives an empty output line. ``--settings`` is the run's ``decode`` section
 (:class:`~aiayn.decode.settings.DecodeConfig`; default: the paper's beam 4, alpha 0.6, input + 50).
 Only the checkpoint's weights are read (onto the CPU, then the device).
 
-``--device auto`` claims a free GPU as training does (:func:`aiayn.train.distributed.resolve_device`).
+``--device auto`` claims a free GPU as training does (:func:`aiayn.runtime.devices.resolve_device`).
 ``decode.precision``: ``auto`` decodes in bf16 autocast on GPUs with bf16 tensor cores and in fp32
-elsewhere (:mod:`aiayn.train.precision`); the log-probabilities that rank hypotheses are always
+elsewhere (:mod:`aiayn.runtime.precision`); the log-probabilities that rank hypotheses are always
 computed in fp32 from the logits. ``decode.cpu_matmul: onednn`` (default) computes a CPU's float32
 products through oneDNN (:mod:`aiayn.model.functional`), ``mkl`` through torch's default.
 """
@@ -35,8 +35,8 @@ from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
 from aiayn.decode.settings import DecodeConfig
 from aiayn.io import ProgressLog, atomic_output, open_text, setup_logging
 from aiayn.model import load_model
-from aiayn.train.distributed import resolve_device
-from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
+from aiayn.runtime.devices import resolve_device
+from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
 
 log = logging.getLogger(__name__)
 

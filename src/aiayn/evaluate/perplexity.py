@@ -6,7 +6,7 @@
 PPL = exp(-(1/N) sum_i log p(y_i | y_<i, x)) over every target word-piece and every eos (N of them),
 teacher-forced, without label smoothing; padding is not counted (:mod:`aiayn.train.evaluation`). The
 arithmetic follows the checkpoint's ``train.precision`` on this device (bf16 autocast where its run
-trained in bf16, :func:`aiayn.train.precision.resolve_precision`; the JSON records it as
+trained in bf16, :func:`aiayn.runtime.precision.resolve_precision`; the JSON records it as
 ``precision``) and its ``train.cpu_matmul`` (a CPU's products through oneDNN, as the run's own
 validation computed them). Only the checkpoint's weights are read (onto the CPU, then the device);
 ``--device auto`` claims a free GPU as training does.
@@ -23,9 +23,9 @@ import torch
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import setup_logging, write_json
 from aiayn.model import load_model
-from aiayn.train.distributed import resolve_device
+from aiayn.runtime.devices import resolve_device
 from aiayn.train.evaluation import corpus_nll, perplexity_report
-from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
+from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
 from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)

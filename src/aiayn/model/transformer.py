@@ -14,7 +14,7 @@ from aiayn.model.functional import Linear, dropout, linear
 from aiayn.model.init import SCHEMES, initialize
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
-from aiayn.train.checkpoint import load_checkpoint
+from aiayn.runtime.checkpoint import load_checkpoint
 
 
 class Transformer(nn.Module):

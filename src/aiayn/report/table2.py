@@ -9,7 +9,7 @@ Training cost, two ways, both from the run's ``summary.json``:
 - the paper's method: ``wall_seconds x world_size x peak_tflops(gpu_model, precision) x 1e12``
   (training time x GPUs x the GPU's dense peak FLOP/s in the precision the run trained in, which is
   the ``precision`` its summary records (``train.precision`` resolved on its device); the peaks are
-  :data:`aiayn.gpus.CARDS`, fp32 without TF32);
+  :data:`aiayn.runtime.gpus.CARDS`, fp32 without TF32);
 - measured: the summary's ``train_flops`` (model FLOPs per target token x target tokens seen),
   whatever the precision.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import config as cfg
-from aiayn.gpus import peak_tflops
+from aiayn.runtime.gpus import peak_tflops
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, SACREBLEU_LABEL, SUMMARY_KEYS, BleuNotes,
@@ -84,7 +84,7 @@ def build(config: dict, results_dir: Path) -> Table:
         "Ours: newstest2014 (full), the average of the last checkpoints (settings average.last). "
         "Δ = ours - paper.",
         "Training cost, paper's method: training time × GPUs × the GPU's dense peak FLOP/s in the "
-        "precision the run trained in (the GPU's data sheet, as listed in src/aiayn/gpus.py; for fp32 on "
+        "precision the run trained in (the GPU's data sheet, as listed in src/aiayn/runtime/gpus.py; for fp32 on "
         "the paper's GPUs, the paper's own 2.8/3.7/6.0/9.5 TFLOPS for K80/K40/M40/P100): " + "; ".join(costs) + ". Measured: model "
         "FLOPs per target token × target tokens seen (summary train_flops), in any precision.",
     ]
@@ -148,7 +148,7 @@ def run_precision(summary: dict[str, Any], source: Path | str) -> str:
 def paper_method_cost(summary: dict[str, Any], source: Path | str) -> tuple[float, str]:
     """Training cost as the paper computed it, at the run's precision, and what was used, in words.
 
-    ``wall_seconds x world_size x peak_tflops(gpu_model, precision) x 1e12`` (:mod:`aiayn.gpus`;
+    ``wall_seconds x world_size x peak_tflops(gpu_model, precision) x 1e12`` (:mod:`aiayn.runtime.gpus`;
     ``cpu``: :data:`NOMINAL_CPU_TFLOPS`). A GPU model with no peak for its precision gives NaN
     (``n/a``) and a warning.
     """
@@ -156,7 +156,7 @@ def paper_method_cost(summary: dict[str, Any], source: Path | str) -> tuple[floa
     world = number(summary, "world_size")
     tflops = NOMINAL_CPU_TFLOPS if model == "cpu" else peak_tflops(model, precision)
     if tflops is None:
-        log.warning("%s: no %s peak for gpu_model %r in aiayn.gpus.CARDS; training cost (paper's "
+        log.warning("%s: no %s peak for gpu_model %r in aiayn.runtime.gpus.CARDS; training cost (paper's "
                     "method) is n/a", source, precision, model)
         return math.nan, f"{world:g} × {model} {precision}, no peak FLOP/s"
     cost = number(summary, "wall_seconds") * world * tflops * 1e12

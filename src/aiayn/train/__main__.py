@@ -25,8 +25,9 @@ import torch
 
 from aiayn.io import setup_logging
 from aiayn.model import ModelConfig
-from aiayn.train.distributed import check_cuda, claim_gpus_if_shared, die_with_parent, init_from_environment, \
-    relaunch_under_torchrun, should_relaunch, threads_per_rank
+from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
+from aiayn.train.distributed import die_with_parent, init_from_environment, relaunch_under_torchrun, should_relaunch, \
+    threads_per_rank
 from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import Trainer
 

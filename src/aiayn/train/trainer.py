@@ -28,19 +28,20 @@ import torch
 from tqdm import tqdm
 
 from aiayn.data.shards import ShardedCorpus
-from aiayn.gpus import peak_tflops
+from aiayn.runtime.gpus import peak_tflops
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
 from aiayn.train.batching import (BOS, EOS, PAD, UNK, Batch, BatchSampler, BatchStream, check_at_least_one_batch,
                                   make_batches)
-from aiayn.train.checkpoint import (checkpoint_path, load_checkpoint, newest_good_checkpoint, publish_last,
+from aiayn.runtime.checkpoint import (checkpoint_path, load_checkpoint, newest_good_checkpoint, publish_last,
                                     rng_state, rotate, save_checkpoint, set_aside, set_rng_state,
                                     trajectory_changes)
-from aiayn.train.distributed import DistEnv, device_name, wrap_model
+from aiayn.runtime.devices import device_name
+from aiayn.train.distributed import DistEnv, wrap_model
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.loss import label_smoothed_loss
 from aiayn.train.metrics import MetricsLog, memory_mb, progress_line
-from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, tf32_matmuls, use_onednn
+from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, tf32_matmuls, use_onednn
 from aiayn.train.prefetch import Prefetcher
 from aiayn.train.schedule import learning_rate
 from aiayn.train.settings import TrainConfig
@@ -209,7 +210,7 @@ class Trainer:
 
     def save(self) -> Path:
         """Write ``checkpoints/ckpt_<step>.pt`` (main rank only); keep the newest ``keep_checkpoints``
-        step-spaced ones and the newest of all (:func:`aiayn.train.checkpoint.rotate`)."""
+        step-spaced ones and the newest of all (:func:`aiayn.runtime.checkpoint.rotate`)."""
         path = checkpoint_path(self.out_dir, self.progress.step)
         if self.env.is_main:
             save_checkpoint(path, self.state_dict())
@@ -303,7 +304,7 @@ class Trainer:
 
     def mfu(self, tokens_per_s: float) -> float | None:
         """Model FLOP/s over the GPUs' dense peak in the run's precision (TF32's for fp32 products run
-        as TF32; :mod:`aiayn.gpus`); None on a CPU or a card without a peak."""
+        as TF32; :mod:`aiayn.runtime.gpus`); None on a CPU or a card without a peak."""
         peak = peak_tflops(device_name(self.env.device), self.precision, tf32_matmuls(self.env.device))
         return None if peak is None else self.flops_per_token * tokens_per_s / (peak * 1e12 * self.env.world_size)
 
