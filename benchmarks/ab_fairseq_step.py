@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from aiayn.model import ModelConfig, Transformer
 from aiayn.model.functional import onednn_available
-from aiayn.train.loss import label_smoothed_loss
+from aiayn.runtime.loss import label_smoothed_loss
 
 
 def fairseq_model(vocab: int):

@@ -2,7 +2,7 @@
 
     PYTHONPATH=src python benchmarks/loss_speed.py --rows 8192 --vocab 37000 --threads 2 [--device cuda]
 
-- ``blocked``: :func:`aiayn.train.loss.label_smoothed_loss` (row blocks, gradient in the forward pass);
+- ``blocked``: :func:`aiayn.runtime.loss.label_smoothed_loss` (row blocks, gradient in the forward pass);
 - ``unblocked``: the whole-tensor formulation it replaced (an fp32 copy, full log-probabilities, and
   full-size zero tensors in the backward of ``gather`` and of the padding column), kept here as the
   baseline;
@@ -28,7 +28,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from aiayn.train.loss import label_smoothed_loss
+from aiayn.runtime.loss import label_smoothed_loss
 
 EPS, PAD = 0.1, 0
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from aiayn.data.shards import ShardWriter, ShardedCorpus
-from aiayn.train.batching import BatchSampler, BatchStream, collate, make_batches
+from aiayn.runtime.batches import collate, make_batches
+from aiayn.train.batching import BatchSampler, BatchStream
 
 
 def lengths(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

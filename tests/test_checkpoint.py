@@ -1,3 +1,4 @@
+import dataclasses
 import logging
 import random
 
@@ -7,7 +8,7 @@ import torch
 
 from aiayn.runtime import checkpoint
 from aiayn.runtime import checkpoint as ck
-from aiayn.runtime.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from aiayn.runtime.checkpoint import Checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
 
 
 def touch(out_dir, *steps):
@@ -51,8 +52,28 @@ def test_rotation_without_step_spacing_keeps_the_newest(tmp_path):
 
 
 def _state(step, value=1.0):
-    return {"model": {"w": torch.full((2,), value), "n": torch.tensor([step])}, "settings": {}, "vocab": {},
-            "step": step}
+    return Checkpoint(model={"w": torch.full((2,), value), "n": torch.tensor([step])}, settings={}, vocab={}, step=step)
+
+
+def test_the_file_is_the_dict_of_the_entries_set_and_loads_back(tmp_path):
+    """On disk a checkpoint stays the dict every earlier version wrote: readable by them, and theirs by it."""
+    ckpt = dataclasses.replace(_state(5), settings={"model": {}, "train": {}}, averaged_steps=[4, 5])
+    save_checkpoint(tmp_path / "c.pt", ckpt)
+    on_disk = torch.load(tmp_path / "c.pt", weights_only=True)
+    assert list(on_disk) == ["model", "settings", "vocab", "step", "averaged_steps"]
+    loaded = load_checkpoint(tmp_path / "c.pt")
+    assert loaded.averaged_steps == [4, 5] and loaded.optimizer is None and torch.equal(loaded.model["w"], ckpt.model["w"])
+    torch.save({**on_disk, "tokenizer": "x"}, tmp_path / "d.pt")
+    with pytest.raises(ck.CorruptCheckpoint, match=r"d\.pt: not a checkpoint of this project \(unknown entries \['tokenizer'\]"):
+        load_checkpoint(tmp_path / "d.pt")
+
+
+def test_train_defaults_are_train_configs():
+    from aiayn.train.settings import TrainConfig
+
+    assert ck.TRAIN_DEFAULTS == {key: getattr(TrainConfig(), key) for key in ck.TRAIN_DEFAULTS}
+    partial = Checkpoint(model={}, settings={"train": {"precision": "bf16"}}, vocab={})
+    assert (partial.train_setting("precision"), partial.train_setting("checkpoint_steps")) == ("bf16", 1400)
 
 
 def test_resume_sets_corrupt_checkpoints_aside_and_takes_the_newest_good_one(tmp_path, caplog):
@@ -63,7 +84,7 @@ def test_resume_sets_corrupt_checkpoints_aside_and_takes_the_newest_good_one(tmp
     ck.checkpoint_path(tmp_path, 4).write_bytes(b"")                             # an empty file
     with caplog.at_level(logging.WARNING):
         step, path, state = ck.newest_good_checkpoint(tmp_path)
-    assert (step, path.name, state["step"]) == (2, "ckpt_00000002.pt", 2)
+    assert (step, path.name, state.step) == (2, "ckpt_00000002.pt", 2)
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
         "ckpt_00000002.pt", "ckpt_00000004.pt.corrupt", "ckpt_00000006.pt.corrupt"]
     assert "ckpt_00000006.pt: not a readable checkpoint" in caplog.text and "set aside" in caplog.text
@@ -78,13 +99,13 @@ def test_rng_state_round_trip(tmp_path):
     random.seed(3), np.random.seed(3), torch.manual_seed(3)
     state = rng_state()
     want = (random.random(), np.random.rand(), torch.rand(1).item())
-    save_checkpoint(tmp_path / "c.pt", _state(0) | {"rng": state})
-    set_rng_state(load_checkpoint(tmp_path / "c.pt")["rng"])
+    save_checkpoint(tmp_path / "c.pt", dataclasses.replace(_state(0), rng=state))
+    set_rng_state(load_checkpoint(tmp_path / "c.pt").rng)
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == want
 
 
 def test_checkpoints_load_onto_the_cpu_whatever_the_caller_trains_on(tmp_path, monkeypatch):
-    save_checkpoint(tmp_path / "c.pt", _state(0) | {"w": torch.ones(2), "rng": rng_state()})
+    save_checkpoint(tmp_path / "c.pt", dataclasses.replace(_state(0), rng=rng_state()))
     seen = []
     real_load = torch.load
 
@@ -94,7 +115,7 @@ def test_checkpoints_load_onto_the_cpu_whatever_the_caller_trains_on(tmp_path, m
 
     monkeypatch.setattr(torch, "load", load)
     state = load_checkpoint(tmp_path / "c.pt")
-    assert torch.device(seen[0]) == torch.device("cpu") and state["w"].device.type == "cpu"
+    assert torch.device(seen[0]) == torch.device("cpu") and state.model["w"].device.type == "cpu"
 
 
 class FakeCudaRng:

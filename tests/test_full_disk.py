@@ -12,7 +12,7 @@ import torch
 from aiayn.data import shards
 from aiayn.data.shards import ShardedCorpus, ShardWriter
 from aiayn.io import atomic_output
-from aiayn.runtime.checkpoint import checkpoint_path, save_checkpoint
+from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, save_checkpoint
 
 
 def disk_full(*args, **kwargs):
@@ -71,16 +71,16 @@ def test_a_killed_writers_temporary_directories_are_removed_by_the_next(tmp_path
 
 def test_a_checkpoint_on_a_full_disk_keeps_the_previous_one(tmp_path, monkeypatch):
     first = checkpoint_path(tmp_path, 2)
-    save_checkpoint(first, {"model": {"w": torch.ones(3)}, "step": 2})
+    save_checkpoint(first, Checkpoint(model={"w": torch.ones(3)}, settings={}, vocab={}, step=2))
     before = digest(first)
     monkeypatch.setattr(torch, "save", half_then_full(1))
     with pytest.raises(OSError):
-        save_checkpoint(checkpoint_path(tmp_path, 4), {"model": {"w": torch.zeros(3)}, "step": 4})
+        save_checkpoint(checkpoint_path(tmp_path, 4), Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
     assert listing(first.parent) == [first.name] and digest(first) == before
     monkeypatch.undo()
     monkeypatch.setattr(os, "fsync", disk_full)  # the disk fills while the file is flushed
     with pytest.raises(OSError):
-        save_checkpoint(checkpoint_path(tmp_path, 4), {"model": {"w": torch.zeros(3)}, "step": 4})
+        save_checkpoint(checkpoint_path(tmp_path, 4), Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
     assert listing(first.parent) == [first.name] and digest(first) == before
 
 

@@ -20,6 +20,8 @@ from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
 from aiayn.decode.settings import DecodeConfig
 from aiayn.decode.stream import LineBatches
 from aiayn.model import ModelConfig, Transformer
+from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
+from aiayn.runtime.session import load_model
 from aiayn.parsing import parse
 from aiayn.parsing.trees import parse_tree
 
@@ -37,7 +39,7 @@ def save_model(path, seed, vocab_size):
     model = Transformer(ModelConfig.from_dict(MODEL), vocab_size).eval()
     vocab = {"size": vocab_size, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model": model.state_dict(), "settings": {"model": MODEL}, "vocab": vocab, "step": 1}, path)
+    save_checkpoint(path, Checkpoint(model=model.state_dict(), settings={"model": MODEL}, vocab=vocab, step=1))
     return model
 
 
@@ -81,7 +83,7 @@ def expected(run_dir, line, checkpoint="avg.pt"):
     """What the workflow's stages make of one line: tokenize, encode, beam search, decode, detokenize."""
     sp = spm.SentencePieceProcessor(model_file=str(run_dir / "../data/spm.model"))
     ids = sp.encode(MosesPipeline("en").line(line))
-    model, _ = interactive.load_model(run_dir / checkpoint, "cpu")
+    model, _ = load_model(run_dir / checkpoint, "cpu")
     [hyp] = beam_search(model, pad_sources([ids], SpecialIds()), [len(ids)], beam_size=3,
                         length_penalty_alpha=0.6, max_len_a=1, max_len_b=5)
     return MosesDetok("de").line(sp.decode(hyp.tokens)), hyp.score

@@ -4,7 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aiayn.train.loss import label_smoothed_loss, smoothed_targets
+from aiayn.runtime.loss import label_smoothed_loss
+from reference_impls import smoothed_targets
 
 
 def test_smoothed_targets_sum_to_one_and_pad_gets_none():

@@ -3,7 +3,9 @@ import math
 import pytest
 import torch
 
-from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token, load_model
+from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
+from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
+from aiayn.runtime.session import load_model
 from aiayn.model.positional import sinusoid_table
 
 V = 23
@@ -210,10 +212,10 @@ def test_load_model_round_trip(tmp_path):
     cfg = tiny(positional="learned", max_positions=16)
     model = model_of(cfg)
     path = tmp_path / "c.pt"
-    torch.save({"model": model.state_dict(), "settings": {"model": cfg.to_dict()},
-                "vocab": {"size": V, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}, "step": 3}, path)
+    save_checkpoint(path, Checkpoint(model=model.state_dict(), settings={"model": cfg.to_dict()},
+                                     vocab={"size": V, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}, step=3))
     loaded, checkpoint = load_model(path)
-    assert checkpoint["step"] == 3 and not loaded.training
+    assert checkpoint.step == 3 and not loaded.training
     src, tgt = tokens(2, 4, 9), tokens(2, 3, 9)
     with torch.no_grad():
         torch.testing.assert_close(loaded(src, tgt), model(src, tgt))
@@ -223,13 +225,13 @@ def test_load_model_reads_the_weights_on_the_cpu_first(tmp_path, monkeypatch):
     cfg = tiny()
     model = model_of(cfg)
     path = tmp_path / "c.pt"
-    torch.save({"model": model.state_dict(), "settings": {"model": cfg.to_dict()}, "vocab": {"size": V},
-                "optimizer": {"state": {0: {"exp_avg": torch.ones(1000)}}}}, path)
+    save_checkpoint(path, Checkpoint(model=model.state_dict(), settings={"model": cfg.to_dict()}, vocab={"size": V},
+                                     optimizer={"state": {0: {"exp_avg": torch.ones(1000)}}}))
     places, real_load = [], torch.load
     monkeypatch.setattr(torch, "load", lambda *a, **k: places.append(k.get("map_location")) or real_load(*a, **k))
     loaded, checkpoint = load_model(path, torch.device("meta"))
     assert [torch.device(p) for p in places] == [torch.device("cpu")]
-    assert "optimizer" not in checkpoint and next(loaded.parameters()).device.type == "meta"
+    assert checkpoint.optimizer is None and next(loaded.parameters()).device.type == "meta"
 
 
 def test_sinusoids_extend_past_max_positions():

@@ -8,7 +8,8 @@ import torch.nn.functional as F
 from aiayn.data.shards import ShardedCorpus
 from aiayn.evaluate.perplexity import main
 from aiayn.model import ModelConfig, Transformer
-from aiayn.train.evaluation import perplexity_report
+from aiayn.evaluate.perplexity import perplexity_report
+from aiayn.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from train_helpers import SETTINGS, VOCAB, make_task
 
 
@@ -18,8 +19,8 @@ def checkpoint(tmp_path):
     cfg = ModelConfig.from_dict(SETTINGS["model"])
     model = Transformer(cfg, VOCAB)
     path = tmp_path / "c.pt"
-    torch.save({"model": model.state_dict(), "settings": SETTINGS, "step": 0,
-                "vocab": {"size": VOCAB, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}}, path)
+    save_checkpoint(path, Checkpoint(model=model.state_dict(), settings=SETTINGS, step=0,
+                                     vocab={"size": VOCAB, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}))
     return path, model.eval()
 
 
@@ -49,11 +50,11 @@ def test_perplexity_follows_the_runs_precision(tmp_path, checkpoint):
     """A run trained in bf16 is scored in bf16 (as Table 3's perplexity on a GPU), fp32 in fp32."""
     path, model = checkpoint
     data = make_task(tmp_path / "toy", n_train=1, n_dev=11)
-    state = torch.load(path, weights_only=True)
+    state = load_checkpoint(path)
     reports = {}
     for precision in ("fp32", "bf16"):
-        state["settings"] = {**SETTINGS, "train": {**SETTINGS["train"], "precision": precision}}
-        torch.save(state, tmp_path / f"{precision}.pt")
+        state.settings = {**SETTINGS, "train": {**SETTINGS["train"], "precision": precision}}
+        save_checkpoint(tmp_path / f"{precision}.pt", state)
         out = tmp_path / f"{precision}.json"
         assert main(["--checkpoint", str(tmp_path / f"{precision}.pt"), "--data", str(data / "dev"),
                      "--output", str(out)]) == 0
@@ -72,10 +73,10 @@ def test_perplexity_follows_the_runs_cpu_matmul(tmp_path, checkpoint, monkeypatc
     data = make_task(tmp_path / "toy", n_train=1, n_dev=5)
     seen, real = [], perplexity.corpus_nll
     monkeypatch.setattr(perplexity, "corpus_nll", lambda model, *a: seen.append(model.onednn) or real(model, *a))
-    state = torch.load(path, weights_only=True)
+    state = load_checkpoint(path)
     for matmul in ("onednn", "mkl"):
-        state["settings"] = {**SETTINGS, "train": {**SETTINGS["train"], "cpu_matmul": matmul}}
-        torch.save(state, tmp_path / f"{matmul}.pt")
+        state.settings = {**SETTINGS, "train": {**SETTINGS["train"], "cpu_matmul": matmul}}
+        save_checkpoint(tmp_path / f"{matmul}.pt", state)
         assert main(["--checkpoint", str(tmp_path / f"{matmul}.pt"), "--data", str(data / "dev"),
                      "--output", str(tmp_path / f"{matmul}.json")]) == 0
     assert seen == [onednn_available(), False]

@@ -7,6 +7,7 @@ import sentencepiece as spm
 import torch
 
 from aiayn.model import ModelConfig, Transformer
+from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
 
 TEXT = ["the quick brown fox jumps over the lazy dog", "a stitch in time saves nine",
         "all that glitters is not gold", "the early bird catches the worm"] * 20
@@ -23,6 +24,6 @@ def write_tiny(root: Path, model_settings: dict, seed: int, **extra) -> tuple[sp
     torch.manual_seed(seed)
     model = Transformer(ModelConfig.from_dict(model_settings), sp.get_piece_size()).eval()
     vocab = {"size": sp.get_piece_size(), "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
-    torch.save({"model": model.state_dict(), "settings": {"model": model_settings}, "vocab": vocab, **extra},
-               root / "avg.pt")
+    save_checkpoint(root / "avg.pt", Checkpoint(model=model.state_dict(), settings={"model": model_settings},
+                                                vocab=vocab, **extra))
     return sp, model

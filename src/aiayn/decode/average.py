@@ -25,9 +25,9 @@ import torch
 
 from aiayn import settings
 from aiayn.decode.settings import AverageConfig
-from aiayn.io import atomic_path, setup_logging
-from aiayn.runtime.checkpoint import list_checkpoints, load_checkpoint, spaced_checkpoints
-from aiayn.train.settings import TrainConfig
+from aiayn.io import setup_logging
+from aiayn.runtime.checkpoint import Checkpoint, list_checkpoints, load_checkpoint, save_checkpoint, \
+    spaced_checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -67,47 +67,51 @@ def average_states(states: list[tuple[Path, dict]]) -> dict[str, torch.Tensor]:
             for key in first}
 
 
-def average_checkpoints(train_dir: str | Path, last: int) -> dict:
+def average_checkpoints(train_dir: str | Path, last: int) -> Checkpoint:
     """The averaged checkpoint of the last ``last`` checkpoints of the training run in ``train_dir``, by step.
 
-    Returns ``{model, settings, vocab, step, averaged_steps}`` (no optimizer state); settings and
-    vocab come from the newest checkpoint. Fewer than ``last`` available: averages those, warning.
+    Returns a :class:`~aiayn.runtime.checkpoint.Checkpoint` of ``model, settings, vocab, step,
+    averaged_steps`` (no optimizer state); settings and vocab come from the newest averaged checkpoint.
+    Fewer than ``last`` available: averages those, warning. Each file is read once.
     """
     if last < 1:
         raise ValueError(f"average.last must be at least 1, got {last}")
     available = list_checkpoints(train_dir)
     if not available:
         raise FileNotFoundError(f"{train_dir}: no checkpoints/ckpt_<step>.pt")
-    chosen = select_spaced(available)[-last:]
+    newest_step, newest_file = available[-1]
+    loaded = {newest_file: load_checkpoint(newest_file, "cpu", mmap=True, step=newest_step)}  # verified
+    chosen = select_spaced(available, loaded[newest_file])[-last:]
     if len(chosen) < last:
         log.warning("%s: only %d checkpoints (asked for the last %d): averaging all of them",
                     train_dir, len(chosen), last)
     states, newest, newest_path = [], None, None
     for file_step, path in chosen:
-        state = load_checkpoint(path, "cpu", mmap=True, step=file_step)  # verified: a corrupt input is refused
-        if newest is not None and state["vocab"] != newest["vocab"]:
+        # verified: a corrupt input is refused
+        state = loaded.pop(path, None) or load_checkpoint(path, "cpu", mmap=True, step=file_step)
+        if newest is not None and state.vocab != newest.vocab:
             raise ValueError(f"{path} and {newest_path} have different vocabularies")
-        states.append((path, state["model"]))
+        states.append((path, state.model))
         newest, newest_path = state, path
     steps = [step for step, _ in chosen]
     log.info("averaging %d checkpoints of %s: steps %s", len(steps), train_dir, steps)
-    return {"model": average_states(states), "settings": newest["settings"], "vocab": newest["vocab"],
-            "step": steps[-1], "averaged_steps": steps}
+    return Checkpoint(model=average_states(states), settings=newest.settings, vocab=newest.vocab, step=steps[-1],
+                      averaged_steps=steps)
 
 
-def select_spaced(available: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
+def select_spaced(available: list[tuple[int, Path]], newest: Checkpoint) -> list[tuple[int, Path]]:
     """The step-spaced checkpoints of ``available`` (by step), the spacing and final step taken from
-    the newest checkpoint's ``settings.train``; the others are logged by step."""
-    newest = available[-1][1]
+    ``newest``, the newest checkpoint's ``settings.train``; the others are logged by step."""
     try:
-        train = TrainConfig.from_dict(load_checkpoint(newest, "cpu", mmap=True)["settings"]["train"])
-    except (KeyError, TypeError):
-        raise ValueError(f"{newest}: no settings.train in the checkpoint (not written by aiayn.train)") from None
-    spaced = spaced_checkpoints(available, train.checkpoint_steps, train.train_steps)
+        every, final = newest.train_setting("checkpoint_steps"), newest.train_setting("train_steps")
+    except (KeyError, TypeError, AttributeError):
+        raise ValueError(f"{available[-1][1]}: no settings.train in the checkpoint (not written by aiayn.train)") \
+            from None
+    spaced = spaced_checkpoints(available, every, final)
     skipped = [step for step, path in available if (step, path) not in spaced]
     if skipped:
         log.info("not averaged: %d checkpoint(s) off the %d-step spacing (written by the clock or when "
-                 "stopped, for resuming): steps %s", len(skipped), train.checkpoint_steps, skipped)
+                 "stopped, for resuming): steps %s", len(skipped), every, skipped)
     return spaced
 
 
@@ -125,10 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     opts = settings.read(args.settings, AverageConfig, "average")
     averaged = average_checkpoints(args.train_dir, opts.last)
-    with atomic_path(args.output) as tmp:
-        torch.save(averaged, tmp)
-    log.info("wrote %s (step %d, averaged steps %s)", args.output, averaged["step"],
-             averaged["averaged_steps"])
+    save_checkpoint(args.output, averaged)
+    log.info("wrote %s (step %d, averaged steps %s)", args.output, averaged.step, averaged.averaged_steps)
     return 0
 
 

@@ -43,10 +43,9 @@ import sys
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Callable, Iterator
 
 import sentencepiece as spm
-import torch
 
 from aiayn import settings
 from aiayn.data.bpe import SpmEncode
@@ -56,11 +55,10 @@ from aiayn.decode.beam import Hypothesis, SpecialIds, max_output_length, transla
 from aiayn.decode.manifest import RunFiles, read_run
 from aiayn.decode.settings import DecodeConfig
 from aiayn.decode.stream import LineBatches
-from aiayn.decode.translate import check_vocabulary, configure, piece_ids, search_options
+from aiayn.decode.translate import check_vocabulary, piece_ids, search_options
 from aiayn.io import atomic_output, setup_logging
-from aiayn.model import ModelConfig, load_model
-from aiayn.runtime.devices import resolve_device
-from aiayn.runtime.precision import autocast_for
+from aiayn.model import ModelConfig
+from aiayn.runtime.session import InferenceSession, inference_session
 
 log = logging.getLogger(__name__)
 
@@ -84,48 +82,47 @@ def translation_pipeline(files: RunFiles) -> TextPipeline:
 
 def longest_source(cfg: ModelConfig, opts: DecodeConfig) -> int | None:
     """The most source subwords the model can decode: with learned positions, the source and its eos
-    and the longest output ``max_output_length(|x|)`` (bos included) must fit ``cfg.max_positions``;
-    None for sinusoids (no limit)."""
-    if cfg.positional != "learned":
+    and the longest output ``max_output_length(|x|)`` (bos included) must fit ``cfg.position_limit``
+    (``max_positions``); None for sinusoids (no limit)."""
+    limit = cfg.position_limit
+    if limit is None:
         return None
-    fits = (n for n in range(cfg.max_positions - 1, 0, -1)
-            if max_output_length(n, opts.max_len_a, opts.max_len_b) <= cfg.max_positions)
+    fits = (n for n in range(limit - 1, 0, -1) if max_output_length(n, opts.max_len_a, opts.max_len_b) <= limit)
     return next(fits, 0)
 
 
 @dataclass
 class Decoder:
-    """A loaded model and what decoding with it needs."""
+    """A model in its inference session and what decoding with it needs."""
 
-    model: Any
+    session: InferenceSession
     sp: spm.SentencePieceProcessor
     encode: SpmEncode
     ids: SpecialIds
     opts: DecodeConfig
-    device: torch.device
-    precision: str
     longest: int | None
 
     def search(self, sources: list[list[int]], n_best: int) -> list[list[Hypothesis]]:
         """The ``n_best`` best hypotheses of each non-empty source, in order."""
-        with autocast_for(self.precision, self.device):
-            return translate_sentences_n_best(self.model, sources, device=self.device, ids=self.ids,
+        with self.session.autocast():
+            return translate_sentences_n_best(self.session.model, sources, device=self.session.device, ids=self.ids,
                                               n_best=n_best, **search_options(self.opts))
 
 
-def load_decoder(files: RunFiles, device: torch.device, beam: int | None) -> Decoder:
-    """The model of ``files.checkpoint`` on ``device`` with its sentencepiece model and decode settings
-    (``beam`` overrides ``decode.beam_size``)."""
-    sp = spm.SentencePieceProcessor(model_file=str(files.spm))
-    model, checkpoint = load_model(files.checkpoint, device)
-    ids = check_vocabulary(str(files.checkpoint), checkpoint["vocab"], str(files.spm), sp)
+def decode_options(files: RunFiles, beam: int | None) -> DecodeConfig:
+    """The run's decode settings, ``beam`` overriding ``decode.beam_size``."""
     opts = settings.read(files.decode, DecodeConfig, "decode")
-    if beam is not None:
-        opts = dataclasses.replace(opts, beam_size=beam)
-    precision = configure(model, opts, device)
-    longest = longest_source(ModelConfig.from_dict(checkpoint["settings"]["model"]), opts)
-    log.info("%s on %s (%s), decoding with %s", files.checkpoint, device, precision, dataclasses.asdict(opts))
-    return Decoder(model, sp, SpmEncode(str(files.spm)), ids, opts, device, precision, longest)
+    return opts if beam is None else dataclasses.replace(opts, beam_size=beam)
+
+
+def make_decoder(files: RunFiles, session: InferenceSession, opts: DecodeConfig) -> Decoder:
+    """The model of ``session`` (``files.checkpoint``) with its sentencepiece model and decode settings."""
+    sp = spm.SentencePieceProcessor(model_file=str(files.spm))
+    ids = check_vocabulary(str(files.checkpoint), session.checkpoint.vocab, str(files.spm), sp)
+    longest = longest_source(ModelConfig.from_dict(session.checkpoint.model_settings), opts)
+    log.info("%s on %s (%s), decoding with %s", files.checkpoint, session.device, session.precision,
+             dataclasses.asdict(opts))
+    return Decoder(session, sp, SpmEncode(str(files.spm)), ids, opts, longest)
 
 
 @dataclass(frozen=True)
@@ -272,22 +269,19 @@ def decode_stream(args: argparse.Namespace, decoder: Decoder, pipeline: TextPipe
 def run(args: argparse.Namespace, kind: str, make_pipeline: Callable[[RunFiles], TextPipeline]) -> int:
     """Decode the input with the files ``args`` name: the body of aiayn-translate and aiayn-parse."""
     setup_logging(args.log)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     files = run_files(args, kind)
     pipeline = make_pipeline(files)
-    device, claim = resolve_device(args.device)
+    opts = decode_options(files, args.beam)
     try:
-        decoder = load_decoder(files, device, args.beam)
-        if args.n_best > decoder.opts.beam_size:
-            raise ValueError(f"--n-best {args.n_best} is more than the beam size {decoder.opts.beam_size}")
-        lines, skipped = decode_stream(args, decoder, pipeline)
+        with inference_session(files.checkpoint, device=args.device, precision=opts.precision, threads=args.threads,
+                               cpu_matmul=opts.cpu_matmul) as session:
+            decoder = make_decoder(files, session, opts)
+            if args.n_best > decoder.opts.beam_size:
+                raise ValueError(f"--n-best {args.n_best} is more than the beam size {decoder.opts.beam_size}")
+            lines, skipped = decode_stream(args, decoder, pipeline)
     except KeyboardInterrupt:   # Ctrl-C ends an interactive session: what was answered stays answered
         log.info("interrupted")
         return 130
-    finally:
-        if claim is not None:
-            claim.release()
     log.info("%d lines, %d skipped (see the warnings above)", lines, skipped)
     return 0
 

@@ -9,7 +9,8 @@ The input holds sentencepiece pieces, space separated, one sentence per line (th
 output holds ``sp.decode(ids)`` of the best hypothesis, one line per input line; an empty input line
 gives an empty output line. ``--settings`` is the run's ``decode`` section
 (:class:`~aiayn.decode.settings.DecodeConfig`; default: the paper's beam 4, alpha 0.6, input + 50).
-Only the checkpoint's weights are read (onto the CPU, then the device).
+Only the checkpoint's weights are read (onto the CPU, then the device): the model runs in an
+inference session (:func:`aiayn.runtime.session.inference_session`).
 
 ``--device auto`` claims a free GPU as training does (:func:`aiayn.runtime.devices.resolve_device`).
 ``decode.precision``: ``auto`` decodes in bf16 autocast on GPUs with bf16 tensor cores and in fp32
@@ -34,9 +35,7 @@ from aiayn import settings
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
 from aiayn.decode.settings import DecodeConfig
 from aiayn.io import ProgressLog, atomic_output, open_text, setup_logging
-from aiayn.model import load_model
-from aiayn.runtime.devices import resolve_device
-from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
+from aiayn.runtime.session import inference_session
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +78,6 @@ def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.S
     return SpecialIds(pad=vocab["pad_id"], bos=vocab["bos_id"], eos=vocab["eos_id"])
 
 
-def configure(model: Any, opts: DecodeConfig, device: torch.device) -> str:
-    """Set up ``model`` for decoding on ``device`` as ``opts`` asks (TF32, oneDNN products); return the
-    precision to decode in (``with autocast_for(precision, device)``)."""
-    enable_tf32(device, opts.precision)
-    model.use_onednn(use_onednn(opts.cpu_matmul, False, device, "decode.cpu_matmul"))
-    return resolve_precision(opts.precision, device)
-
-
 def search_options(opts: DecodeConfig) -> dict[str, Any]:
     """The keyword arguments of :func:`~aiayn.decode.beam.translate_sentences` that ``opts`` sets."""
     return {"max_sentences": opts.max_sentences, "beam_size": opts.beam_size,
@@ -126,27 +117,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     sp = spm.SentencePieceProcessor(model_file=args.spm)
-    device, claim = resolve_device(args.device, args.gpu_lock_dir)
-    try:
-        model, checkpoint = load_model(args.checkpoint, device)
-        ids = check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
-        opts = settings.read(args.settings, DecodeConfig, "decode")
+    opts = settings.read(args.settings, DecodeConfig, "decode")
+    with inference_session(args.checkpoint, device=args.device, precision=opts.precision, threads=args.threads,
+                           cpu_matmul=opts.cpu_matmul, lock_dir=args.gpu_lock_dir) as session:
+        ids = check_vocabulary(args.checkpoint, session.checkpoint.vocab, args.spm, sp)
         sources = read_sources(args.input, sp)
         if sources.unknown_pieces:
             log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
-        precision = configure(model, opts, device)
-        log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, device,
-                 precision, asdict(opts))
+        log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, session.device,
+                 session.precision, asdict(opts))
         start = time.perf_counter()
-        with autocast_for(precision, device):
-            hyps = translate(model, sources.ids, opts, ids, device)
+        with session.autocast():
+            hyps = translate(session.model, sources.ids, opts, ids, session.device)
         seconds = max(time.perf_counter() - start, 1e-9)
-    finally:
-        if claim is not None:
-            claim.release()
     tokens = sum(len(h.tokens) for h in hyps if h is not None)
     log.info("%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",
              len(hyps), tokens, seconds, len(hyps) / seconds, tokens / seconds)

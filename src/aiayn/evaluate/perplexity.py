@@ -4,31 +4,77 @@
         [--max-tokens N] [--device D] [--gpu-lock-dir D] [--threads N] [--log F]
 
 PPL = exp(-(1/N) sum_i log p(y_i | y_<i, x)) over every target word-piece and every eos (N of them),
-teacher-forced, without label smoothing; padding is not counted (:mod:`aiayn.train.evaluation`). The
+teacher-forced, without label smoothing; padding is not counted. The
 arithmetic follows the checkpoint's ``train.precision`` on this device (bf16 autocast where its run
 trained in bf16, :func:`aiayn.runtime.precision.resolve_precision`; the JSON records it as
 ``precision``) and its ``train.cpu_matmul`` (a CPU's products through oneDNN, as the run's own
 validation computed them). Only the checkpoint's weights are read (onto the CPU, then the device);
-``--device auto`` claims a free GPU as training does.
+``--device auto`` claims a free GPU as training does (:func:`aiayn.runtime.session.inference_session`).
+
+The scoring itself (:func:`corpus_nll`, :func:`perplexity_report`) is also the trainer's dev check:
+it lives here, in the evaluation layer, and :mod:`aiayn.train` imports it (training sits above
+evaluation; evaluation imports nothing of training). Batches and the loss come from the runtime
+layer (:mod:`aiayn.runtime.batches`, :mod:`aiayn.runtime.loss`): the NLL is the training loss's, at
+smoothing 0, summed in the same order.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import math
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import setup_logging, write_json
-from aiayn.model import load_model
-from aiayn.runtime.devices import resolve_device
-from aiayn.train.evaluation import corpus_nll, perplexity_report
-from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
-from aiayn.train.settings import TrainConfig
+from aiayn.runtime.batches import collate, make_batches
+from aiayn.runtime.loss import label_smoothed_loss
+from aiayn.runtime.session import inference_session
 
 log = logging.getLogger(__name__)
+
+
+@torch.no_grad()
+def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device: torch.device,
+               max_len: int | None = None, autocast: contextlib.AbstractContextManager | None = None,
+               drop_overlong: bool = False) -> dict:
+    """Summed NLL over ``corpus`` in token-budget batches.
+
+    Every pair counts; a pair longer than ``max_len`` (learned positions) is an error, or with
+    ``drop_overlong`` is left out and counted in the log. Returns ``{"nll": sum of -log p,
+    "tokens": N, "sentences": n scored}``. ``model`` maps (src, tgt_in) to logits; its training
+    mode is restored afterwards.
+    """
+    was_training = model.training
+    model.eval()
+    batches, dropped = make_batches(corpus.src_lengths, corpus.tgt_lengths, max_tokens, max_len,
+                                    drop_oversize=False, drop_overlong=drop_overlong)
+    if dropped:
+        log.warning("%s: %d sentence pair(s) longer than max_positions=%s left out of the perplexity",
+                    corpus.dir, dropped, max_len)
+    nll, tokens = 0.0, 0
+    for indices in batches:
+        batch = collate(corpus, indices).to(device)
+        with autocast or contextlib.nullcontext():
+            logits = model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows)  # (R, V)
+        _, batch_nll, n = label_smoothed_loss(logits, batch.gold(), 0.0)
+        nll += float(batch_nll)
+        tokens += int(n)
+    model.train(was_training)
+    return {"nll": nll, "tokens": tokens, "sentences": len(corpus) - dropped}
+
+
+def perplexity_report(totals: dict) -> dict:
+    """The ``*.ppl.json`` fields from :func:`corpus_nll` totals."""
+    if totals["tokens"] == 0:
+        raise ValueError("no target tokens to score (empty split)")
+    per_token = totals["nll"] / totals["tokens"]
+    return {"ppl": math.exp(per_token), "nll_per_token": per_token, "tokens": totals["tokens"],
+            "sentences": totals["sentences"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,29 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", default=None, help="also log to this file")
     args = parser.parse_args(argv)
     setup_logging(args.log)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     corpus = ShardedCorpus(args.data)
-    device, claim = resolve_device(args.device, args.gpu_lock_dir)
-    try:
-        model, checkpoint = load_model(args.checkpoint, device)
-        if corpus.vocab_size != checkpoint["vocab"]["size"]:
+    # precision and cpu_matmul None: the checkpoint's train.precision and train.cpu_matmul
+    with inference_session(args.checkpoint, device=args.device, precision=None, threads=args.threads,
+                           cpu_matmul=None, lock_dir=args.gpu_lock_dir, matmul_key="train.cpu_matmul") as session:
+        vocab_size = session.checkpoint.vocab["size"]
+        if corpus.vocab_size != vocab_size:
             raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
-                             f"{args.checkpoint} was trained with {checkpoint['vocab']['size']}")
-        max_len = model.cfg.max_positions if model.cfg.positional == "learned" else None
-        train = TrainConfig.from_dict(checkpoint["settings"]["train"])
-        precision = resolve_precision(train.precision, device)
-        enable_tf32(device, train.precision)
-        model.use_onednn(use_onednn(train.cpu_matmul, False, device))
-        report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len,
-                                              autocast_for(precision, device)))
-        report["precision"] = precision
-    finally:
-        if claim is not None:
-            claim.release()
+                             f"{args.checkpoint} was trained with {vocab_size}")
+        model = session.model
+        report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, session.device,
+                                              model.cfg.position_limit, session.autocast()))
+        report["precision"] = session.precision
     write_json(args.output, report)
     log.info("%s on %s: ppl %.3f over %d tokens, %d sentences, %s", args.checkpoint, args.data,
-             report["ppl"], report["tokens"], report["sentences"], precision)
+             report["ppl"], report["tokens"], report["sentences"], report["precision"])
     return 0
 
 

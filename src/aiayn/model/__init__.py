@@ -7,7 +7,7 @@ checks every run's model settings when it parses its config) does not import tor
 import importlib
 
 _HOMES = {"DecoderCache": "cache", "EncoderOut": "cache", "ModelConfig": "config", "count_parameters": "stats",
-          "flops_per_token": "stats", "Transformer": "transformer", "load_model": "transformer"}
+          "flops_per_token": "stats", "Transformer": "transformer"}
 __all__ = sorted(_HOMES)
 
 

@@ -57,6 +57,12 @@ class ModelConfig:
         if self.positional == "sinusoid" and self.d_model % 2:
             raise ValueError(f"model.d_model must be even for sinusoidal positions, got {self.d_model}")
 
+    @property
+    def position_limit(self) -> int | None:
+        """The most positions a sequence (with its eos or bos) may have: ``max_positions`` with learned
+        positions, None (no limit) with sinusoids, which extend as far as needed."""
+        return self.max_positions if self.positional == "learned" else None
+
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "ModelConfig":
         """Build from a settings ``model`` section; an unknown key is an error naming it."""

@@ -1,9 +1,9 @@
-"""The Transformer encoder-decoder (paper section 3, Figure 1) and checkpoint loading."""
+"""The Transformer encoder-decoder (paper section 3, Figure 1); loading one from a checkpoint is
+:func:`aiayn.runtime.session.load_model`."""
 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 from torch import Tensor, nn
@@ -14,7 +14,6 @@ from aiayn.model.functional import Linear, dropout, linear
 from aiayn.model.init import SCHEMES, initialize
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
-from aiayn.runtime.checkpoint import load_checkpoint
 
 
 class Transformer(nn.Module):
@@ -142,19 +141,3 @@ class Transformer(nn.Module):
         B * T positions (:meth:`decode`); ``src_padded`` as in :meth:`encode`."""
         return self.decode(tgt_in, self.encode(src, src_padded), rows=rows)
 
-
-def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[Transformer, dict]:
-    """Build the model a checkpoint describes (``settings["model"]``, ``vocab["size"]``) and load it.
-
-    Returns (model in eval mode on ``device``, the checkpoint's entries other than the optimizer
-    state). Checkpoints are read with ``weights_only=True`` (tensors and plain Python values only),
-    memory-mapped onto the CPU: only the weights are read, and only they move to ``device`` (a
-    training checkpoint's Adam moments, twice the weights, never reach the GPU).
-    """
-    checkpoint = load_checkpoint(path, "cpu", mmap=True)  # verified: a corrupt file is refused, naming it
-    checkpoint = {key: value for key, value in checkpoint.items() if key != "optimizer"}
-    cfg = ModelConfig.from_dict(checkpoint["settings"]["model"])
-    vocab = checkpoint["vocab"]
-    model = Transformer(cfg, int(vocab["size"]), pad_id=int(vocab.get("pad_id", 0)))
-    model.load_state_dict(checkpoint["model"])
-    return model.to(device).eval(), checkpoint

@@ -52,10 +52,10 @@ from aiayn import settings
 from aiayn.data.tokenize import MosesPipeline, TokenizeConfig
 from aiayn.decode.translate import check_vocabulary
 from aiayn.io import read_json, setup_logging, write_json
-from aiayn.model import load_model
 from aiayn.report import attention_plot
 from aiayn.report.attention_settings import AttentionSettings, FigureSpec
 from aiayn.report.plots import save
+from aiayn.runtime.session import load_model
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     steps.pop("chunk_lines")
     model, checkpoint = load_model(args.checkpoint)
     sp = spm.SentencePieceProcessor(model_file=args.spm)
-    check_vocabulary(args.checkpoint, checkpoint["vocab"], args.spm, sp)
+    check_vocabulary(args.checkpoint, checkpoint.vocab, args.spm, sp)
     record = draw_all(model, sp, MosesPipeline(lang=args.lang, **steps), opts, args.out_dir)
     write_json(args.out_dir / "figures.json", {"checkpoint": args.checkpoint, **record})
     return 0

@@ -1,4 +1,8 @@
-"""Checkpoint files: atomic writes, rotation, the latest one, RNG state (docs/ARCHITECTURE.md).
+"""Checkpoint files: their contents (:class:`Checkpoint`), atomic writes, verified reads, rotation, the
+latest one, RNG state (docs/ARCHITECTURE.md).
+
+A checkpoint is written by :func:`save_checkpoint` and read by :func:`load_checkpoint`, nowhere else:
+the trainer, averaging and every stage that loads a model build and read the one type.
 
 Which checkpoints are averaged (paper section 6.1: the last 5, big the last 20) is decided by step:
 a checkpoint is *spaced* when its step is a multiple of ``train.checkpoint_steps`` or the final step
@@ -23,6 +27,7 @@ import pickle
 import random
 import re
 import zipfile
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +47,66 @@ class NonFiniteWeights(ValueError):
     """A model state with NaN or infinite weights, which is never written as a checkpoint."""
 
 
+# The train settings that readers below aiayn.train take from a checkpoint (the precision a perplexity
+# is computed in, the spacing averaging selects by), with aiayn.train.settings.TrainConfig's defaults
+# for a settings file that leaves one out; tests/test_checkpoint.py checks that they agree.
+TRAIN_DEFAULTS = {"precision": "auto", "cpu_matmul": "onednn", "checkpoint_steps": 1400, "train_steps": 100000}
+
+
+@dataclass
+class Checkpoint:
+    """What one checkpoint file holds.
+
+    ``model``: the model's state_dict. ``settings``: the run's resolved settings (``settings["model"]``
+    the model section, ``settings["train"]`` the train section, with ``experiment`` and ``task``),
+    from which the model is rebuilt. ``vocab``: ``{size, pad_id, unk_id, bos_id, eos_id}``. ``step``:
+    the optimizer steps taken. A training checkpoint also holds what resuming needs (``optimizer``,
+    ``data_state``, ``progress``, ``window``, ``rng``, ``world_size``, ``batches_per_rank``); an averaged
+    one the steps it averages (``averaged_steps``).
+
+    On disk: ``torch.save`` of :meth:`to_dict`, a dict of these entries by name without the ones that
+    are None (the format of every checkpoint this project has written).
+    """
+
+    model: dict[str, torch.Tensor]
+    settings: dict
+    vocab: dict
+    step: int | None = None
+    optimizer: dict | None = None
+    data_state: dict | None = None
+    progress: dict | None = None
+    window: dict | None = None
+    rng: dict | None = None
+    world_size: int | None = None
+    batches_per_rank: int | None = None
+    averaged_steps: list[int] | None = None
+
+    @property
+    def model_settings(self) -> dict:
+        """The run's ``model`` section (:class:`aiayn.model.ModelConfig` keys)."""
+        return self.settings["model"]
+
+    def train_setting(self, key: str):
+        """The run's ``train.<key>``, or its default (:data:`TRAIN_DEFAULTS`); KeyError without a
+        ``train`` section."""
+        return self.settings["train"].get(key, TRAIN_DEFAULTS[key])
+
+    def to_dict(self) -> dict:
+        """The dict ``torch.save`` writes: every entry that is not None, in field order."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_dict(cls, state: dict, path: Path | str = "checkpoint") -> "Checkpoint":
+        """A checkpoint from what ``torch.load`` read; :class:`CorruptCheckpoint` naming ``path`` for
+        a dict that is not one (no ``model``, ``settings`` or ``vocab``, or an unknown entry)."""
+        if not isinstance(state, dict) or any(key not in state for key in ("model", "settings", "vocab")):
+            raise CorruptCheckpoint(f"{path}: not a checkpoint of this project (lacks model, settings or vocab)")
+        unknown = sorted(set(state) - {f.name for f in fields(cls)})
+        if unknown:
+            raise CorruptCheckpoint(f"{path}: not a checkpoint of this project (unknown entries {unknown[:5]})")
+        return cls(**state)
+
+
 def checkpoint_path(out_dir: Path, step: int) -> Path:
     return Path(out_dir) / "checkpoints" / f"ckpt_{step:08d}.pt"
 
@@ -55,19 +120,19 @@ def list_checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def save_checkpoint(path: Path, state: dict) -> None:
+def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     """``torch.save`` to a temporary file beside ``path``, then rename: never a half-written checkpoint.
 
     A model with a non-finite weight raises :class:`NonFiniteWeights` and nothing is written, so the
     newest checkpoint (what a resumed run and averaging read) is always a usable one.
     """
-    bad = non_finite(state["model"])
+    bad = non_finite(checkpoint.model)
     if bad:
-        raise NonFiniteWeights(f"step {state.get('step')}: weights {bad[:3]} are not finite; {path} is not "
+        raise NonFiniteWeights(f"step {checkpoint.step}: weights {bad[:3]} are not finite; {path} is not "
                                "written, the newest checkpoint is the last good one (the model diverged: "
                                "lower train.lr_scale or set train.clip_norm)")
     with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+        torch.save(checkpoint.to_dict(), tmp)
 
 
 def non_finite(model_state: dict) -> list[str]:
@@ -80,9 +145,10 @@ def non_finite(model_state: dict) -> list[str]:
 _UNREADABLE = (RuntimeError, EOFError, OSError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError)
 
 
-def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: int | None = None) -> dict:
-    """A checkpoint, verified: it loads (``weights_only``), has ``model``, ``settings`` and ``vocab``,
-    the ``step`` its file name says (when given) and finite weights; otherwise
+def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: int | None = None) -> Checkpoint:
+    """A checkpoint, verified: it loads (``weights_only``), is a :class:`Checkpoint` (``model``,
+    ``settings`` and ``vocab``, no unknown entry), has the ``step`` its file name says (when given) and
+    finite weights; otherwise
     :class:`CorruptCheckpoint` naming the file. (A flipped bit inside a tensor's bytes is not seen.)
 
     On the CPU by default: callers move what must move. Loading straight onto a GPU would put the
@@ -96,14 +162,13 @@ def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: in
     except _UNREADABLE as error:
         reason = (str(error).split(". ") + [""])[0] or type(error).__name__
         raise CorruptCheckpoint(f"{path}: not a readable checkpoint, truncated or overwritten ({reason})") from None
-    if not isinstance(state, dict) or any(key not in state for key in ("model", "settings", "vocab")):
-        raise CorruptCheckpoint(f"{path}: not a checkpoint of this project (lacks model, settings or vocab)")
-    if step is not None and state.get("step") != step:
-        raise CorruptCheckpoint(f"{path}: holds step {state.get('step')!r}, its name says {step}")
-    bad = non_finite(state["model"])
+    checkpoint = Checkpoint.from_dict(state, path)
+    if step is not None and checkpoint.step != step:
+        raise CorruptCheckpoint(f"{path}: holds step {checkpoint.step!r}, its name says {step}")
+    bad = non_finite(checkpoint.model)
     if bad:
         raise CorruptCheckpoint(f"{path}: weights {bad[:3]} are not finite")
-    return state
+    return checkpoint
 
 
 def set_aside_corrupt(path: Path) -> Path:
@@ -115,8 +180,8 @@ def set_aside_corrupt(path: Path) -> Path:
     return aside
 
 
-def newest_good_checkpoint(out_dir: Path, map_location="cpu") -> tuple[int, Path, dict] | None:
-    """(step, path, state) of the newest checkpoint that :func:`load_checkpoint` accepts; each newer,
+def newest_good_checkpoint(out_dir: Path, map_location="cpu") -> tuple[int, Path, Checkpoint] | None:
+    """(step, path, checkpoint) of the newest checkpoint that :func:`load_checkpoint` accepts; each newer,
     corrupt one is set aside (:func:`set_aside_corrupt`) with a warning. None if there is none."""
     for step, path in reversed(list_checkpoints(out_dir)):
         try:
@@ -214,14 +279,14 @@ RESUMABLE_TRAIN_KEYS = frozenset({
 })
 
 
-def trajectory_changes(state: dict, settings: dict, vocab: dict) -> list[str]:
+def trajectory_changes(checkpoint: Checkpoint, settings: dict, vocab: dict) -> list[str]:
     """What differs between a checkpoint and this run in a way that makes resuming from it wrong."""
     changed = []
-    if state["settings"]["model"] != settings["model"]:
+    if checkpoint.model_settings != settings["model"]:
         changed.append("model settings")
-    if state["vocab"] != vocab:
+    if checkpoint.vocab != vocab:
         changed.append("vocabulary")
-    old, new = state["settings"]["train"], settings["train"]
+    old, new = checkpoint.settings["train"], settings["train"]
     keys = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_TRAIN_KEYS and old.get(k) != new.get(k))
     if keys:
         changed.append("train settings (" + ", ".join(keys) + ")")

@@ -8,7 +8,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import torch
 
 from aiayn.data.shards import ShardedCorpus
-from aiayn.train.batching import Batch, BatchStream, collate
+from aiayn.runtime.batches import Batch, collate
+from aiayn.train.batching import BatchStream
 
 
 class Prefetcher:

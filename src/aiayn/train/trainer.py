@@ -28,20 +28,20 @@ import torch
 from tqdm import tqdm
 
 from aiayn.data.shards import ShardedCorpus
-from aiayn.runtime.gpus import peak_tflops
+from aiayn.evaluate.perplexity import corpus_nll, perplexity_report
 from aiayn.io import write_json
 from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
-from aiayn.train.batching import (BOS, EOS, PAD, UNK, Batch, BatchSampler, BatchStream, check_at_least_one_batch,
-                                  make_batches)
-from aiayn.runtime.checkpoint import (checkpoint_path, load_checkpoint, newest_good_checkpoint, publish_last,
-                                    rng_state, rotate, save_checkpoint, set_aside, set_rng_state,
-                                    trajectory_changes)
+from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch, make_batches
+from aiayn.runtime.checkpoint import (Checkpoint, checkpoint_path, load_checkpoint, newest_good_checkpoint,
+                                      publish_last, rng_state, rotate, save_checkpoint, set_aside, set_rng_state,
+                                      trajectory_changes)
 from aiayn.runtime.devices import device_name
-from aiayn.train.distributed import DistEnv, wrap_model
-from aiayn.train.evaluation import corpus_nll, perplexity_report
-from aiayn.train.loss import label_smoothed_loss
-from aiayn.train.metrics import MetricsLog, memory_mb, progress_line
+from aiayn.runtime.gpus import peak_tflops
+from aiayn.runtime.loss import label_smoothed_loss
 from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, tf32_matmuls, use_onednn
+from aiayn.train.batching import BatchSampler, BatchStream, check_at_least_one_batch
+from aiayn.train.distributed import DistEnv, wrap_model
+from aiayn.train.metrics import MetricsLog, memory_mb, progress_line
 from aiayn.train.prefetch import Prefetcher
 from aiayn.train.schedule import learning_rate
 from aiayn.train.settings import TrainConfig
@@ -116,7 +116,7 @@ class Trainer:
         self.precision = resolve_precision(self.cfg.precision, env.device)
         enable_tf32(env.device, self.cfg.precision)
         self.autocast = autocast_for(self.precision, env.device)
-        self.max_len = self.model_cfg.max_positions if self.model_cfg.positional == "learned" else None
+        self.max_len = self.model_cfg.position_limit
         self.plan = self.cfg.plan(env.world_size)
         self.stream = BatchStream(BatchSampler(self._batches(), self.cfg.seed, env.rank, env.world_size))
         self.batches = Prefetcher(self.stream, self.train_data, env.device, depth=self.plan.passes + 1)
@@ -201,19 +201,20 @@ class Trainer:
 
     # ---- checkpoints --------------------------------------------------------------------------
 
-    def state_dict(self) -> dict:
-        return {"model": self.raw_model.state_dict(), "settings": self.settings, "vocab": self.vocab,
-                "step": self.progress.step, "optimizer": self.optimizer.state_dict(),
-                "data_state": self.batches.state_dict(), "progress": dataclasses.asdict(self.progress),
-                "window": self.window.sums(), "rng": rng_state(), "world_size": self.env.world_size,
-                "batches_per_rank": self.stream.sampler.per_rank}
+    def checkpoint(self) -> Checkpoint:
+        """This run now: what :meth:`resume` continues from."""
+        return Checkpoint(model=self.raw_model.state_dict(), settings=self.settings, vocab=self.vocab,
+                          step=self.progress.step, optimizer=self.optimizer.state_dict(),
+                          data_state=self.batches.state_dict(), progress=dataclasses.asdict(self.progress),
+                          window=self.window.sums(), rng=rng_state(), world_size=self.env.world_size,
+                          batches_per_rank=self.stream.sampler.per_rank)
 
     def save(self) -> Path:
         """Write ``checkpoints/ckpt_<step>.pt`` (main rank only); keep the newest ``keep_checkpoints``
         step-spaced ones and the newest of all (:func:`aiayn.runtime.checkpoint.rotate`)."""
         path = checkpoint_path(self.out_dir, self.progress.step)
         if self.env.is_main:
-            save_checkpoint(path, self.state_dict())
+            save_checkpoint(path, self.checkpoint())
             rotate(self.out_dir, self.cfg.keep_checkpoints, self.cfg.checkpoint_steps, self.cfg.train_steps)
             log.info("saved %s", path)
         self.last_save, self.save_agreed, self.saved_step = time.perf_counter(), False, self.progress.step
@@ -234,7 +235,7 @@ class Trainer:
         order within the current epoch is another (the run continues at the same fraction of that
         epoch), and dropout masks, drawn per (seed, step, rank), are others.
         """
-        choice, state = self._resume_choice() if self.env.is_main else (None, None)
+        choice, checkpoint = self._resume_choice() if self.env.is_main else (None, None)
         if self.env.world_size > 1:
             box = [choice]
             torch.distributed.broadcast_object_list(box, src=0)
@@ -242,40 +243,41 @@ class Trainer:
         if choice is None:
             return False
         path, step = Path(choice[0]), choice[1]
-        if state is None:
-            state = load_checkpoint(path, step=step)
-        self.raw_model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.batches.load_state_dict(self._data_state(state))
-        self.progress = Progress(**state["progress"])
-        self.window = Window(**state["window"])
-        set_rng_state(state["rng"])
+        if checkpoint is None:
+            checkpoint = load_checkpoint(path, step=step)
+        self.raw_model.load_state_dict(checkpoint.model)
+        self.optimizer.load_state_dict(checkpoint.optimizer)
+        self.batches.load_state_dict(self._data_state(checkpoint))
+        self.progress = Progress(**checkpoint.progress)
+        self.window = Window(**checkpoint.window)
+        set_rng_state(checkpoint.rng)
         self.saved_step = step
         log.info("resumed from %s (step %d, epoch %d)", path, step, self.stream.epoch)
         return True
 
-    def _resume_choice(self) -> tuple[tuple[str, int] | None, dict | None]:
-        """Rank 0's decision: ((path, step), state) of the checkpoint to resume from, or (None, None)
+    def _resume_choice(self) -> tuple[tuple[str, int] | None, Checkpoint | None]:
+        """Rank 0's decision: ((path, step), checkpoint) of the checkpoint to resume from, or (None, None)
         after setting aside checkpoints this run cannot continue."""
         newest = newest_good_checkpoint(self.out_dir)
         if newest is None:
             return None, None
-        step, path, state = newest
-        changed = trajectory_changes(state, self.settings, self.vocab)
+        step, path, checkpoint = newest
+        changed = trajectory_changes(checkpoint, self.settings, self.vocab)
         if changed:
             aside = set_aside(self.out_dir / "checkpoints")
             log.warning("%s was trained with other %s; moved the old checkpoints to %s and training from "
                         "scratch", path, ", ".join(changed), aside)
             return None, None
-        return (str(path), step), state
+        return (str(path), step), checkpoint
 
-    def _data_state(self, state: dict) -> dict:
+    def _data_state(self, checkpoint: Checkpoint) -> dict:
         """The checkpoint's data position, moved to the same fraction of its epoch when the number of
         ranks (so the batches each rank gets) changed. A checkpoint older than the ``world_size`` entry
         is taken as written by this run's ranks."""
-        data, old_world = dict(state["data_state"]), state.get("world_size", self.env.world_size)
+        old_world = self.env.world_size if checkpoint.world_size is None else checkpoint.world_size
+        data = dict(checkpoint.data_state)
         if old_world != self.env.world_size:
-            old, new = state["batches_per_rank"], self.stream.sampler.per_rank
+            old, new = checkpoint.batches_per_rank, self.stream.sampler.per_rank
             data["position"] = min(new, round(data["position"] * new / old))
             log.warning("the checkpoint was trained by %d rank(s), this run has %d: epoch %d continues at "
                         "batch %d of %d per rank (another batch order and other dropout masks from here)",

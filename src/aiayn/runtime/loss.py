@@ -12,6 +12,10 @@ The loss and its gradient are computed together, one block of rows at a time, in
 the logits' dtype: no full-size float32 copy of the (N, V) logits, no full-size log-probabilities,
 no full-size zero tensors in the backward. Peak memory beyond the logits is one gradient of the
 logits' size and dtype plus one block of float32 scratch.
+
+The loss lives in the runtime layer because training and scoring share it: the dev perplexity
+(:mod:`aiayn.evaluate.perplexity`) is its summed NLL at smoothing 0, the same arithmetic as the
+training loss's NLL.
 """
 
 from __future__ import annotations
@@ -23,19 +27,6 @@ from torch.autograd.function import once_differentiable
 # Elements of float32 scratch per block: a few MB on a CPU (in its cache, and few enough blocks that
 # the threads' start-up per operation does not add up), 256 MB on a GPU (few kernel launches).
 BLOCK_ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
-
-
-def smoothed_targets(target: Tensor, vocab_size: int, smoothing: float, pad_id: int = 0) -> Tensor:
-    """The smoothed target distribution q: (N,) ids -> (N, V).
-
-    q(gold) = 1 - eps; every other class except padding gets eps / (V - 2); padding gets 0. Each row
-    sums to one. Rows whose target is padding are all zero (they take no part in the loss).
-    """
-    q = torch.full((target.numel(), vocab_size), smoothing / (vocab_size - 2), dtype=torch.float32)
-    q[:, pad_id] = 0.0
-    q.scatter_(1, target.reshape(-1, 1), 1.0 - smoothing)
-    q[target.reshape(-1) == pad_id] = 0.0
-    return q
 
 
 def _block(x: Tensor, target: Tensor, keep: Tensor, smoothing: float, pad_id: int,
@@ -108,7 +99,7 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id
 
     logits (..., V) (any float dtype; the arithmetic is float32), target (...) ids: (B, T, V) and (B, T),
     or the gold positions only, (R, V) and (R,), as the trainer passes them.
-    loss = -sum_tokens sum_c q(c) log p(c) with q of :func:`smoothed_targets`, evaluated as
+    loss = -sum_tokens sum_c q(c) log p(c) with q as in the module docstring, evaluated as
     -(1 - eps) log p(gold) - eps / (V - 2) (sum_c log p(c) - log p(gold) - log p(pad)).
     nll = -sum_tokens log p(gold) (not differentiable). Padding targets are ignored. ``chunk_rows``
     rows are processed at a time (default: a block of :data:`BLOCK_ELEMENTS` for the device).
