@@ -105,7 +105,7 @@ def select_spaced(available: list[tuple[int, Path]], newest: Checkpoint) -> list
     try:
         every, final = newest.train_setting("checkpoint_steps"), newest.train_setting("train_steps")
     except (KeyError, TypeError, AttributeError):
-        raise ValueError(f"{available[-1][1]}: no settings.train in the checkpoint (not written by aiayn.train)") \
+        raise ValueError(f"{available[-1][1]}: no settings.train in the checkpoint (not written by the trainer)") \
             from None
     spaced = spaced_checkpoints(available, every, final)
     skipped = [step for step, path in available if (step, path) not in spaced]

@@ -12,7 +12,7 @@ validation computed them). Only the checkpoint's weights are read (onto the CPU,
 ``--device auto`` claims a free GPU as training does (:func:`aiayn.runtime.session.inference_session`).
 
 The scoring itself (:func:`corpus_nll`, :func:`perplexity_report`) is also the trainer's dev check:
-it lives here, in the evaluation layer, and :mod:`aiayn.train` imports it (training sits above
+it lives here, in the evaluation layer, and the trainer imports it (training sits above
 evaluation; evaluation imports nothing of training). Batches and the loss come from the runtime
 layer (:mod:`aiayn.runtime.batches`, :mod:`aiayn.runtime.loss`): the NLL is the training loss's, at
 smoothing 0, summed in the same order.
@@ -79,7 +79,7 @@ def perplexity_report(totals: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aiayn.evaluate.perplexity", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", required=True, help="checkpoint (.pt) written by aiayn.train or aiayn.decode.average")
+    parser.add_argument("--checkpoint", required=True, help="checkpoint (.pt) written by training or by aiayn.decode.average")
     parser.add_argument("--data", required=True, help="binarized split directory, e.g. data/bin/en-de/dev")
     parser.add_argument("--output", required=True, help="JSON file to write (ppl, nll_per_token, tokens, sentences)")
     parser.add_argument("--max-tokens", type=int, default=8000, help="padded tokens per side per batch")

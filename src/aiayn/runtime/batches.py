@@ -4,7 +4,7 @@ padded into tensors: what training and scoring feed a network.
 Sentence pairs are sorted by length and packed greedily so that a batch of n pairs, padded, holds at
 most ``max_tokens`` source and at most ``max_tokens`` target tokens:
 ``n * max(src_len + 1) <= max_tokens`` and ``n * max(tgt_len + 1) <= max_tokens`` (the + 1 is the
-eos / bos the collate adds). Training shuffles the batches (:mod:`aiayn.train.batching`); scoring
+eos / bos the collate adds). Training shuffles the batches (its ``batching`` module); scoring
 (:mod:`aiayn.evaluate.perplexity`) reads them in order.
 
 Deviation from paper: the paper's batches held "approximately 25000 source tokens and 25000 target
@@ -12,7 +12,7 @@ tokens"; the budget here caps padded positions (as fairseq's ``--max-tokens``: s
 longest, ``batch_by_size_vec`` in facebookresearch/fairseq ``fairseq/data/data_utils_fast.pyx`` at
 5856cd1f), so a step holds a few percent fewer real tokens (``log.csv`` and ``summary.json`` count
 real ones). A step's passes
-share ``train.max_tokens`` evenly (:meth:`aiayn.train.settings.TrainConfig.plan`), so to restore the
+share ``train.max_tokens`` evenly (``TrainConfig.plan``), so to restore the
 paper's real-token count raise ``max_tokens`` by f = 25000 / (real target tokens per step:
 ``tokens_tgt / steps`` of ``summary.json``).
 

@@ -47,9 +47,10 @@ class NonFiniteWeights(ValueError):
     """A model state with NaN or infinite weights, which is never written as a checkpoint."""
 
 
-# The train settings that readers below aiayn.train take from a checkpoint (the precision a perplexity
-# is computed in, the spacing averaging selects by), with aiayn.train.settings.TrainConfig's defaults
-# for a settings file that leaves one out; tests/test_checkpoint.py checks that they agree.
+# The train settings that readers below the training package take from a checkpoint (the precision a
+# perplexity is computed in, the spacing averaging selects by), with TrainConfig's defaults for a
+# settings file that leaves one out (this layer may not import TrainConfig); tests/test_checkpoint.py
+# checks that they agree.
 TRAIN_DEFAULTS = {"precision": "auto", "cpu_matmul": "onednn", "checkpoint_steps": 1400, "train_steps": 100000}
 
 

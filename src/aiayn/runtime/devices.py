@@ -7,7 +7,7 @@ CUDA is touched, and holds the locks until it exits (the kernel releases them ev
 is killed). The lock directory is per user (:func:`default_lock_dir`), so that one user's directory
 never blocks another's jobs. A job that asks for GPUs never falls back to the CPU: it fails, naming why.
 
-Data parallelism (process groups, torchrun) is training's alone: :mod:`aiayn.train.distributed`.
+Data parallelism (process groups, torchrun, DDP) is training's alone and lives with the trainer.
 """
 
 from __future__ import annotations
