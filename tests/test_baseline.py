@@ -1,4 +1,5 @@
-from aiayn.evaluate.evalb import evalb, metrics
+from aiayn.evaluate.evalb import metrics, read_lines
+from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.evaluate.evalb_params import default_param_file, read_params
 from aiayn.parsing import baseline
 from aiayn.parsing.trees import parse_tree
@@ -15,7 +16,7 @@ def test_cli_and_its_f1(tmp_path, capfd):
     assert baseline.main(["--gold", str(gold), "--output", str(tmp_path / "flat")]) == 0
     assert (tmp_path / "flat").read_text() == ("(TOP (S (DT The) (NN dog) (VBZ barks) (. .)))\n"
                                                "(TOP (S (NN Hello) (. !)))\n")
-    outcome, _ = evalb(gold, tmp_path / "flat", read_params(default_param_file()))
+    outcome = evaluate_lines(read_lines(gold), read_lines(tmp_path / "flat"), read_params(default_param_file()))
     result = metrics(outcome, read_params(default_param_file()))
     # gold: S, NP, VP and NP; flat: S and S; only the first S matches
     assert (result["recall"], result["precision"]) == (25.0, 50.0)

@@ -81,11 +81,6 @@ class PairIds:
         return tuple((np.array(flat, dtype=np.int64), np.array(n)) for flat, n in zip(sides, lengths)), unknown
 
 
-def split_flat(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
-    """``([5, 6, 7], [2, 1])`` -> ``[[5, 6], [7]]`` (views, no copies)."""
-    return np.split(flat, np.cumsum(lengths)[:-1])
-
-
 def binarize(model: str, src: str, tgt: str, out_dir: str, max_shard_mb: float = 1024,
              threads: int = 1, chunk_lines: int = 20000) -> dict:
     """Write the (src, tgt) id sequences of two aligned piece files as shards; returns the manifest.

@@ -162,12 +162,6 @@ def read_lines(path: str | Path, role: str = "input") -> list[str]:
     return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
-def evalb(gold: str | Path, test: str | Path, params: EvalbParams) -> tuple[Outcome, str]:
-    """Score ``test`` against ``gold``; return the outcome and EVALB's stdout text."""
-    outcome = evaluate_lines(read_lines(gold, "gold"), read_lines(test, "test"), params)
-    return outcome, format_report(outcome, params)
-
-
 def _write(stream, text: str) -> None:
     """Write ``text`` byte for byte as read (latin-1 round trip), like the C program's stdio."""
     if hasattr(stream, "buffer"):
