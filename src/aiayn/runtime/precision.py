@@ -72,6 +72,16 @@ def autocast_for(resolved: str, device: torch.device) -> contextlib.AbstractCont
     return contextlib.nullcontext()
 
 
+def set_up_arithmetic(model, precision: str, cpu_matmul: str, device: torch.device, compiled: bool = False,
+                      key: str = "train.cpu_matmul") -> str:
+    """What every stage that runs ``model`` on ``device`` sets up: TF32 as ``precision`` says
+    (:func:`enable_tf32`) and the model's float32 CPU products through oneDNN as ``cpu_matmul`` says
+    (:func:`use_onednn`); returns the resolved precision to autocast in (:func:`resolve_precision`)."""
+    enable_tf32(device, precision)
+    model.use_onednn(use_onednn(cpu_matmul, compiled, device, key))
+    return resolve_precision(precision, device)
+
+
 def use_onednn(matmul: str, compile_model: bool, device: torch.device, key: str = "train.cpu_matmul") -> bool:
     """Whether float32 CPU products go through oneDNN (``key``, ``train.cpu_matmul`` or
     ``decode.cpu_matmul``, is ``onednn``; :mod:`aiayn.model.functional`): on a CPU, not compiled

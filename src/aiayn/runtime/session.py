@@ -22,7 +22,7 @@ import torch
 from aiayn.model import ModelConfig, Transformer
 from aiayn.runtime.checkpoint import Checkpoint, load_checkpoint
 from aiayn.runtime.devices import resolve_device
-from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
+from aiayn.runtime.precision import autocast_for, set_up_arithmetic
 
 
 def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[Transformer, Checkpoint]:
@@ -72,9 +72,8 @@ def inference_session(checkpoint_path: str | os.PathLike, device: str = "auto", 
         model, checkpoint = load_model(checkpoint_path, place)
         precision = checkpoint.train_setting("precision") if precision is None else precision
         cpu_matmul = checkpoint.train_setting("cpu_matmul") if cpu_matmul is None else cpu_matmul
-        enable_tf32(place, precision)
-        model.use_onednn(use_onednn(cpu_matmul, False, place, matmul_key))
-        yield InferenceSession(model, checkpoint, place, resolve_precision(precision, place))
+        resolved = set_up_arithmetic(model, precision, cpu_matmul, place, key=matmul_key)
+        yield InferenceSession(model, checkpoint, place, resolved)
     finally:
         if claim is not None:
             claim.release()

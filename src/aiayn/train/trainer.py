@@ -38,7 +38,7 @@ from aiayn.runtime.checkpoint import (Checkpoint, checkpoint_path, load_checkpoi
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
 from aiayn.runtime.loss import label_smoothed_loss
-from aiayn.runtime.precision import autocast_for, enable_tf32, resolve_precision, tf32_matmuls, use_onednn
+from aiayn.runtime.precision import autocast_for, set_up_arithmetic, tf32_matmuls
 from aiayn.train.batching import BatchSampler, BatchStream, check_at_least_one_batch
 from aiayn.train.distributed import DistEnv, wrap_model
 from aiayn.train.metrics import MetricsLog, memory_mb, progress_line
@@ -108,13 +108,12 @@ class Trainer:
         self.vocab = {"size": self.train_data.vocab_size, "pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS}
         torch.manual_seed(self.cfg.seed)
         self.raw_model = Transformer(self.model_cfg, self.vocab["size"], PAD).to(env.device)
-        self.raw_model.use_onednn(use_onednn(self.cfg.cpu_matmul, self.cfg.compile, env.device))
+        self.precision = set_up_arithmetic(self.raw_model, self.cfg.precision, self.cfg.cpu_matmul, env.device,
+                                           self.cfg.compile)
         self.model, self.ddp = wrap_model(self.raw_model, env, self.cfg.compile)
         self.optimizer = torch.optim.Adam(self.raw_model.parameters(), lr=0.0, betas=self.cfg.adam_betas,
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
                                           fused=True)
-        self.precision = resolve_precision(self.cfg.precision, env.device)
-        enable_tf32(env.device, self.cfg.precision)
         self.autocast = autocast_for(self.precision, env.device)
         self.max_len = self.model_cfg.position_limit
         self.plan = self.cfg.plan(env.world_size)
