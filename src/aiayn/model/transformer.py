@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import torch
 from torch import Tensor, nn
 
 from aiayn.model.cache import DecoderCache, EncoderOut
