@@ -20,8 +20,8 @@ import yaml
 
 from aiayn.data.shards import ShardedCorpus
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "wmt"
+from paths import ROOT, SHARED_WMT as SHARED
+
 TRAIN_LINES = 1500
 DEV_LINES = 400
 

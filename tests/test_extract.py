@@ -1,7 +1,6 @@
 import gzip
 import io
 import tarfile
-from pathlib import Path
 
 import pytest
 
@@ -9,7 +8,7 @@ from aiayn.data import extract
 from aiayn.data.extract import sgm_line
 from aiayn.data.lines import DataError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt"
+from paths import SHARED_WMT as SHARED
 
 SGM = (
     '<srcset setid="newstest2014" srclang="any">\n'
@@ -83,7 +82,6 @@ def test_real_newstest2014_sgm_matches_sacrebleu_text(tmp_path):
     assert (tmp_path / "ref.fr").read_bytes() == (SHARED / "plain" / "newstest2014-full.en-fr.fr").read_bytes()
 
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
 
 
 @pytest.mark.parametrize("suffix,opener", [("", open), (".gz", gzip.open), (".xz", None), (".bz2", None)])

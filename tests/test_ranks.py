@@ -14,14 +14,15 @@ import torch.multiprocessing as mp
 from aiayn.train import trainer as trainerlib
 from aiayn.train.distributed import DistEnv
 from aiayn.train.trainer import Trainer
-from train_helpers import make_task, settings
+from train_helpers import settings
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return make_task(tmp_path_factory.mktemp("bin") / "toy")
+@pytest.fixture
+def data(toy_task):
+    """The toy task conftest.py builds once per session."""
+    return toy_task
 
 
 def no_dropout(**train) -> dict:

@@ -18,9 +18,10 @@ from torch.distributed.run import get_args_parser
 
 from aiayn.train.distributed import first_host, rendezvous_endpoint, threads_per_rank, torchrun_command
 from aiayn.train.settings import TrainConfig
-from train_helpers import make_task, settings
+from paths import ROOT
+from train_helpers import settings
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(ROOT / "src")
 
 # Two ranks of one pass each against one rank of two passes: the same tokens per step, gradients
 # summed in another order (DDP's all-reduce), so float32 rounding differs in the last bits and grows a
@@ -33,9 +34,10 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 RTOL, ATOL = 1e-5, 1e-5
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return make_task(tmp_path_factory.mktemp("bin") / "toy")
+@pytest.fixture
+def data(toy_task):
+    """The toy task conftest.py builds once per session."""
+    return toy_task
 
 
 def train_cli(data: Path, run: dict, out: Path, threads: int = 2, **popen) -> subprocess.Popen:
