@@ -121,5 +121,13 @@ def test_bad_plain_files_name_the_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"broken.en.gz: cannot decompress"):
         extract.convert(str(broken), str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
-    with pytest.raises(SystemExit):
-        extract.main(["--file", str(bad), "--member", "x", "--out", str(tmp_path / "o")])
+    with pytest.raises(DataError, match=r"bad.en: line 2: invalid UTF-8"):   # the CLI: logged, exit 1 (aiayn.io)
+        extract.main(["--file", str(bad), "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()
+
+
+def test_member_without_archive_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:
+        extract.main(["--file", str(tmp_path / "a.en"), "--member", "x", "--out", str(tmp_path / "o")])
+    assert exit.value.code == 2
+    assert "error: --archive and --member go together (--file takes neither)" in capsys.readouterr().err
