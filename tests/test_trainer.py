@@ -317,7 +317,7 @@ def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, mo
         assert trainer.run() == 0 and trainer.progress.skipped_steps == 1
         assert _checkpoints_are_finite(tmp_path) == [1, 2, 3, 4, 5]
     else:
-        with pytest.raises(NonFiniteError):
+        with pytest.raises(NonFiniteError, match=r"^step 3: loss nan .* \(train.nan_policy: stop\)$"):
             trainer.run()
         assert _checkpoints_are_finite(tmp_path) == [1, 2]
 
