@@ -88,6 +88,7 @@ def _run(module: str, *args) -> None:
     assert result.returncode == 0, f"{module} {args}:\n{result.stderr[-3000:]}"
 
 
+@pytest.mark.slow
 def test_wmt_en_fr_slice_through_every_stage(mirror_server, tmp_path):
     base, lock = mirror_server
     config = yaml.safe_load((ROOT / "config.yaml").read_text())

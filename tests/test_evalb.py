@@ -122,6 +122,7 @@ def test_row_format():
     assert math.isnan(Totals().f1)
 
 
+@pytest.mark.slow
 def test_gold_against_gold_is_100_on_the_sample(tmp_path):
     if not SAMPLE.exists():
         pytest.skip(f"{SAMPLE} is absent (NLTK treebank sample)")

@@ -137,6 +137,7 @@ def read_line(handle, seconds):
     return handle.readline().decode() if ready else None
 
 
+@pytest.mark.slow
 def test_each_line_is_answered_while_the_input_stays_open(run_dir, tmp_path):
     with open(tmp_path / "stderr", "wb") as stderr:
         process = subprocess.Popen([sys.executable, "-m", "aiayn.decode.interactive", "--run", str(run_dir),

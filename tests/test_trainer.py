@@ -32,6 +32,7 @@ def final_state(out: Path) -> dict:
     return torch.load(out / "checkpoint_last.pt", weights_only=True)
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(data, tmp_path):
     out = tmp_path / "train"
     (tmp_path / "train.json").write_text(json.dumps(settings()))
@@ -161,6 +162,7 @@ def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int |
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
     """The same max_tokens on one rank (two passes) and two ranks (one pass each): the same step."""
     torch.set_num_threads(1)
@@ -179,6 +181,7 @@ def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
     assert summary["tokens_tgt"] == json.loads((tmp_path / "one" / "summary.json").read_text())["tokens_tgt"]
 
 
+@pytest.mark.slow
 def test_a_stop_signal_on_one_rank_stops_every_rank_at_the_same_step(data, tmp_path):
     torch.set_num_threads(1)
     out = tmp_path / "two"
@@ -364,6 +367,7 @@ def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
     """torch.compile(dynamic=True) on CPU (inductor): batches of many shapes, one graph per mask mode."""
     from torch._dynamo.utils import counters
