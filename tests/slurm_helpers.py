@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
+
 SLURM_PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"
 
 

@@ -128,5 +128,5 @@ def test_collate_across_shards_equals_pair_by_pair(tmp_path):
     assert batch.src_tokens == sum(len(pairs[i][0]) + 1 for i in indices) and batch.src_padded
     same = [i for i in range(300) if len(pairs[i][0]) == len(pairs[indices[0]][0])]
     assert not collate(corpus, same).src_padded
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=r"/t: sentence index out of range 0\.\.299$"):
         collate(corpus, [0, 300])

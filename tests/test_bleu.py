@@ -1,14 +1,14 @@
 import json
 import math
-from pathlib import Path
 
 import pytest
 import sacrebleu
 
 from aiayn.evaluate import bleu
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-NEWSTEST_DE = SHARED / "data" / "wmt" / "plain" / "newstest2014-full.en-de.de"
+from paths import SHARED_WMT
+
+NEWSTEST_DE = SHARED_WMT / "plain" / "newstest2014-full.en-de.de"
 
 
 def toks(line):

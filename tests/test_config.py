@@ -20,7 +20,7 @@ from aiayn.parsing.prepare import TreebankConfig
 from aiayn.report.attention_settings import AttentionSettings
 from aiayn.train.settings import TrainConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
 
 
 @pytest.fixture(scope="module")

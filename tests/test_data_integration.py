@@ -20,8 +20,8 @@ import yaml
 
 from aiayn.data.shards import ShardedCorpus
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data" / "wmt"
+from paths import ROOT, SHARED_WMT as SHARED
+
 TRAIN_LINES = 1500
 DEV_LINES = 400
 
@@ -88,6 +88,7 @@ def _run(module: str, *args) -> None:
     assert result.returncode == 0, f"{module} {args}:\n{result.stderr[-3000:]}"
 
 
+@pytest.mark.slow
 def test_wmt_en_fr_slice_through_every_stage(mirror_server, tmp_path):
     base, lock = mirror_server
     config = yaml.safe_load((ROOT / "config.yaml").read_text())

@@ -18,7 +18,8 @@ from aiayn.demo.lexicon import lexicon
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.treebank import read_split
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
+
 TRAIN, EVAL, TREES = 90, 30, 60
 POS_TAGS = {"DT", "NN", "NNS", "NNP", "VB", "VBZ", "VBP", "VBD", "MD", "IN", "TO", "JJ", "CD", ",", ".", "``", "''",
             ":", "-NONE-"}

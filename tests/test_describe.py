@@ -1,13 +1,14 @@
 import csv
 import io
-from pathlib import Path
 
 import pytest
 
 from aiayn import config as configlib
 from aiayn.describe import COLUMNS, describe, main
 
-CONFIG = Path(__file__).resolve().parents[1] / "config.yaml"
+from paths import ROOT
+
+CONFIG = ROOT / "config.yaml"
 
 # Table 3 of the paper, "params x 10^6" column (EN-DE, 37000 shared BPE vocabulary).
 PAPER_PARAMS_MILLIONS = {
@@ -42,9 +43,11 @@ def test_cli_writes_one_csv_row_per_experiment(capsys):
     assert int(by_exp["base"]["params"]) == 63_045_632
 
 
-def test_cli_rejects_tiny_vocabulary():
-    with pytest.raises(SystemExit):
+def test_cli_rejects_tiny_vocabulary(capsys):
+    with pytest.raises(SystemExit) as exit:
         main([str(CONFIG), "--vocab-size", "2"])
+    assert exit.value.code == 2
+    assert "error: --vocab-size must be at least 4 (pad, unk, bos, eos)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("gpus", range(1, 9))
@@ -59,11 +62,12 @@ def test_cli_gpus_shows_the_papers_step_on_any_number_of_gpus(capsys, gpus):
     assert (base["passes"], base["tokens_per_pass"]) == {1: ("2", "12500"), 8: ("1", "3125")}.get(gpus, (base["passes"], base["tokens_per_pass"]))
 
 
-def test_cli_rejects_zero_gpus():
-    with pytest.raises(SystemExit):
-        main([str(CONFIG), "--gpus", "0"])
-    with pytest.raises(SystemExit):
-        main([str(CONFIG), "--nodes", "0"])
+@pytest.mark.parametrize("option", ["--gpus", "--nodes"])
+def test_cli_rejects_zero_gpus_or_nodes(option, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main([str(CONFIG), option, "0"])
+    assert exit.value.code == 2
+    assert f"error: {option} must be at least 1" in capsys.readouterr().err
 
 
 def test_cli_nodes_divide_the_step_over_every_gpu_of_every_node(capsys):

@@ -3,11 +3,11 @@ to one: every entry names the one file holding its mark, and every mark has its 
 
 import re
 from collections import Counter
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
+
 MARK = "Deviation from paper"
 
 

@@ -10,7 +10,8 @@ import yaml
 from aiayn.data import download
 from aiayn.data.download import DownloadError, archive_name, load_lock, resolve_url
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
+
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB, several read blocks
 
 

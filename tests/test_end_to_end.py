@@ -2,11 +2,15 @@
 changing one config value reruns exactly what depends on it, and a dry run changes no file."""
 
 import csv
+import json
 import math
 import re
 
 import pytest
 import yaml
+
+from aiayn.config import load as load_config
+from aiayn.data.clean import REASONS
 
 import workflow_helpers
 from workflow_helpers import ROOT, snapshot
@@ -73,9 +77,33 @@ def test_metrics_are_finite_and_in_range(run):
     assert len(list(results.rglob("test-avg.bleu.json"))) == 4
 
 
-def test_data_stages_kept_their_counts(run):
-    stats = yaml.safe_load((run / "data/test/clean/en-de/train.stats.json").read_text())
-    assert "europarl_v7" in str(stats)
+def line_count(path) -> int:
+    return path.read_bytes().count(b"\n")
+
+
+@pytest.mark.parametrize("task", ["en-de", "en-fr"])
+def test_data_stages_kept_their_counts(run, task):
+    """clean's statistics are the counts of the files it read and wrote: each configured corpus read whole
+    (the demo splits its train_pairs over the task's corpora, the first ones taking the remainder), every
+    pair counted once, as kept or under one drop reason, and the kept pairs are the training lines."""
+    config = load_config(*CONFIGS)
+    data, (src, tgt) = run / config["data_dir"], task.split("-")
+    stats = json.loads((data / f"clean/{task}/train.stats.json").read_text())
+    assert stats["rules"] == config["data"]["clean"] == json.loads((data / "settings/clean.json").read_text())
+    corpora, pairs = config["tasks"][task]["train"], config["demo"]["train_pairs"]
+    assert list(stats["corpora"]) == sorted(f"{config['data_dir']}/tok/{task}/{c}" for c in corpora)
+    for i, corpus in enumerate(corpora):
+        prefix = f"{config['data_dir']}/tok/{task}/{corpus}"
+        counts = stats["corpora"][prefix]
+        expected = pairs // len(corpora) + (i < pairs % len(corpora))
+        assert counts["read"] == expected == line_count(run / f"{prefix}.{src}") == line_count(run / f"{prefix}.{tgt}")
+        assert counts["read"] == counts["kept"] + sum(counts[reason] for reason in REASONS), prefix
+    assert stats["total"] == {key: sum(c[key] for c in stats["corpora"].values()) for key in ("read", "kept", *REASONS)}
+    assert stats["total"]["read"] == pairs
+    kept = stats["total"]["kept"]
+    assert kept == line_count(data / f"clean/{task}/train.{src}") == line_count(data / f"clean/{task}/train.{tgt}")
+    # the demo's sentences are 1..80 tokens long and within the length ratio: nothing is dropped
+    assert kept == pairs, stats["total"]
 
 
 def test_changing_one_value_reruns_exactly_what_depends_on_it(run, tmp_path):

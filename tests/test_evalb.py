@@ -1,6 +1,5 @@
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +10,8 @@ from aiayn.evaluate.evalb_score import Row, evaluate_lines, modify_label
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.treebank import read_mrg_file
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ptb"
+from paths import SHARED_PTB as SHARED
+
 EDGE = SHARED / "evalb_edge"
 SAMPLE = SHARED / "wsj_sample"
 
@@ -122,6 +122,7 @@ def test_row_format():
     assert math.isnan(Totals().f1)
 
 
+@pytest.mark.slow
 def test_gold_against_gold_is_100_on_the_sample(tmp_path):
     if not SAMPLE.exists():
         pytest.skip(f"{SAMPLE} is absent (NLTK treebank sample)")

@@ -1,7 +1,6 @@
 import gzip
 import io
 import tarfile
-from pathlib import Path
 
 import pytest
 
@@ -9,7 +8,7 @@ from aiayn.data import extract
 from aiayn.data.extract import sgm_line
 from aiayn.data.lines import DataError
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt"
+from paths import SHARED_WMT as SHARED
 
 SGM = (
     '<srcset setid="newstest2014" srclang="any">\n'
@@ -83,7 +82,6 @@ def test_real_newstest2014_sgm_matches_sacrebleu_text(tmp_path):
     assert (tmp_path / "ref.fr").read_bytes() == (SHARED / "plain" / "newstest2014-full.en-fr.fr").read_bytes()
 
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
 
 
 @pytest.mark.parametrize("suffix,opener", [("", open), (".gz", gzip.open), (".xz", None), (".bz2", None)])
@@ -123,5 +121,13 @@ def test_bad_plain_files_name_the_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"broken.en.gz: cannot decompress"):
         extract.convert(str(broken), str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
-    with pytest.raises(SystemExit):
-        extract.main(["--file", str(bad), "--member", "x", "--out", str(tmp_path / "o")])
+    with pytest.raises(DataError, match=r"bad.en: line 2: invalid UTF-8"):   # the CLI: logged, exit 1 (aiayn.io)
+        extract.main(["--file", str(bad), "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()
+
+
+def test_member_without_archive_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:
+        extract.main(["--file", str(tmp_path / "a.en"), "--member", "x", "--out", str(tmp_path / "o")])
+    assert exit.value.code == 2
+    assert "error: --archive and --member go together (--file takes neither)" in capsys.readouterr().err

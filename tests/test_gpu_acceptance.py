@@ -46,6 +46,7 @@ def test_busy_time_is_the_union_of_intervals_inside_the_window():
     assert gpu_acceptance.busy_microseconds([(0.0, 10.0), (5.0, 8.0), (9.0, 12.0), (20.0, 30.0)], 2.0, 25.0) == 15.0
 
 
+@pytest.mark.slow
 def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     out = tmp_path / "acceptance.json"
     done = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--tiny", "--threads", "1",

@@ -139,6 +139,7 @@ def read_line(handle, seconds):
     return handle.readline().decode() if ready else None
 
 
+@pytest.mark.slow
 def test_each_line_is_answered_while_the_input_stays_open(run_dir, tmp_path):
     with open(tmp_path / "stderr", "wb") as stderr:
         process = subprocess.Popen([sys.executable, "-m", "aiayn.decode.interactive", "--run", str(run_dir),
@@ -219,9 +220,9 @@ def test_run_errors_name_what_to_do(run_dir, tmp_path):
     (["--checkpoint", "x.pt"], "give --run DIR, or --checkpoint and --spm"),
 ])
 def test_impossible_options_refused_before_loading(options, message, capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit:
         interactive.parse_args(["--run", "r"][: 0 if "--checkpoint" in options else 2] + options)
-    assert message in capsys.readouterr().err
+    assert exit.value.code == 2 and f"error: {message}" in capsys.readouterr().err
 
 
 def test_parser_input_and_output_are_treebank_trees():

@@ -11,7 +11,7 @@ from aiayn.io import atomic_output, atomic_path, read_json, write_json
 
 def test_atomic_output_publishes_only_on_success(tmp_path):
     target = tmp_path / "sub" / "out.txt"
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^killed$"):
         with atomic_output(target) as handle:
             handle.write("half")
             raise RuntimeError("killed")

@@ -35,10 +35,15 @@ def test_delinearize_restores_top_and_words():
     assert str(xx) == "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))"
 
 
-@pytest.mark.parametrize("tokens", ["(S (NP XX XX )VP (VP XX )VP XX )S", "(S (NP XX XX )NP (VP XX )VP XX",
-                                    "(S (NP XX XX )NP (VP XX )VP )S", "(S (NP )NP XX XX XX XX )S", ""])
-def test_delinearize_rejects_malformed(tokens):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("tokens, message", [
+    ("(S (NP XX XX )VP (VP XX )VP XX )S", r"^token 4 '\)VP' does not close an open, non-empty constituent$"),
+    ("(S (NP XX XX )NP (VP XX )VP XX", r"^1 unclosed brackets, 4 leaves for 4 words$"),
+    ("(S (NP XX XX )NP (VP XX )VP )S", r"^0 unclosed brackets, 3 leaves for 4 words$"),
+    ("(S (NP )NP XX XX XX XX )S", r"^token 2 '\)NP' does not close an open, non-empty constituent$"),
+    ("", r"^0 unclosed brackets, 0 leaves for 4 words$"),
+])
+def test_delinearize_rejects_malformed(tokens, message):
+    with pytest.raises(ValueError, match=message):
         delinearize(tokens.split(), "the dog barks .".split())
 
 

@@ -59,6 +59,7 @@ raise SystemExit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_a_cpu_training_with_onednn_products_keeps_its_memory_flat(tmp_path):
     # Before row counts were bucketed RSS grew by 166 MB from step 50 to step 400; since then by 8 MB.
     data = wide_task(tmp_path / "data")

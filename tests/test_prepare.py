@@ -101,6 +101,7 @@ def ldc_layout(root: Path, files_per_section: int | None = None) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_ldc_layout_counts(tmp_path):
     out = tmp_path / "out"
     assert run(ldc_layout(tmp_path / "treebank_3"), out, train=(0, 0), dev=(1, 1), test=(1, 1)) == 0

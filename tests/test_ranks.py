@@ -14,14 +14,15 @@ import torch.multiprocessing as mp
 from aiayn.train import trainer as trainerlib
 from aiayn.train.distributed import DistEnv
 from aiayn.train.trainer import Trainer
-from train_helpers import make_task, settings
+from train_helpers import settings
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return make_task(tmp_path_factory.mktemp("bin") / "toy")
+@pytest.fixture
+def data(toy_task):
+    """The toy task conftest.py builds once per session."""
+    return toy_task
 
 
 def no_dropout(**train) -> dict:
@@ -72,6 +73,7 @@ def _job_slow_stop(rank: int, trainer: Trainer) -> dict:
             "saved_when_returned": sorted(p.name for p in (trainer.out_dir / "checkpoints").glob("ckpt_*.pt"))}
 
 
+@pytest.mark.slow
 def test_every_rank_waits_for_the_stop_checkpoint(data, tmp_path):
     """No rank exits before rank 0's stop checkpoint is on disk (torchrun kills the rest 30 s after a
     first worker exits), and all ranks exit with the same status."""
@@ -91,6 +93,7 @@ def _job_resume(rank: int, trainer: Trainer) -> dict:
             "weights": float(sum(p.double().sum() for p in trainer.raw_model.parameters()))}
 
 
+@pytest.mark.slow
 def test_rank_zero_alone_decides_resume_and_set_aside(data, tmp_path):
     """Changed settings: one rename of the folder, by rank 0 (two ranks renaming it raced); a corrupt
     newest checkpoint: set aside by rank 0, and every rank loads the one before it."""
@@ -111,6 +114,7 @@ def _job_train(rank: int, trainer: Trainer) -> dict:
     return {"status": trainer.run(), "step": trainer.progress.step}
 
 
+@pytest.mark.slow
 def test_a_checkpoint_continues_on_another_number_of_ranks(data, tmp_path):
     """Three steps on one rank (two passes per step), three more on two ranks (one pass each): the
     run continues at step 3 without setting anything aside, at the same place in the epoch; with the

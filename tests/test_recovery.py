@@ -1,10 +1,13 @@
 """A workflow killed with SIGKILL (Snakemake and its jobs, the whole process group) while a job had
 written part of its outputs resumes with the README's one-command recipe."""
 
+import hashlib
+import json
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 import pytest
@@ -66,5 +69,13 @@ def test_the_readme_resume_recipe_recovers_from_sigkill(tmp_path):
     assert unlock.returncode == 0, unlock.stderr
     resumed = run(workdir)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert (workdir / TARGET).stat().st_size > 0
     assert not [p for p in (workdir / MIRROR).iterdir() if p.name.endswith(".tmp")]
+    # Every archive the lock names is whole: the size and sha256 it records, and a tar that reads to the end.
+    lock = json.loads((workdir / TARGET).read_text())
+    archives = sorted(p.name for p in (workdir / MIRROR).iterdir() if p.is_file() and p.name != "sources.lock")
+    assert sorted(lock) == archives and archives
+    for name, entry in lock.items():
+        data = (workdir / MIRROR / name).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (entry["size"], entry["sha256"]), name
+        with tarfile.open(workdir / MIRROR / name) as archive:
+            assert archive.getmembers(), name

@@ -87,6 +87,7 @@ def assert_valid(tree: Tree, words: list[str]) -> None:
             stack.extend(node.children)
 
 
+@pytest.mark.slow
 def test_repair_always_gives_a_valid_tree_over_the_words():
     trees = sample_trees()
     rng = random.Random(13)

@@ -48,6 +48,7 @@ def test_caption_files_exist_and_are_plain_rst(caption):
     assert text.strip() and "\t" not in text
 
 
+@pytest.mark.slow
 def test_snakemake_report_renders_the_captions(tmp_path):
     (tmp_path / "Snakefile").write_text(TOY, encoding="utf-8")
     (tmp_path / "config.yaml").write_text(json.dumps({"results_dir": "res", "figures": FIGURES}), encoding="utf-8")

@@ -21,6 +21,7 @@ from slurm_helpers import (ROOT, ci_profile, finish, job_field, run_snakemake, s
 
 pytestmark = [
     pytest.mark.slurm,
+    pytest.mark.slow,   # a real cluster's queue: half a minute and more per test
     pytest.mark.skipif(not sinfo_answers(), reason="no SLURM cluster answers sinfo (start one: sudo .ci/slurm-up.sh)"),
     pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
                        reason="snakemake-executor-plugin-slurm is not installed (pip install -e '.[slurm]')"),

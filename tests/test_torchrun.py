@@ -18,9 +18,10 @@ from torch.distributed.run import get_args_parser
 
 from aiayn.train.distributed import first_host, rendezvous_endpoint, threads_per_rank, torchrun_command
 from aiayn.train.settings import TrainConfig
-from train_helpers import make_task, settings
+from paths import ROOT
+from train_helpers import settings
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(ROOT / "src")
 
 # Two ranks of one pass each against one rank of two passes: the same tokens per step, gradients
 # summed in another order (DDP's all-reduce), so float32 rounding differs in the last bits and grows a
@@ -33,9 +34,10 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 RTOL, ATOL = 1e-5, 1e-5
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return make_task(tmp_path_factory.mktemp("bin") / "toy")
+@pytest.fixture
+def data(toy_task):
+    """The toy task conftest.py builds once per session."""
+    return toy_task
 
 
 def train_cli(data: Path, run: dict, out: Path, threads: int = 2, **popen) -> subprocess.Popen:
@@ -95,6 +97,7 @@ def test_cpu_ranks_need_gpus_zero():
         TrainConfig(gpus=0, cpu_ranks=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks, max_tokens", [(2, 128), (3, 120)])
 def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_path, ranks, max_tokens):
     """20 steps of ``max_tokens``: one rank of ``ranks`` passes, and ``ranks`` torchrun ranks of one pass
@@ -145,6 +148,7 @@ sys.exit(distributed.relaunch_under_torchrun([], 2))
 """
 
 
+@pytest.mark.slow
 def test_the_relaunch_parent_forwards_sigterm_and_waits(tmp_path):
     """A SIGTERM to the first process alone (what a scheduler may send) reaches torchrun, and the
     parent exits after it with 143, leaving no orphan behind."""
@@ -158,6 +162,7 @@ def test_the_relaunch_parent_forwards_sigterm_and_waits(tmp_path):
     assert record.read_text() == "signal\nstopped\n"
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(data, tmp_path):
     """Two CPU ranks under torchrun, SIGTERM to the command's process group mid-run (the relaunch parent
     and torchrun; torchrun passes it on to its workers, which it starts in sessions of their own: torch
@@ -210,6 +215,7 @@ def gone(pids: list[int]) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_ranks_die_with_a_killed_torchrun(data, tmp_path):
     """SIGKILL to the command's process group (the OOM killer, a killed Snakemake) kills the relaunch
     parent and torchrun but not the ranks, which torchrun starts in sessions of their own; each rank
@@ -253,6 +259,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_torchrun_agents_as_two_nodes_equal_one_agent_with_two_ranks(data, tmp_path):
     """Two nodes of one CPU rank each (two agents on this machine, a localhost c10d rendezvous) train
     what one node of two ranks trains, bit for bit: the same global ranks see the same batches. Each

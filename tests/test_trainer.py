@@ -23,15 +23,17 @@ from train_helpers import make_task, settings
 CPU = DistEnv(0, 1, torch.device("cpu"))
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    return make_task(tmp_path_factory.mktemp("bin") / "toy")
+@pytest.fixture
+def data(toy_task):
+    """The toy task conftest.py builds once per session."""
+    return toy_task
 
 
 def final_state(out: Path) -> dict:
     return torch.load(out / "checkpoint_last.pt", weights_only=True)
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(data, tmp_path):
     out = tmp_path / "train"
     (tmp_path / "train.json").write_text(json.dumps(settings()))
@@ -58,19 +60,18 @@ def test_cli_end_to_end(data, tmp_path):
     assert json.loads(ppl_json.read_text())["ppl"] == pytest.approx(summary["final_dev_ppl"], rel=1e-6)
 
 
-def test_kill_and_resume_is_bit_identical(data, tmp_path):
+def test_kill_and_resume_is_bit_identical(data, toy_run, tmp_path):
     torch.set_num_threads(1)
-    assert Trainer(settings(), data, tmp_path / "whole", CPU).run() == 0
     assert Trainer(settings(), data, tmp_path / "split", CPU, max_steps_this_run=3).run() == 0
     assert not (tmp_path / "split" / "summary.json").exists()
     assert (tmp_path / "split" / "checkpoints" / "ckpt_00000003.pt").exists()
     assert Trainer(settings(), data, tmp_path / "split", CPU).run() == 0
-    whole, split = final_state(tmp_path / "whole"), final_state(tmp_path / "split")
+    whole, split = final_state(toy_run), final_state(tmp_path / "split")
     for key, value in whole["model"].items():
         assert torch.equal(value, split["model"][key]), key
     assert whole["data_state"] == split["data_state"]
     assert whole["optimizer"]["state"][0]["exp_avg_sq"].equal(split["optimizer"]["state"][0]["exp_avg_sq"])
-    logs = [list(csv.DictReader(open(tmp_path / run / "log.csv"))) for run in ("whole", "split")]
+    logs = [list(csv.DictReader(open(run / "log.csv"))) for run in (toy_run, tmp_path / "split")]
     assert [(r["step"], r["loss"]) for r in logs[0]] == [(r["step"], r["loss"]) for r in logs[1]]
 
 
@@ -162,6 +163,7 @@ def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int |
         torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
     """The same max_tokens on one rank (two passes) and two ranks (one pass each): the same step."""
     torch.set_num_threads(1)
@@ -180,6 +182,7 @@ def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
     assert summary["tokens_tgt"] == json.loads((tmp_path / "one" / "summary.json").read_text())["tokens_tgt"]
 
 
+@pytest.mark.slow
 def test_a_stop_signal_on_one_rank_stops_every_rank_at_the_same_step(data, tmp_path):
     torch.set_num_threads(1)
     out = tmp_path / "two"
@@ -318,7 +321,7 @@ def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, mo
         assert trainer.run() == 0 and trainer.progress.skipped_steps == 1
         assert _checkpoints_are_finite(tmp_path) == [1, 2, 3, 4, 5]
     else:
-        with pytest.raises(NonFiniteError):
+        with pytest.raises(NonFiniteError, match=r"^step 3: loss nan .* \(train.nan_policy: stop\)$"):
             trainer.run()
         assert _checkpoints_are_finite(tmp_path) == [1, 2]
 
@@ -343,9 +346,8 @@ def test_non_finite_weights_are_never_written(data, tmp_path, policy):
     assert _checkpoints_are_finite(tmp_path) == [1, 2]
 
 
-def test_resume_skips_a_corrupt_newest_checkpoint(data, tmp_path, caplog):
+def test_resume_skips_a_corrupt_newest_checkpoint(data, toy_run, tmp_path, caplog):
     torch.set_num_threads(1)
-    assert Trainer(settings(), data, tmp_path / "whole", CPU).run() == 0
     split = tmp_path / "split"
     assert Trainer(settings(keep_checkpoints=10), data, split, CPU, max_steps_this_run=4).run() == 0
     newest = split / "checkpoints" / "ckpt_00000004.pt"
@@ -354,7 +356,7 @@ def test_resume_skips_a_corrupt_newest_checkpoint(data, tmp_path, caplog):
         assert Trainer(settings(keep_checkpoints=10), data, split, CPU).run() == 0
     assert "ckpt_00000004.pt: not a readable checkpoint" in caplog.text and "resumed from" in caplog.text
     assert (split / "checkpoints" / "ckpt_00000004.pt.corrupt").exists()
-    whole, resumed = final_state(tmp_path / "whole"), final_state(split)
+    whole, resumed = final_state(toy_run), final_state(split)
     assert all(torch.equal(value, resumed["model"][key]) for key, value in whole["model"].items())
 
 
@@ -366,6 +368,7 @@ def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
     """torch.compile(dynamic=True) on CPU (inductor): batches of many shapes, one graph per mask mode."""
     from torch._dynamo.utils import counters

@@ -3,9 +3,12 @@ at the workflow (a dry run, lint) writes nothing."""
 
 import re
 
+import pytest
 import yaml
 
 from workflow_helpers import ROOT, snakemake, snapshot
+
+pytestmark = pytest.mark.slow   # every test runs Snakemake (4-20 s each on two cores)
 
 
 def test_lint_is_clean():

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
+
 # Not the working tree: git's, the environment's and Snakemake's own bookkeeping (a dry run keeps an IO cache
 # in .snakemake/iocache), and caches Python and pytest write.
 NOT_THE_TREE = {".git", ".venv", ".snakemake", "__pycache__", ".pytest_cache"}
