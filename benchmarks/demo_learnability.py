@@ -39,7 +39,8 @@ import torch
 from sacremoses import MosesDetokenizer, MosesPunctNormalizer, MosesTokenizer
 from torch import nn
 
-from aiayn.demo.mirror import rng_for, sample, translate
+from aiayn.demo.grammar import LANGUAGES
+from aiayn.demo.mirror import rng_for, sample
 from aiayn.io import setup_logging
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.linearize import linearize
@@ -186,6 +187,12 @@ def parsing_data(seed: int, n_train: int, n_test: int):
     src = lambda sents: [clean_tree(s.tree).words() for s in sents]  # noqa: E731
     tgt = lambda sents: [linearize(clean_tree(s.tree)) for s in sents]  # noqa: E731
     return src(train_set), tgt(train_set), src(test_set), tgt(test_set)
+
+
+def translate(sentences, lang: str) -> list[str]:
+    """The demo's sentences in ``lang``, as the mirror writes its target side."""
+    language = LANGUAGES[lang]()
+    return [language.sentence(s.clause) for s in sentences]
 
 
 def translation_data(pair: str, seed: int, n_train: int, n_test: int):
