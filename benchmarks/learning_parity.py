@@ -80,8 +80,8 @@ def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
              "d_k": args.d_model // args.heads, "d_v": args.d_model // args.heads, "dropout": 0.1,
              "share_embeddings": True, **model_changes}
     model = ModelConfig.from_dict(model).to_dict()
-    train = {"train_steps": args.steps, "label_smoothing": 0.1, "max_tokens": args.max_tokens,
-             "max_tokens_per_batch": args.max_tokens, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
+    train = {"train_steps": args.steps, "label_smoothing": 0.1, "tokens_per_step": args.max_tokens,
+             "tokens_per_pass": args.max_tokens, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
              "warmup_steps": args.warmup, "lr_scale": 1.0, "seed": seed, "precision": "fp32", "gpus": 0,
              "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": args.window,
              "dev_every_steps": args.dev_every}

@@ -77,7 +77,7 @@ def settings(args: argparse.Namespace, cpu_matmul: str) -> dict:
     d = args.d_model
     model = ModelConfig.from_dict({"n_layers": args.layers, "d_model": d, "d_ff": args.d_ff, "n_heads": args.heads,
                                    "d_k": d // args.heads, "d_v": d // args.heads, "share_embeddings": True}).to_dict()
-    train = {"train_steps": args.steps, "max_tokens": args.max_tokens, "max_tokens_per_batch": args.max_tokens,
+    train = {"train_steps": args.steps, "tokens_per_step": args.max_tokens, "tokens_per_pass": args.max_tokens,
              "warmup_steps": args.warmup, "precision": "fp32" if args.gpus == 0 else "auto", "gpus": args.gpus,
              "cpu_matmul": cpu_matmul,
              "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": LOG_EVERY, "dev_every_steps": 0}

@@ -3,6 +3,7 @@ import logging
 import pytest
 import torch
 
+from aiayn.options import ModelConfig
 from aiayn.decode import average
 
 VOCAB = {"size": 10, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
@@ -92,7 +93,7 @@ def test_averaged_real_model_loads_with_load_model(tmp_path):
     states = []
     for step, seed in ((10, 0), (20, 1)):
         torch.manual_seed(seed)
-        model = model_module.Transformer(model_module.ModelConfig.from_dict(settings["model"]), VOCAB["size"])
+        model = model_module.Transformer(ModelConfig.from_dict(settings["model"]), VOCAB["size"])
         states.append(model.state_dict())
         (tmp_path / "checkpoints").mkdir(exist_ok=True)
         torch.save({"model": model.state_dict(), "settings": settings, "vocab": VOCAB, "step": step},

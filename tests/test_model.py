@@ -3,7 +3,9 @@ import math
 import pytest
 import torch
 
-from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token, load_model
+from aiayn.model import Transformer, count_parameters, flops_per_token, load_model
+
+from aiayn.options import ModelConfig
 from aiayn.model.positional import sinusoid_table
 
 V = 23

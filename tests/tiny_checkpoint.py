@@ -6,7 +6,9 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
+
+from aiayn.options import ModelConfig
 
 TEXT = ["the quick brown fox jumps over the lazy dog", "a stitch in time saves nine",
         "all that glitters is not gold", "the early bird catches the worm"] * 20

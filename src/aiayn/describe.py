@@ -21,8 +21,8 @@ from typing import IO
 import torch
 
 from aiayn import config as configlib
-from aiayn.model import ModelConfig, Transformer, count_parameters
-from aiayn.train.settings import TrainConfig
+from aiayn.model import Transformer, count_parameters
+from aiayn.options import ModelConfig, TrainConfig
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")

@@ -12,7 +12,7 @@ in float32 (whatever precision the checkpoints hold). Non-floating tensors (inte
 identical in every checkpoint and are copied.
 
 CLI: ``python -m aiayn.decode.average --train-dir DIR --settings FILE --output F [--log F]`` averages the last
-``average.last`` (:class:`~aiayn.decode.settings.AverageConfig`) of ``DIR/checkpoints/ckpt_<step:08d>.pt``.
+``average.last`` (:class:`~aiayn.options.AverageConfig`) of ``DIR/checkpoints/ckpt_<step:08d>.pt``.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from pathlib import Path
 
 import torch
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
-from aiayn.decode.settings import AverageConfig
+from aiayn.options import AverageConfig, TrainConfig
 from aiayn.io import atomic_path, setup_logging
 from aiayn.train.checkpoint import list_checkpoints, load_checkpoint, spaced_checkpoints
-from aiayn.train.settings import TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +114,9 @@ def select_spaced(available: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-dir", required=True, help="a training run's --out-dir (holds checkpoints/)")
-    parser.add_argument("--settings", help="average.last as JSON (default: 5, the paper's base model)")
+    add_settings(parser, "average.last as JSON (default: 5, the paper's base model)")
     parser.add_argument("--output", required=True, help="averaged checkpoint (written atomically)")
-    parser.add_argument("--log", help="log file (appended)")
+    add_log(parser)
     return parser.parse_args(argv)
 
 

@@ -48,17 +48,18 @@ from typing import IO, Any, Callable, Iterator
 import sentencepiece as spm
 import torch
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.data.bpe import SpmEncode
 from aiayn.data.detokenize import MosesDetok
-from aiayn.data.tokenize import MosesPipeline, TokenizeConfig
+from aiayn.data.tokenize import MosesPipeline
+from aiayn.options import DecodeConfig, ModelConfig, TokenizeConfig
 from aiayn.decode.beam import Hypothesis, SpecialIds, max_output_length, translate_sentences_n_best
 from aiayn.decode.manifest import RunFiles, read_run
-from aiayn.decode.settings import DecodeConfig
 from aiayn.decode.stream import LineBatches
 from aiayn.decode.translate import check_vocabulary, configure, piece_ids, search_options
 from aiayn.io import atomic_output, setup_logging
-from aiayn.model import ModelConfig, load_model
+from aiayn.model import load_model
 from aiayn.train.distributed import resolve_device
 from aiayn.train.precision import autocast_for
 
@@ -189,7 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
     parser.add_argument("--last", action="store_true", help="the run's last checkpoint, not the averaged one")
     parser.add_argument("--checkpoint", help="a checkpoint (.pt); overrides the run's")
     parser.add_argument("--spm", help="the task's sentencepiece model; overrides the run's")
-    parser.add_argument("--settings", help="decode settings as JSON (the run's settings/decode.json)")
+    add_settings(parser, "decode settings as JSON (the run's settings/decode.json)")
     if translation:
         parser.add_argument("--tokenize", help="the source side's data.tokenize settings as JSON")
         parser.add_argument("--source-lang", help="source language code (Moses tokenizer)")
@@ -205,7 +206,7 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
     parser.add_argument("--batch-size", type=int, help="most lines decoded together (default: decode.max_sentences)")
     parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
-    parser.add_argument("--log", help="log file (appended; the log also goes to standard error)")
+    add_log(parser)
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

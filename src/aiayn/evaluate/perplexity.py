@@ -1,7 +1,7 @@
 """Per word-piece perplexity of a checkpoint on a binarized split (paper Table 3, "PPL (dev)").
 
     python -m aiayn.evaluate.perplexity --checkpoint C --data D/bin/<task>/dev --output F.json
-        [--max-tokens N] [--device D] [--gpu-lock-dir D] [--threads N] [--log F]
+        [--settings F] [--tokens-per-batch N] [--device D] [--gpu-lock-dir D] [--threads N] [--log F]
 
 PPL = exp(-(1/N) sum_i log p(y_i | y_<i, x)) over every target word-piece and every eos (N of them),
 teacher-forced, without label smoothing; padding is not counted (:mod:`aiayn.train.evaluation`). The
@@ -20,13 +20,15 @@ from pathlib import Path
 
 import torch
 
+from aiayn import settings
+from aiayn.cli import add_log, add_option, add_settings, overridden
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import setup_logging, write_json
 from aiayn.model import load_model
 from aiayn.train.distributed import resolve_device
 from aiayn.train.evaluation import corpus_nll, perplexity_report
 from aiayn.train.precision import autocast_for, enable_tf32, resolve_precision, use_onednn
-from aiayn.train.settings import TrainConfig
+from aiayn.options import PerplexityConfig, TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", required=True, help="checkpoint (.pt) written by aiayn.train or aiayn.decode.average")
     parser.add_argument("--data", required=True, help="binarized split directory, e.g. data/bin/en-de/dev")
     parser.add_argument("--output", required=True, help="JSON file to write (ppl, nll_per_token, tokens, sentences)")
-    parser.add_argument("--max-tokens", type=int, default=8000, help="padded tokens per side per batch")
+    add_settings(parser, "the perplexity section (default: the definitions')")
+    add_option(parser, "--tokens-per-batch", PerplexityConfig, "tokens_per_batch")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
     parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
     parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
-    parser.add_argument("--log", default=None, help="also log to this file")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
+    opts = overridden(settings.read(args.settings, PerplexityConfig, "perplexity"), args)
     if args.threads:
         torch.set_num_threads(args.threads)
     corpus = ShardedCorpus(args.data)
@@ -57,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         precision = resolve_precision(train.precision, device)
         enable_tf32(device, train.precision)
         model.use_onednn(use_onednn(train.cpu_matmul, False, device))
-        report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, device, max_len,
+        report = perplexity_report(corpus_nll(model, corpus, opts.tokens_per_batch, device, max_len,
                                               autocast_for(precision, device)))
         report["precision"] = precision
     finally:

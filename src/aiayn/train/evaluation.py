@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 @torch.no_grad()
-def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device: torch.device,
+def corpus_nll(model: nn.Module, corpus: ShardedCorpus, tokens_per_batch: int, device: torch.device,
                max_len: int | None = None, autocast: contextlib.AbstractContextManager | None = None,
                drop_overlong: bool = False) -> dict:
     """Summed NLL over ``corpus`` in token-budget batches.
@@ -33,7 +33,7 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device:
     """
     was_training = model.training
     model.eval()
-    batches, dropped = make_batches(corpus.src_lengths, corpus.tgt_lengths, max_tokens, max_len,
+    batches, dropped = make_batches(corpus.src_lengths, corpus.tgt_lengths, tokens_per_batch, max_len,
                                     drop_oversize=False, drop_overlong=drop_overlong)
     if dropped:
         log.warning("%s: %d sentence pair(s) longer than max_positions=%s left out of the perplexity",
