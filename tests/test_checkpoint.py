@@ -21,26 +21,26 @@ def names(out_dir):
     return [step for step, _ in checkpoint.list_checkpoints(out_dir)]
 
 
-@pytest.mark.parametrize("step, every, final, spaced", [
+@pytest.mark.parametrize("step, checkpoint_steps, final, spaced", [
     (1400, 1400, 100000, True), (2800, 1400, 100000, True), (1401, 1400, 100000, False),
     (100000, 1400, 100000, True),      # the final step is averaged although 100000 % 1400 != 0
     (777, 0, 100000, True),            # checkpoint_steps 0: spacing by the clock, every one counts
 ])
-def test_is_spaced(step, every, final, spaced):
-    assert checkpoint.is_spaced(step, every, final) is spaced
+def test_is_spaced(step, checkpoint_steps, final, spaced):
+    assert checkpoint.is_spaced(step, checkpoint_steps, final) is spaced
 
 
 def test_rotation_keeps_the_newest_spaced_ones_and_the_newest_of_all(tmp_path):
     """Steps 100, 200, ... spaced; 250 (the clock's) and 530 (a stop's) are for resuming only."""
     touch(tmp_path, 100, 200, 250, 300, 400, 500)
-    assert checkpoint.rotate(tmp_path, keep=3, every=100, final_step=1000) == [
+    assert checkpoint.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000) == [
         checkpoint.checkpoint_path(tmp_path, s) for s in (100, 200, 250)]
     assert names(tmp_path) == [300, 400, 500]
     touch(tmp_path, 530)
-    checkpoint.rotate(tmp_path, keep=3, every=100, final_step=1000)
+    checkpoint.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000)
     assert names(tmp_path) == [300, 400, 500, 530]   # 530 stays: a resumed run starts there
     touch(tmp_path, 600)
-    checkpoint.rotate(tmp_path, keep=3, every=100, final_step=1000)
+    checkpoint.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000)
     assert names(tmp_path) == [400, 500, 600]        # a clock checkpoint never pushes out a spaced one
 
 

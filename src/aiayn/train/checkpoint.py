@@ -126,22 +126,22 @@ def newest_good_checkpoint(out_dir: Path, map_location="cpu") -> tuple[int, Path
     return None
 
 
-def is_spaced(step: int, every: int, final_step: int) -> bool:
-    """Whether a checkpoint at ``step`` is one averaging may take: a multiple of ``every``
-    (``train.checkpoint_steps``) or the final step; with ``every == 0`` every checkpoint is."""
-    return every == 0 or step % every == 0 or step == final_step
+def is_spaced(step: int, checkpoint_steps: int, final_step: int) -> bool:
+    """Whether a checkpoint at ``step`` is one averaging may take: a multiple of ``checkpoint_steps``
+    (``train.checkpoint_steps``) or the final step; with ``checkpoint_steps == 0`` every checkpoint is."""
+    return checkpoint_steps == 0 or step % checkpoint_steps == 0 or step == final_step
 
 
-def spaced_checkpoints(found: list[tuple[int, Path]], every: int, final_step: int) -> list[tuple[int, Path]]:
+def spaced_checkpoints(found: list[tuple[int, Path]], checkpoint_steps: int, final_step: int) -> list[tuple[int, Path]]:
     """The (step, path) pairs of ``found`` that :func:`is_spaced` accepts, in their order."""
-    return [(step, path) for step, path in found if is_spaced(step, every, final_step)]
+    return [(step, path) for step, path in found if is_spaced(step, checkpoint_steps, final_step)]
 
 
-def rotate(out_dir: Path, keep: int, every: int = 0, final_step: int = 0) -> list[Path]:
+def rotate(out_dir: Path, keep: int, checkpoint_steps: int = 0, final_step: int = 0) -> list[Path]:
     """Delete all but the newest ``keep`` spaced checkpoints and the newest one of any kind (the one
-    a resumed run starts from); returns the deleted paths. ``every == 0``: the newest ``keep``."""
+    a resumed run starts from); returns the deleted paths. ``checkpoint_steps == 0``: the newest ``keep``."""
     found = list_checkpoints(out_dir)
-    kept = {path for _, path in spaced_checkpoints(found, every, final_step)[-keep:]} | {path for _, path in found[-1:]}
+    kept = {path for _, path in spaced_checkpoints(found, checkpoint_steps, final_step)[-keep:]} | {path for _, path in found[-1:]}
     old = [path for _, path in found if path not in kept]
     for path in old:
         with contextlib.suppress(FileNotFoundError):
