@@ -29,7 +29,9 @@ def add_option(parser: argparse.ArgumentParser, flag: str, cls: type, name: str)
     the definition; unset (None), the settings file's value applies, else the definition's default."""
     definition = field(cls, name)
     opt = spec(definition)
+    metavar = None if opt.choices else flag.lstrip("-").upper().replace("-", "_")
     parser.add_argument(flag, type=type(definition.default), default=None, dest=name, choices=opt.choices,
+                        metavar=metavar,
                         help=f"{opt.help} (overrides {cls.SECTION}.{name} of --settings; "
                              f"default: {definition.default})")
 

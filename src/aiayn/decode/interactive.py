@@ -48,7 +48,7 @@ from typing import IO, Any, Callable, Iterator
 import sentencepiece as spm
 import torch
 
-from aiayn.cli import add_log, add_settings
+from aiayn.cli import add_log, add_option, add_settings
 from aiayn import settings
 from aiayn.data.bpe import SpmEncode
 from aiayn.data.detokenize import MosesDetok
@@ -200,10 +200,10 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
                             help="the input is already split into treebank words (default: raw text)")
     parser.add_argument("--input", help="one sentence a line (default: standard input)")
     parser.add_argument("--output", help="written atomically at the end (default: standard output, as it goes)")
-    parser.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam_size)")
+    add_option(parser, "--beam", DecodeConfig, "beam_size")
     parser.add_argument("--n-best", type=int, default=1, help="hypotheses per input line (<= the beam size)")
     parser.add_argument("--scores", action="store_true", help="print each hypothesis's score log P / lp")
-    parser.add_argument("--batch-size", type=int, help="most lines decoded together (default: decode.max_sentences)")
+    add_option(parser, "--batch-size", DecodeConfig, "max_sentences")
     parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     add_log(parser)
@@ -213,12 +213,12 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     """Refuse what cannot work before anything is loaded."""
     if args.run is None and (args.checkpoint is None or args.spm is None):
         parser.error("give --run DIR, or --checkpoint and --spm")
-    if args.beam is not None and args.beam < 1:
-        parser.error(f"--beam must be at least 1, got {args.beam}")
-    if args.n_best < 1 or (args.beam is not None and args.n_best > args.beam):
+    if args.beam_size is not None and args.beam_size < 1:
+        parser.error(f"--beam must be at least 1, got {args.beam_size}")
+    if args.n_best < 1 or (args.beam_size is not None and args.n_best > args.beam_size):
         parser.error(f"--n-best must be between 1 and the beam size, got {args.n_best}")
-    if args.batch_size is not None and args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.max_sentences is not None and args.max_sentences < 1:
+        parser.error(f"--batch-size must be at least 1, got {args.max_sentences}")
 
 
 def run_files(args: argparse.Namespace, kind: str) -> RunFiles:
@@ -261,7 +261,7 @@ def decode_stream(args: argparse.Namespace, decoder: Decoder, pipeline: TextPipe
     with ExitStack() as stack:
         source = stack.enter_context(open(args.input, "rb")) if args.input else sys.stdin.buffer
         out = stack.enter_context(output_stream(args.output))
-        for batch in LineBatches(source.fileno(), args.batch_size or decoder.opts.max_sentences):
+        for batch in LineBatches(source.fileno(), args.max_sentences or decoder.opts.max_sentences):
             for number, outputs in decode_batch(batch, decoder, pipeline, args.n_best):
                 out.writelines(line + "\n" for line in format_result(number, outputs, args.n_best, args.scores))
                 skipped += outputs is None
@@ -279,7 +279,7 @@ def run(args: argparse.Namespace, kind: str, make_pipeline: Callable[[RunFiles],
     pipeline = make_pipeline(files)
     device, claim = resolve_device(args.device)
     try:
-        decoder = load_decoder(files, device, args.beam)
+        decoder = load_decoder(files, device, args.beam_size)
         if args.n_best > decoder.opts.beam_size:
             raise ValueError(f"--n-best {args.n_best} is more than the beam size {decoder.opts.beam_size}")
         lines, skipped = decode_stream(args, decoder, pipeline)
