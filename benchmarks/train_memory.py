@@ -47,7 +47,7 @@ from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import fairseq_args  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
-from aiayn.model import ModelConfig  # noqa: E402
+from aiayn.options import ModelConfig  # noqa: E402
 
 log = logging.getLogger("train_memory")
 WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -133,3 +136,14 @@ def test_a_training_process_builds_its_train_config_once(tmp_path, monkeypatch):
     path.write_text(json.dumps(settings(train_steps=2, dev_every_steps=0)), encoding="utf-8")
     assert train_main.main(["--data", str(data), "--settings", str(path), "--out-dir", str(tmp_path / "out")]) == 0
     assert len(built) == 1
+
+
+def test_parsing_the_config_loads_no_stage():
+    """aiayn.config (what the Snakefile imports) and aiayn.options load neither torch nor the data tools,
+    and aiayn.options nothing of aiayn but itself."""
+    code = ("import sys, aiayn.config; heavy = {'torch', 'sacremoses', 'regex', 'tqdm', 'numpy'}; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy)); "
+            "print(sorted(m for m in sys.modules if m.startswith('aiayn.') and not m.startswith('aiayn.options')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines()
+    assert out == ["[]", "['aiayn.config']"]
