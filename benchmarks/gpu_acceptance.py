@@ -67,8 +67,8 @@ TINY_MODEL = {**PAPER_MODELS["base"], "n_layers": 2, "d_model": 64, "d_ff": 128,
 IDS = SpecialIds(pad=0, bos=2, eos=3)
 
 
-def run_settings(model: dict, max_tokens: int, per_batch: int, steps: int, gpus: int, **train) -> dict:
-    values = {"train_steps": steps, "tokens_per_step": max_tokens, "tokens_per_pass": per_batch, "gpus": gpus,
+def run_settings(model: dict, tokens_per_step: int, per_batch: int, steps: int, gpus: int, **train) -> dict:
+    values = {"train_steps": steps, "tokens_per_step": tokens_per_step, "tokens_per_pass": per_batch, "gpus": gpus,
               "checkpoint_minutes": 0, "dev_every_steps": 0, "log_every_steps": 1, "warmup_steps": 4000} | train
     return {"experiment": "acceptance", "task": "synthetic", "model": copy.deepcopy(model), "train": values}
 
@@ -126,9 +126,9 @@ def profile_step(trainer: Trainer) -> dict:
 
 
 def throughput(work: Path, name: str, model: dict, compiled: bool, args, device: torch.device) -> dict:
-    max_tokens, per_batch = (1024, 512) if args.tiny else (25000, 12500)
+    tokens_per_step, per_batch = (1024, 512) if args.tiny else (25000, 12500)
     data = work / "data-tiny" if args.tiny else work / "data-paper"
-    run = run_settings(model, max_tokens, per_batch, 10**6, 1, compile=compiled, precision="auto")
+    run = run_settings(model, tokens_per_step, per_batch, 10**6, 1, compile=compiled, precision="auto")
     torch.manual_seed(0)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
