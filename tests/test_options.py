@@ -147,3 +147,20 @@ def test_parsing_the_config_loads_no_stage():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines()
     assert out == ["[]", "['aiayn.config']"]
+
+
+def test_a_flag_takes_its_default_help_and_range_from_the_definition(capsys):
+    import argparse
+
+    from aiayn.cli import add_option, check_options, overridden
+    from aiayn.options import PerplexityConfig
+
+    parser = argparse.ArgumentParser()
+    add_option(parser, "--tokens-per-batch", PerplexityConfig, "tokens_per_batch")
+    assert "default: 8000" in parser.format_help()
+    args = parser.parse_args([])
+    assert overridden(PerplexityConfig(), args) == PerplexityConfig()
+    assert overridden(PerplexityConfig(), parser.parse_args(["--tokens-per-batch", "24"])).tokens_per_batch == 24
+    with pytest.raises(SystemExit):
+        check_options(parser, parser.parse_args(["--tokens-per-batch", "0"]), PerplexityConfig)
+    assert "perplexity.tokens_per_batch: 0 is less than the minimum of 1" in capsys.readouterr().err

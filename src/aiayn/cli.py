@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from aiayn.options.core import spec
+from aiayn.options.core import hints, spec, value_problem
 
 
 def add_log(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +34,15 @@ def add_option(parser: argparse.ArgumentParser, flag: str, cls: type, name: str)
                         metavar=metavar,
                         help=f"{opt.help} (overrides {cls.SECTION}.{name} of --settings; "
                              f"default: {definition.default})")
+
+
+def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace, cls: type) -> None:
+    """Refuse, before any work, a flag of :func:`add_option` whose value the definition does not allow."""
+    for definition in dataclasses.fields(cls):
+        value = getattr(args, definition.name, None)
+        problem = None if value is None else value_problem(value, hints(cls)[definition.name], spec(definition))
+        if problem:
+            parser.error(f"{cls.SECTION}.{definition.name}: {problem}")
 
 
 def overridden(opts: Any, args: argparse.Namespace) -> Any:

@@ -48,7 +48,7 @@ from typing import IO, Any, Callable, Iterator
 import sentencepiece as spm
 import torch
 
-from aiayn.cli import add_log, add_option, add_settings
+from aiayn.cli import add_log, add_option, add_settings, check_options
 from aiayn import settings
 from aiayn.data.bpe import SpmEncode
 from aiayn.data.detokenize import MosesDetok
@@ -213,12 +213,9 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     """Refuse what cannot work before anything is loaded."""
     if args.run is None and (args.checkpoint is None or args.spm is None):
         parser.error("give --run DIR, or --checkpoint and --spm")
-    if args.beam_size is not None and args.beam_size < 1:
-        parser.error(f"--beam must be at least 1, got {args.beam_size}")
+    check_options(parser, args, DecodeConfig)
     if args.n_best < 1 or (args.beam_size is not None and args.n_best > args.beam_size):
         parser.error(f"--n-best must be between 1 and the beam size, got {args.n_best}")
-    if args.max_sentences is not None and args.max_sentences < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.max_sentences}")
 
 
 def run_files(args: argparse.Namespace, kind: str) -> RunFiles:

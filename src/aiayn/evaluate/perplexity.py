@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from aiayn import settings
-from aiayn.cli import add_log, add_option, add_settings, overridden
+from aiayn.cli import add_log, add_option, add_settings, check_options, overridden
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import setup_logging, write_json
 from aiayn.model import load_model
@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
     add_log(parser)
     args = parser.parse_args(argv)
+    check_options(parser, args, PerplexityConfig)
     setup_logging(args.log)
     opts = overridden(settings.read(args.settings, PerplexityConfig, "perplexity"), args)
     if args.threads:

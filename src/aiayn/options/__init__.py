@@ -2,7 +2,7 @@
 choices, help and source, as frozen dataclasses with field metadata (:func:`option`). The stages
 receive these dataclasses; the config's JSON schema (:func:`schema`), its validation
 (:func:`aiayn.config.validate`, :func:`build`) and the command-line flags that set an option
-(:func:`aiayn.cli.default`) are derived from them. Standard library only, below every layer.
+(:func:`aiayn.cli.add_option`) are derived from them. Standard library only, below every layer.
 
     model       ModelConfig                     defaults.model, experiments.<e>.model
     train       TrainConfig, StepPlan, RunSettings   defaults.train; a run's settings/train.json
@@ -32,8 +32,8 @@ from aiayn.options.workflow import Config
 
 __all__ = ["AttentionSettings", "AverageConfig", "BleuConfig", "Config", "DataConfig", "DecodeConfig",
            "DownloadConfig", "FigureSpec", "Layer", "LearnOptions", "LengthFilter", "ModelConfig", "Option",
-           "PerplexityConfig", "RunSettings", "ShardsConfig", "Silver", "Splits", "StepPlan", "TokenizeConfig", "TrainConfig",
-           "TreebankConfig", "build", "check", "check_keys", "normalizes", "option", "schema", "to_dict"]
+           "PerplexityConfig", "RunSettings", "ShardsConfig", "Silver", "Splits", "StepPlan", "TokenizeConfig",
+           "TrainConfig", "TreebankConfig", "build", "check", "check_keys", "normalizes", "option", "schema", "to_dict"]
 
 
 @functools.lru_cache(maxsize=1)
