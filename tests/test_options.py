@@ -157,7 +157,7 @@ def test_a_flag_takes_its_default_help_and_range_from_the_definition(capsys):
 
     parser = argparse.ArgumentParser()
     add_option(parser, "--tokens-per-batch", PerplexityConfig, "tokens_per_batch")
-    assert "default: 8000" in parser.format_help()
+    assert "default: 8000" in " ".join(parser.format_help().split())
     args = parser.parse_args([])
     assert overridden(PerplexityConfig(), args) == PerplexityConfig()
     assert overridden(PerplexityConfig(), parser.parse_args(["--tokens-per-batch", "24"])).tokens_per_batch == 24
