@@ -23,7 +23,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
+
+from aiayn.options import ModelConfig
 from aiayn.model.functional import onednn_available
 from aiayn.runtime.loss import label_smoothed_loss
 

@@ -36,7 +36,8 @@ import torch.nn.functional as F
 
 from aiayn.decode.beam import SpecialIds, UncachedDecoding, translate_sentences
 from aiayn.io import setup_logging
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
+from aiayn.options import ModelConfig
 from aiayn.runtime.precision import use_onednn
 
 log = logging.getLogger("decode_speed")
@@ -90,7 +91,7 @@ def train_copy_model(vocab: int, steps: int, batch: int, seed: int, shape: dict 
 def timed_decode(model, sources: list[list[int]], batch: int, max_len_b: float) -> tuple[list, float]:
     start = time.perf_counter()
     hyps = translate_sentences(model, sources, max_sentences=batch, ids=IDS, beam_size=4,
-                               length_penalty_alpha=0.6, max_len_a=1.0, max_len_b=max_len_b, early_stop=True)
+                               length_penalty=0.6, max_len_a=1.0, max_len_b=max_len_b, early_stop=True)
     return hyps, time.perf_counter() - start
 
 

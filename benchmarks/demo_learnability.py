@@ -121,14 +121,14 @@ def pad(seqs: list[list[int]]) -> torch.Tensor:
     return torch.tensor([s + [PAD] * (width - len(s)) for s in seqs])
 
 
-def batches(pairs: list[tuple[list[int], list[int]]], max_tokens: int, gen: torch.Generator):
-    """Length-sorted buckets of about ``max_tokens`` target tokens, shuffled, forever."""
+def batches(pairs: list[tuple[list[int], list[int]]], tokens_per_step: int, gen: torch.Generator):
+    """Length-sorted buckets of about ``tokens_per_step`` target tokens, shuffled, forever."""
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][1]))
     chunks, chunk, size = [], [], 0
     for i in order:
         chunk.append(i)
         size += len(pairs[i][1]) + 1
-        if size >= max_tokens:
+        if size >= tokens_per_step:
             chunks.append(chunk)
             chunk, size = [], 0
     chunks += [chunk] if chunk else []
@@ -137,14 +137,14 @@ def batches(pairs: list[tuple[list[int], list[int]]], max_tokens: int, gen: torc
             yield chunks[k]
 
 
-def train(model: TinyTransformer, pairs, seconds: float, max_tokens: int, lr: float, warmup: int) -> int:
+def train(model: TinyTransformer, pairs, seconds: float, tokens_per_step: int, lr: float, warmup: int) -> int:
     """Adam (0.9, 0.98), inverse-sqrt schedule with warmup, label smoothing 0.1, until ``seconds`` pass."""
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=0.1)
     gen = torch.Generator().manual_seed(1)
     start, step = time.time(), 0
     model.train()
-    for chunk in batches(pairs, max_tokens, gen):
+    for chunk in batches(pairs, tokens_per_step, gen):
         if time.time() - start > seconds:
             break
         step += 1
@@ -233,7 +233,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--d-ff", type=int, default=256)
     parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--max-tokens", type=int, default=600, help="target tokens per step")
+    parser.add_argument("--tokens-per-step", type=int, default=600, help="target tokens per step")
     parser.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--log")
@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     ids = lambda words: [vocab[w] for w in words if w in vocab]  # noqa: E731
     model = TinyTransformer(len(vocab) + 3, args.d_model, args.layers, args.heads, args.d_ff, args.dropout)
     steps = train(model, [(ids(s), ids(t)) for s, t in zip(train_src, train_tgt)], args.seconds,
-                  args.max_tokens, args.lr, args.warmup)
+                  args.tokens_per_step, args.lr, args.warmup)
     words = {i: w for w, i in vocab.items()}
     hyps = greedy(model, [ids(s) for s in test_src], 70 if args.pair == "wsj" else 10)
     result = score(args.pair, [[words[i] for i in h if i in words] for h in hyps], test)

@@ -55,7 +55,8 @@ from torch.autograd import DeviceType
 
 from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.io import write_json
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
+from aiayn.options import ModelConfig
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.precision import autocast_for, enable_tf32, native_bf16, resolve_precision, tf32_matmuls
 from aiayn.train.distributed import DistEnv
@@ -67,8 +68,8 @@ TINY_MODEL = {**PAPER_MODELS["base"], "n_layers": 2, "d_model": 64, "d_ff": 128,
 IDS = SpecialIds(pad=0, bos=2, eos=3)
 
 
-def run_settings(model: dict, max_tokens: int, per_batch: int, steps: int, gpus: int, **train) -> dict:
-    values = {"train_steps": steps, "max_tokens": max_tokens, "max_tokens_per_batch": per_batch, "gpus": gpus,
+def run_settings(model: dict, tokens_per_step: int, per_batch: int, steps: int, gpus: int, **train) -> dict:
+    values = {"train_steps": steps, "tokens_per_step": tokens_per_step, "tokens_per_pass": per_batch, "gpus": gpus,
               "checkpoint_minutes": 0, "dev_every_steps": 0, "log_every_steps": 1, "warmup_steps": 4000} | train
     return {"experiment": "acceptance", "task": "synthetic", "model": copy.deepcopy(model), "train": values}
 
@@ -126,9 +127,9 @@ def profile_step(trainer: Trainer) -> dict:
 
 
 def throughput(work: Path, name: str, model: dict, compiled: bool, args, device: torch.device) -> dict:
-    max_tokens, per_batch = (1024, 512) if args.tiny else (25000, 12500)
+    tokens_per_step, per_batch = (1024, 512) if args.tiny else (25000, 12500)
     data = work / "data-tiny" if args.tiny else work / "data-paper"
-    run = run_settings(model, max_tokens, per_batch, 10**6, 1, compile=compiled, precision="auto")
+    run = run_settings(model, tokens_per_step, per_batch, 10**6, 1, compile=compiled, precision="auto")
     torch.manual_seed(0)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -210,7 +211,7 @@ def decode_check(args, device: torch.device) -> dict:
     shape = {key: TINY_MODEL[key] for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v")} if args.tiny else None
     model = train_copy_model(vocab, args.copy_steps, batch=64, seed=1, shape=shape, device=device)
     sources = random_sentences(64 if args.tiny else 500, vocab, torch.Generator().manual_seed(7))
-    search = dict(max_sentences=64, device=device, ids=IDS, beam_size=4, length_penalty_alpha=0.6,
+    search = dict(max_sentences=64, device=device, ids=IDS, beam_size=4, length_penalty=0.6,
                   max_len_a=1.0, max_len_b=50.0, early_stop=True)
     fp32 = translate_sentences(model, sources, **search)
     with autocast_for("bf16", device):
@@ -237,7 +238,7 @@ def decode_speed(args, device: torch.device) -> dict:
         start = time.perf_counter()
         with autocast_for(precision, device):
             translate_sentences(model, sources, max_sentences=128, device=device, ids=IDS, beam_size=4,
-                                length_penalty_alpha=0.6, max_len_a=1.0, max_len_b=0.0, early_stop=True)
+                                length_penalty=0.6, max_len_a=1.0, max_len_b=0.0, early_stop=True)
         if device.type == "cuda":
             torch.cuda.synchronize()
         out[precision] = round(len(sources) / (time.perf_counter() - start), 2)

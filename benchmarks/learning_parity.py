@@ -12,7 +12,7 @@ Data (``parity_data.py``): about 16.7k real EN-DE pairs (WMT training sample and
 
 Both: ``--layers``+``--layers`` layers, ``--d-model``, ``--heads`` heads, ``--d-ff``, dropout 0.1,
 shared embeddings, label smoothing 0.1, Adam (0.9, 0.98, 1e-9), the paper's schedule with
-``--warmup`` steps (peak d_model^-0.5 warmup^-0.5), ``--max-tokens`` padded tokens per step,
+``--warmup`` steps (peak d_model^-0.5 warmup^-0.5), ``--tokens-per-step`` padded tokens per side per step,
 ``--steps`` steps, seeds ``--seeds``. Printed side by side: train NLL in nats per target token
 (end-of-sentence included, no smoothing, measured in the training forward pass with dropout) as the
 mean over the ``--window`` steps ending at each reported step, and dev perplexity (no dropout, per
@@ -39,7 +39,7 @@ from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import run_fairseq  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
-from aiayn.model import ModelConfig  # noqa: E402
+from aiayn.options import ModelConfig  # noqa: E402
 from aiayn.model.init import SCHEMES, InitScheme, initialize  # noqa: E402
 from aiayn.train.distributed import DistEnv  # noqa: E402
 from aiayn.train.schedule import learning_rate  # noqa: E402
@@ -80,8 +80,8 @@ def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
              "d_k": args.d_model // args.heads, "d_v": args.d_model // args.heads, "dropout": 0.1,
              "share_embeddings": True, **model_changes}
     model = ModelConfig.from_dict(model).to_dict()
-    train = {"train_steps": args.steps, "label_smoothing": 0.1, "max_tokens": args.max_tokens,
-             "max_tokens_per_batch": args.max_tokens, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
+    train = {"train_steps": args.steps, "label_smoothing": 0.1, "tokens_per_step": args.tokens_per_step,
+             "tokens_per_pass": args.tokens_per_step, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
              "warmup_steps": args.warmup, "lr_scale": 1.0, "seed": seed, "precision": "fp32", "gpus": 0,
              "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": args.window,
              "dev_every_steps": args.dev_every}
@@ -233,7 +233,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--d-ff", type=int, default=1024)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--max-tokens", type=int, default=3500, help="padded tokens per side per step")
+    parser.add_argument("--tokens-per-step", type=int, default=3500, help="padded tokens per side per step")
     parser.add_argument("--warmup", type=int, default=400)
     parser.add_argument("--window", type=int, default=50, help="steps averaged into each train NLL figure")
     parser.add_argument("--dev-every", type=int, default=100)

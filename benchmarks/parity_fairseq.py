@@ -11,7 +11,7 @@ What is matched, and how (fairseq-fixed 0.12.3.1; see ``../shared/reference/peer
   lr_scale. ``--warmup-init-lr peak / warmup`` makes the two agree within 1 / warmup during warm-up and
   within 1 / (2k) after (the log prints both at every reported step);
 - label-smoothed cross entropy with the same epsilon; the gradient is normalized by target tokens;
-- ``--max-tokens`` caps padded tokens per batch as ``train.max_tokens`` does, and
+- ``--max-tokens`` caps padded tokens per batch as ``train.tokens_per_step`` does, and
   ``--required-batch-size-multiple 1`` stops fairseq from rounding batch sizes down to multiples of 8.
 
 fairseq logs losses in base 2: ``nll_loss`` is -log2 p(gold) per target token (end-of-sentence
@@ -47,7 +47,7 @@ def fairseq_args(data: Path, model: dict, train: dict, steps: int, window: int, 
             "--clip-norm", "0", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(warmup),
             "--warmup-init-lr", repr(peak / warmup), "--lr", repr(peak),
             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(train["label_smoothing"]),
-            "--max-tokens", str(train["max_tokens"]), "--required-batch-size-multiple", "1",
+            "--max-tokens", str(train["tokens_per_step"]), "--required-batch-size-multiple", "1",
             "--max-update", str(steps), "--seed", str(seed), "--cpu", "--num-workers", "0", "--no-save",
             "--log-format", "json", "--log-interval", str(window), "--validate-interval-updates", str(dev_every),
             "--validate-interval", "1000000", "--no-progress-bar"]

@@ -31,7 +31,9 @@ from pathlib import Path
 import sacrebleu
 import sentencepiece as spm
 
-from aiayn.data.bpe import LearnOptions, learn
+from aiayn.data.bpe import learn
+
+from aiayn.options import LearnOptions
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.evaluate.bleu import read_lines

@@ -5,7 +5,7 @@
 
 Data: ``parity_data.py``'s real EN-DE text (about 16.7k WMT pairs through our tokenize, clean, BPE and
 binarize stages; vocabulary ``--vocab-size``). Model: ``--layers``+``--layers`` layers, ``--d-model``,
-``--heads`` heads, ``--d-ff``, shared embeddings; ``--max-tokens`` padded tokens per step; everything
+``--heads`` heads, ``--d-ff``, shared embeddings; ``--tokens-per-step`` padded tokens per side per step; everything
 else the trainer's defaults (fp32 on a CPU, no validation, checkpoints every 1,400 steps). Runs:
 
 - ``onednn``, ``mkl``: ``python -m aiayn.train`` with ``train.cpu_matmul`` so; RSS from its ``log.csv``
@@ -47,7 +47,7 @@ from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import fairseq_args  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
-from aiayn.model import ModelConfig  # noqa: E402
+from aiayn.options import ModelConfig  # noqa: E402
 
 log = logging.getLogger("train_memory")
 WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
@@ -77,7 +77,7 @@ def settings(args: argparse.Namespace, cpu_matmul: str) -> dict:
     d = args.d_model
     model = ModelConfig.from_dict({"n_layers": args.layers, "d_model": d, "d_ff": args.d_ff, "n_heads": args.heads,
                                    "d_k": d // args.heads, "d_v": d // args.heads, "share_embeddings": True}).to_dict()
-    train = {"train_steps": args.steps, "max_tokens": args.max_tokens, "max_tokens_per_batch": args.max_tokens,
+    train = {"train_steps": args.steps, "tokens_per_step": args.tokens_per_step, "tokens_per_pass": args.tokens_per_step,
              "warmup_steps": args.warmup, "precision": "fp32" if args.gpus == 0 else "auto", "gpus": args.gpus,
              "cpu_matmul": cpu_matmul,
              "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": LOG_EVERY, "dev_every_steps": 0}
@@ -180,7 +180,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--d-ff", type=int, default=1024)
     parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--max-tokens", type=int, default=4096, help="padded tokens per side per step")
+    parser.add_argument("--tokens-per-step", type=int, default=4096, help="padded tokens per side per step")
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=4000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     lock = threading.Lock()
 
     def one(name: str) -> tuple[str, dict]:
-        out = args.work / "runs" / f"{name}-{args.steps}-{args.max_tokens}"
+        out = args.work / "runs" / f"{name}-{args.steps}-{args.tokens_per_step}"
         if (out / "memory.json").exists():
             return name, {int(step): tuple(row) for step, row in read_json(out / "memory.json").items()}
         log.info("training %s for %d steps -> %s", name, args.steps, out)
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(args.parallel) as pool:
         results = dict(pool.map(one, args.runs))
     text = (f"{args.layers}+{args.layers} layers x {args.d_model}, d_ff {args.d_ff}, {args.heads} heads, "
-            f"{args.max_tokens} tokens per step, {args.steps} steps, {args.threads} thread(s) per training, "
+            f"{args.tokens_per_step} tokens per step, {args.steps} steps, {args.threads} thread(s) per training, "
             f"{args.parallel} at a time\n\n" + report(results))
     print(text)
     if args.output:

@@ -61,8 +61,8 @@ def synthetic_task(root: Path, pairs: int, vocab: int, lengths: tuple[int, int],
     return root
 
 
-def settings(model: dict, max_tokens: int, per_batch: int, precision: str) -> dict:
-    train = {"train_steps": 10**6, "max_tokens": max_tokens, "max_tokens_per_batch": per_batch,
+def settings(model: dict, tokens_per_step: int, per_batch: int, precision: str) -> dict:
+    train = {"train_steps": 10**6, "tokens_per_step": tokens_per_step, "tokens_per_pass": per_batch,
              "precision": precision, "gpus": 1, "checkpoint_minutes": 0, "dev_every_steps": 0, "log_every_steps": 10**6}
     return {"experiment": "benchmark", "task": "synthetic", "model": model, "train": train}
 

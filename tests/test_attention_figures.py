@@ -10,7 +10,7 @@ import yaml
 
 from aiayn import config as cfg
 from aiayn.report import attention
-from aiayn.report.attention_settings import AttentionSettings, Layer
+from aiayn.options.figures import AttentionSettings, Layer
 from report_fixtures import ROOT
 from tiny_checkpoint import write_tiny
 

@@ -3,6 +3,7 @@ import logging
 import pytest
 import torch
 
+from aiayn.options import ModelConfig
 from aiayn.decode import average
 from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
 
@@ -96,7 +97,7 @@ def test_averaged_real_model_loads_with_load_model(tmp_path):
     states = []
     for step, seed in ((10, 0), (20, 1)):
         torch.manual_seed(seed)
-        model = model_module.Transformer(model_module.ModelConfig.from_dict(settings["model"]), VOCAB["size"])
+        model = model_module.Transformer(ModelConfig.from_dict(settings["model"]), VOCAB["size"])
         states.append(model.state_dict())
         (tmp_path / "checkpoints").mkdir(exist_ok=True)
         save_checkpoint(tmp_path / "checkpoints" / f"ckpt_{step:08d}.pt",

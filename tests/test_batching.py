@@ -15,7 +15,7 @@ def lengths(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def test_budget_and_exact_cover():
     src, tgt = lengths(500)
-    batches, dropped = make_batches(src, tgt, max_tokens=64)
+    batches, dropped = make_batches(src, tgt, tokens_per_batch=64)
     assert dropped == 0
     seen = np.concatenate(batches)
     assert sorted(seen.tolist()) == list(range(500))
@@ -25,17 +25,17 @@ def test_budget_and_exact_cover():
 
 def test_oversize_and_overlong_pairs_are_dropped_and_counted():
     src, tgt = np.array([3, 70, 5, 9]), np.array([4, 2, 5, 12])
-    batches, dropped = make_batches(src, tgt, max_tokens=64, max_len=12)
+    batches, dropped = make_batches(src, tgt, tokens_per_batch=64, max_len=12)
     assert dropped == 2  # pair 1 over the budget, pair 3 over max_len with its eos/bos
     assert sorted(np.concatenate(batches).tolist()) == [0, 2]
-    alone, _ = make_batches(src[:2], tgt[:2], max_tokens=64, drop_oversize=False)
+    alone, _ = make_batches(src[:2], tgt[:2], tokens_per_batch=64, drop_oversize=False)
     assert sorted(b.tolist() for b in alone) == [[0], [1]]
     with pytest.raises(ValueError, match="max_positions=12"):
-        make_batches(src, tgt, max_tokens=64, max_len=12, drop_overlong=False)
+        make_batches(src, tgt, tokens_per_batch=64, max_len=12, drop_overlong=False)
 
 
 def test_epochs_cover_every_batch_once_and_are_deterministic():
-    batches, _ = make_batches(*lengths(400), max_tokens=64)
+    batches, _ = make_batches(*lengths(400), tokens_per_batch=64)
     a, b = BatchSampler(batches, seed=3), BatchSampler(batches, seed=3)
     assert a.order(1).tolist() == b.order(1).tolist()
     assert a.order(1).tolist() != a.order(2).tolist()
@@ -56,7 +56,7 @@ def test_ranks_get_equal_disjoint_shares(caplog):
 
 
 def test_stream_resumes_mid_epoch_and_crosses_epochs():
-    batches, _ = make_batches(*lengths(200), max_tokens=64)
+    batches, _ = make_batches(*lengths(200), tokens_per_batch=64)
     sampler = BatchSampler(batches, seed=2)
     stream = BatchStream(sampler)
     taken = [stream.next().tolist() for _ in range(len(batches) + 3)]
@@ -82,17 +82,17 @@ def test_collate_adds_eos_and_bos(tmp_path):
     assert batch.gold().tolist() == [10, 11, 3, 13, 14, 15, 3]
 
 
-def reference_batches(src_lengths, tgt_lengths, max_tokens, max_len=None, drop_oversize=True):
+def reference_batches(src_lengths, tgt_lengths, tokens_per_batch, max_len=None, drop_oversize=True):
     """The packing rule pair by pair: add a pair unless (n + 1) * max(longest src, longest tgt) > budget."""
     src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
     longest = np.maximum(src_need, tgt_need)
     drop = (longest > max_len if max_len else np.zeros(len(longest), bool)) | (
-        (longest > max_tokens) if drop_oversize else False)
+        (longest > tokens_per_batch) if drop_oversize else False)
     order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
     batches, current, s_max, t_max = [], [], 0, 0
     for i in order[~drop[order]].tolist():
         s, t = max(s_max, src_need[i]), max(t_max, tgt_need[i])
-        if current and (len(current) + 1) * max(s, t) > max_tokens:
+        if current and (len(current) + 1) * max(s, t) > tokens_per_batch:
             batches.append(current)
             current, s, t = [], src_need[i], tgt_need[i]
         current.append(i)
@@ -100,13 +100,13 @@ def reference_batches(src_lengths, tgt_lengths, max_tokens, max_len=None, drop_o
     return batches + ([current] if current else []), int(drop.sum())
 
 
-@pytest.mark.parametrize("seed, max_tokens, max_len, drop_oversize", [
+@pytest.mark.parametrize("seed, tokens_per_batch, max_len, drop_oversize", [
     (0, 64, None, True), (1, 64, 20, True), (2, 40, None, False), (3, 1000, None, True), (4, 7, 25, False)])
-def test_vectorised_packing_equals_the_pair_by_pair_rule(seed, max_tokens, max_len, drop_oversize):
+def test_vectorised_packing_equals_the_pair_by_pair_rule(seed, tokens_per_batch, max_len, drop_oversize):
     rng = np.random.default_rng(seed)
     src, tgt = rng.integers(0, 60, 3000), rng.integers(0, 60, 3000)
-    got, dropped = make_batches(src, tgt, max_tokens, max_len, drop_oversize=drop_oversize)
-    want, want_dropped = reference_batches(src, tgt, max_tokens, max_len, drop_oversize)
+    got, dropped = make_batches(src, tgt, tokens_per_batch, max_len, drop_oversize=drop_oversize)
+    want, want_dropped = reference_batches(src, tgt, tokens_per_batch, max_len, drop_oversize)
     assert [b.tolist() for b in got] == want and dropped == want_dropped
 
 

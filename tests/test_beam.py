@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from aiayn.decode.beam import (SpecialIds, UncachedDecoding, beam_search, beam_search_n_best, length_penalty,
+from aiayn.options import ModelConfig
+from aiayn.decode.beam import (SpecialIds, UncachedDecoding, beam_search, beam_search_n_best, gnmt_length_penalty,
                                max_output_length, pad_sources, translate_sentences, translate_sentences_n_best)
 from fake_model import BOS, EOS, FakeModel
 
@@ -31,7 +32,7 @@ NO_EOS_TABLE = {(9, p): {A: 0.9, B: 0.1}
 
 
 def search(model, sources, **kwargs):
-    settings = dict(beam_size=2, length_penalty_alpha=1.0, max_len_a=1.0, max_len_b=3.0, early_stop=True)
+    settings = dict(beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=3.0, early_stop=True)
     settings.update(kwargs)
     return beam_search(model, pad_sources(sources, IDS), [len(s) for s in sources], ids=IDS, **settings)
 
@@ -41,8 +42,8 @@ def lp(n, alpha):
 
 
 def test_length_penalty_and_max_len_golden():
-    assert length_penalty(1, 0.6) == 1.0
-    assert length_penalty(7, 0.6) == pytest.approx(2 ** 0.6)
+    assert gnmt_length_penalty(1, 0.6) == 1.0
+    assert gnmt_length_penalty(7, 0.6) == pytest.approx(2 ** 0.6)
     assert max_output_length(20, 1, 50) == 70 and max_output_length(10, 1.5, 2) == 17
     assert max_output_length(0, 0, 0) == 1
 
@@ -52,7 +53,7 @@ def test_length_penalty_and_max_len_golden():
     (1.0, [C, A], math.log(0.36), 3),       # the penalty makes the longer one win
 ])
 def test_length_penalty_changes_the_winner(alpha, tokens, log_prob, length):
-    [hyp] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty_alpha=alpha)
+    [hyp] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty=alpha)
     assert hyp.tokens == tokens
     assert hyp.log_prob == pytest.approx(log_prob, rel=1e-6)
     assert hyp.score == pytest.approx(log_prob / lp(length, alpha), rel=1e-6)   # |Y| counts eos
@@ -99,7 +100,7 @@ def greedy(model, source, max_len):
 def test_beam_one_is_greedy():
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[7, 1], [8, 1, 1], [9]]
-    hyps = search(model, sources, beam_size=1, length_penalty_alpha=0.6)
+    hyps = search(model, sources, beam_size=1, length_penalty=0.6)
     assert [h.tokens for h in hyps] == [greedy(model, s, 3 + len(s)) for s in sources]
     assert [h.tokens for h in hyps] == [[C, A], [], [A, A, A, A]]
 
@@ -109,7 +110,7 @@ def test_batching_keeps_input_order(max_sentences):
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [8, 1, 1], [7, 1], [9, 1, 1, 1], [7, 4, 4]]
     hyps = translate_sentences(model, sources, max_sentences=max_sentences, ids=IDS, beam_size=2,
-                               length_penalty_alpha=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
+                               length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
     alone = [search(FakeModel(model.table), [s], max_len_b=2.0)[0] for s in sources]
     assert hyps == alone
     assert [h.tokens for h in hyps] == [[A, A, A], [A, A, A], [C, A], [A] * 6, [C, A]]
@@ -124,17 +125,17 @@ def test_cached_and_uncached_decoding_agree_on_fake_model():
 def test_n_best_lists_the_finished_hypotheses_best_first():
     # alpha 0: [c] (P .4) and [c a] (P .36) finish, [c a b] (P .24) is still live when the search stops.
     [hyps] = beam_search_n_best(FakeModel(LENGTH_TABLE), pad_sources([[7, 1]], IDS), [2], n_best=2, beam_size=2,
-                                length_penalty_alpha=0.0, max_len_b=3.0, ids=IDS)
+                                length_penalty=0.0, max_len_b=3.0, ids=IDS)
     assert [h.tokens for h in hyps] == [[C], [C, A]]
     assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.4), math.log(0.36)], rel=1e-6)
-    [best] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty_alpha=0.0)
+    [best] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty=0.0)
     assert best == hyps[0]
 
 
 def test_n_best_of_a_corpus_keeps_input_order_and_the_best_first():
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [7, 1], [8, 1, 1]]
-    settings = dict(ids=IDS, beam_size=2, length_penalty_alpha=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
+    settings = dict(ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
     lists = translate_sentences_n_best(model, sources, max_sentences=2, n_best=2, **settings)
     assert [hyps[0] for hyps in lists] == translate_sentences(model, sources, max_sentences=2, **settings)
     assert [[h.tokens for h in hyps] for hyps in lists] == [[[A, A, A], [A, A, B]], [[C, A], [C]], [[A, A, A], []]]
@@ -149,7 +150,7 @@ def test_n_best_beyond_the_beam_refused(n_best):
 
 def test_negative_alpha_with_early_stop_refused():
     with pytest.raises(ValueError, match="length_penalty >= 0"):
-        search(FakeModel({}), [[7]], length_penalty_alpha=-0.5)
+        search(FakeModel({}), [[7]], length_penalty=-0.5)
 
 
 class EosBias:
@@ -174,7 +175,7 @@ def real_model(seed):
     model_module = pytest.importorskip("aiayn.model", reason="aiayn.model (branch model) is not merged here")
     # The eos bias below is sized for this initialisation's logit scale: a few hypotheses end early, most
     # run to the length limit (an init of its own, not the config default, so the default may change).
-    cfg = model_module.ModelConfig(n_layers=2, d_model=32, d_ff=64, n_heads=4, d_k=8, d_v=8, dropout=0.0,
+    cfg = ModelConfig(n_layers=2, d_model=32, d_ff=64, n_heads=4, d_k=8, d_v=8, dropout=0.0,
                                    init="fairseq")
     torch.manual_seed(seed)
     return EosBias(model_module.Transformer(cfg, vocab_size=24, pad_id=0).eval(), bias=2.0)
@@ -197,7 +198,7 @@ def test_cached_logits_equal_uncached_on_real_model():
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_cached_beam_equals_uncached_on_real_model(beam_size):
     model = real_model(seed=0)
-    settings = dict(beam_size=beam_size, length_penalty_alpha=0.6, max_len_b=8.0)
+    settings = dict(beam_size=beam_size, length_penalty=0.6, max_len_b=8.0)
     with torch.no_grad():
         cached = search(model, REAL_SOURCES, **settings)
         uncached = search(UncachedDecoding(model), REAL_SOURCES, **settings)
@@ -210,7 +211,7 @@ def test_cached_beam_equals_uncached_on_real_model(beam_size):
 def test_beam_one_is_greedy_on_real_model():
     model = real_model(seed=4)
     with torch.no_grad():
-        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty_alpha=0.6, max_len_b=8.0)
+        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty=0.6, max_len_b=8.0)
         expected = [greedy(model, s, len(s) + 8) for s in REAL_SOURCES]
     assert [h.tokens for h in hyps] == expected
     assert [] in expected and any(len(tokens) == len(s) + 8 for tokens, s in zip(expected, REAL_SOURCES))
@@ -224,7 +225,7 @@ def test_onednn_products_give_the_same_hypotheses_on_real_model(monkeypatch):
         pytest.skip("this torch build has no oneDNN linear operator")
     monkeypatch.setattr(functional, "ONEDNN_MIN_MACS_NO_GRAD", 0)
     model = real_model(seed=0)
-    settings = dict(beam_size=4, length_penalty_alpha=0.6, max_len_b=8.0)
+    settings = dict(beam_size=4, length_penalty=0.6, max_len_b=8.0)
     plain = search(model, REAL_SOURCES, **settings)
     model.model.use_onednn(True)
     fast = search(model, REAL_SOURCES, **settings)
@@ -240,8 +241,8 @@ def test_first_step_runs_one_row_per_sentence():
     decode = model.decode
     model.decode = lambda tgt_in, enc, cache=None: rows.append(tgt_in.size(0)) or decode(tgt_in, enc, cache)
     with torch.no_grad():
-        hyps = search(model, REAL_SOURCES, beam_size=3, length_penalty_alpha=0.6, max_len_b=8.0)
+        hyps = search(model, REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8.0)
     n = len(REAL_SOURCES)
     assert rows[0] == n and rows[1] > n and all(r % 3 == 0 for r in rows[1:])  # sentences leave when done
     assert [h.tokens for h in hyps] == [h.tokens for h in search(UncachedDecoding(model), REAL_SOURCES, beam_size=3,
-                                                                 length_penalty_alpha=0.6, max_len_b=8.0)]
+                                                                 length_penalty=0.6, max_len_b=8.0)]

@@ -22,26 +22,26 @@ def names(out_dir):
     return [step for step, _ in checkpoint.list_checkpoints(out_dir)]
 
 
-@pytest.mark.parametrize("step, every, final, spaced", [
+@pytest.mark.parametrize("step, checkpoint_steps, final, spaced", [
     (1400, 1400, 100000, True), (2800, 1400, 100000, True), (1401, 1400, 100000, False),
     (100000, 1400, 100000, True),      # the final step is averaged although 100000 % 1400 != 0
     (777, 0, 100000, True),            # checkpoint_steps 0: spacing by the clock, every one counts
 ])
-def test_is_spaced(step, every, final, spaced):
-    assert checkpoint.is_spaced(step, every, final) is spaced
+def test_is_spaced(step, checkpoint_steps, final, spaced):
+    assert checkpoint.is_spaced(step, checkpoint_steps, final) is spaced
 
 
 def test_rotation_keeps_the_newest_spaced_ones_and_the_newest_of_all(tmp_path):
     """Steps 100, 200, ... spaced; 250 (the clock's) and 530 (a stop's) are for resuming only."""
     touch(tmp_path, 100, 200, 250, 300, 400, 500)
-    assert checkpoint.rotate(tmp_path, keep=3, every=100, final_step=1000) == [
+    assert checkpoint.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000) == [
         checkpoint.checkpoint_path(tmp_path, s) for s in (100, 200, 250)]
     assert names(tmp_path) == [300, 400, 500]
     touch(tmp_path, 530)
-    checkpoint.rotate(tmp_path, keep=3, every=100, final_step=1000)
+    checkpoint.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000)
     assert names(tmp_path) == [300, 400, 500, 530]   # 530 stays: a resumed run starts there
     touch(tmp_path, 600)
-    checkpoint.rotate(tmp_path, keep=3, every=100, final_step=1000)
+    checkpoint.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000)
     assert names(tmp_path) == [400, 500, 600]        # a clock checkpoint never pushes out a spaced one
 
 
@@ -68,10 +68,7 @@ def test_the_file_is_the_dict_of_the_entries_set_and_loads_back(tmp_path):
         load_checkpoint(tmp_path / "d.pt")
 
 
-def test_train_defaults_are_train_configs():
-    from aiayn.train.settings import TrainConfig
-
-    assert ck.TRAIN_DEFAULTS == {key: getattr(TrainConfig(), key) for key in ck.TRAIN_DEFAULTS}
+def test_a_train_setting_left_out_is_its_definitions_default():
     partial = Checkpoint(model={}, settings={"train": {"precision": "bf16"}}, vocab={})
     assert (partial.train_setting("precision"), partial.train_setting("checkpoint_steps")) == ("bf16", 1400)
 
@@ -147,3 +144,13 @@ def test_cuda_generators_restore_onto_fewer_or_more_gpus(monkeypatch, caplog, sa
     if saved > visible:
         assert "1 of 2 saved CUDA generator states" in caplog.text
 
+
+
+def test_a_checkpoint_written_before_a_key_was_renamed_resumes_under_the_new_name():
+    vocab = {"size": 8}
+    before = Checkpoint(model={}, settings={"model": {}, "train": {"max_tokens": 4096, "warmup_steps": 4000}},
+                        vocab=vocab)
+    now = {"model": {}, "train": {"tokens_per_step": 4096, "warmup_steps": 4000}}
+    assert ck.trajectory_changes(before, now, vocab) == []
+    changed = {"model": {}, "train": {"tokens_per_step": 2048, "warmup_steps": 4000}}
+    assert ck.trajectory_changes(before, changed, vocab) == ["train settings (tokens_per_step)"]

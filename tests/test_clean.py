@@ -3,7 +3,7 @@ import json
 import pytest
 
 from aiayn.data import clean
-from aiayn.data.clean import LengthFilter
+from aiayn.options import LengthFilter
 from aiayn.data.lines import DataError
 
 # (en, de, why dropped under min_len=2, max_len=5, max_ratio=1.5)

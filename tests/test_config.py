@@ -7,18 +7,9 @@ import pytest
 import yaml
 
 from aiayn import config as cfg
-from aiayn import settings
-from aiayn.data.binarize import ShardsConfig
-from aiayn.data.bpe import LearnOptions
-from aiayn.data.clean import LengthFilter
-from aiayn.data.download import DownloadConfig
-from aiayn.data.tokenize import TokenizeConfig
-from aiayn.decode.settings import AverageConfig, DecodeConfig
-from aiayn.evaluate.bleu import BleuConfig
-from aiayn.model.config import ModelConfig
-from aiayn.parsing.prepare import TreebankConfig
-from aiayn.report.attention_settings import AttentionSettings
-from aiayn.train.settings import TrainConfig
+from aiayn.options import (AverageConfig, BleuConfig, PerplexityConfig, DecodeConfig, DownloadConfig, LearnOptions,
+                           LengthFilter, ModelConfig, ShardsConfig, TokenizeConfig, TrainConfig, TreebankConfig)
+from aiayn.options.figures import AttentionSettings
 
 from paths import ROOT
 
@@ -100,7 +91,7 @@ def test_semi_supervised_parser_uses_transformer_parsing_big(paper):
                                "dropout": 0.1, "attention_dropout": 0.0, "share_embeddings": False,
                                "share_softmax": True}
     assert parser["model"]["n_layers"] == 4 and parser["model"]["d_model"] == 1024
-    assert parser["train"] == {**wsj_only["train"], "warmup_steps": 4000, "max_tokens": 12500}
+    assert parser["train"] == {**wsj_only["train"], "warmup_steps": 4000, "tokens_per_step": 12500}
     assert parser["decode"] == wsj_only["decode"] and parser["average"] == wsj_only["average"]
 
 
@@ -207,16 +198,17 @@ def _overlays(paper, *names):
 
 # What each settings file is read into, by the stage that reads it (its CLI's --settings).
 READERS = {
-    "download.json": lambda v: settings.from_section(DownloadConfig, v, "data"),
-    "tokenize.<lang>.json": lambda v: settings.from_section(TokenizeConfig, v, "data.tokenize"),
-    "clean.json": lambda v: settings.from_section(LengthFilter, v, "data.clean"),
-    "shards.json": lambda v: settings.from_section(ShardsConfig, v, "data.shards"),
-    "bpe.json": lambda v: settings.from_section(LearnOptions, v, "data.bpe"),
-    "treebank.json": lambda v: settings.from_section(TreebankConfig, v, "tasks.wsj"),
+    "download.json": lambda v: DownloadConfig.from_dict(v, "data"),
+    "tokenize.<lang>.json": lambda v: TokenizeConfig.from_dict(v, "data.tokenize"),
+    "clean.json": lambda v: LengthFilter.from_dict(v, "data.clean"),
+    "shards.json": lambda v: ShardsConfig.from_dict(v, "data.shards"),
+    "bpe.json": lambda v: LearnOptions.from_dict(v, "data.bpe"),
+    "treebank.json": lambda v: TreebankConfig.from_dict(v, "tasks.wsj"),
     "train.json": lambda v: (ModelConfig.from_dict(v["model"]), TrainConfig.from_dict(v["train"])),
-    "average.json": lambda v: settings.from_section(AverageConfig, v, "average"),
-    "decode.json": lambda v: settings.from_section(DecodeConfig, v, "decode"),
-    "bleu.json": lambda v: settings.from_section(BleuConfig, v, "bleu"),
+    "average.json": lambda v: AverageConfig.from_dict(v, "average"),
+    "decode.json": lambda v: DecodeConfig.from_dict(v, "decode"),
+    "bleu.json": lambda v: BleuConfig.from_dict(v, "bleu"),
+    "perplexity.json": lambda v: PerplexityConfig.from_dict(v, "perplexity"),
     "config.json": lambda v: cfg.validate(v),
     "attention.json": lambda v: AttentionSettings.from_dict(v),
 }
@@ -253,7 +245,8 @@ def test_stage_defaults_are_the_paper_config(paper):
     defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(), "clean.json": LengthFilter(),
                 "shards.json": ShardsConfig(), "en-de/bpe.json": LearnOptions(), "treebank.json": TreebankConfig(),
                 "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig(),
-                "results/settings/bleu.json": BleuConfig()}
+                "results/settings/bleu.json": BleuConfig(),
+                "results/settings/perplexity.json": PerplexityConfig()}
     for suffix, default in defaults.items():
         [path] = [p for p in files if p.endswith(suffix) and "en-fr" not in p]
         assert READERS[_reader(path)](files[path]) == default, path

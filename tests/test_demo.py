@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aiayn.config import load
-from aiayn.data.download import archive_name
+from aiayn.options.sources import archive_name
 from aiayn.data.extract import extract
 from aiayn.demo import mirror
 from aiayn.demo.grammar import NP, Clause, English, French, German

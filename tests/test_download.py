@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from aiayn.data import download
-from aiayn.data.download import DownloadError, archive_name, load_lock, resolve_url
+from aiayn.data.download import DownloadError, load_lock, resolve_url
+from aiayn.options.sources import archive_name
 
 from paths import ROOT
 

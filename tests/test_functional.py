@@ -2,7 +2,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
+
+from aiayn.options import ModelConfig
 from aiayn.model import functional
 from aiayn.model.functional import Linear, dropout, linear, onednn_available
 

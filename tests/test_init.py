@@ -8,14 +8,14 @@ margins a correct scheme misses with probability below 1e-4.
 """
 
 import math
-from importlib.resources import files
 
 import pytest
 import torch
 import yaml
 
-from aiayn.model import ModelConfig, Transformer
-from aiayn.model.config import INIT_SCHEMES
+from aiayn.model import Transformer
+
+from aiayn.options import ModelConfig, schema
 from aiayn.model.init import SCHEMES, InitScheme, initialize, linear_bound, xavier_bound
 
 D, F, H, DK, DV, V = 64, 256, 4, 16, 12, 300
@@ -162,8 +162,8 @@ def test_mixed_scheme_changes_only_its_field():
 
 
 def test_config_schema_and_schemes_name_the_same_options():
-    schema = yaml.safe_load(files("aiayn.resources").joinpath("config.schema.yaml").read_text(encoding="utf-8"))
-    assert set(INIT_SCHEMES) == set(SCHEMES) == set(schema["$defs"]["model"]["properties"]["init"]["enum"])
+    init = schema()["properties"]["defaults"]["properties"]["model"]["properties"]["init"]
+    assert set(SCHEMES) == set(init["enum"])
 
 
 def test_the_default_is_the_papers_code_scheme():

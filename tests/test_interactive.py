@@ -17,9 +17,9 @@ from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.decode import interactive, manifest
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
-from aiayn.decode.settings import DecodeConfig
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.decode.stream import LineBatches
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
 from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
 from aiayn.runtime.session import load_model
 from aiayn.parsing import parse
@@ -85,7 +85,7 @@ def expected(run_dir, line, checkpoint="avg.pt"):
     ids = sp.encode(MosesPipeline("en").line(line))
     model, _ = load_model(run_dir / checkpoint, "cpu")
     [hyp] = beam_search(model, pad_sources([ids], SpecialIds()), [len(ids)], beam_size=3,
-                        length_penalty_alpha=0.6, max_len_a=1, max_len_b=5)
+                        length_penalty=0.6, max_len_a=1, max_len_b=5)
     return MosesDetok("de").line(sp.decode(hyp.tokens)), hyp.score
 
 

@@ -19,8 +19,9 @@ CONTRACT: dict[str, set[str]] = {
     "aiayn": set(),                       # the package's __init__: a version string
     "io": set(),
     "settings": {"io"},
-    "options": {"io", "settings"},        # option definitions, importable from everywhere (below)
-    "model": {"settings"},                # settings.check_known_keys, the bottom layer's
+    "options": set(),                     # every option's definition (standard library only), importable
+    "cli": set(),                         # from everywhere (below), as are the shared command-line flags
+    "model": set(),
     "data": {"io", "settings"},
     "runtime": {"model", "data", "io", "settings"},
     "evaluate": {"runtime", "model", "data", "io", "settings"},
@@ -32,25 +33,13 @@ CONTRACT: dict[str, set[str]] = {
     "describe": {"config", "model", "io", "settings"},
     "demo": {"config", "parsing", "data", "io", "settings"},
 }
-EVERYONE_MAY_IMPORT = {"options"}
-
-# Edges the contract forbids that the code still has, each with why; the test fails once one is gone,
-# so that the exception is deleted with it. config.py and describe.py build the stages' dataclasses
-# to check a config; those definitions are moving into aiayn.options.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("config", "data"): "TokenizeConfig and the other data stages' settings",
-    ("config", "decode"): "AverageConfig, DecodeConfig",
-    ("config", "model"): "ModelConfig",
-    ("config", "report"): "the figures' settings",
-    ("config", "train"): "TrainConfig",
-    ("describe", "train"): "TrainConfig",
-}
+EVERYONE_MAY_IMPORT = {"options", "cli"}
 
 # Package -> the only third-party top-level modules it may import (the standard library always).
 THIRD_PARTY_ONLY: dict[str, set[str]] = {"model": {"torch"}}
 # Package -> third-party modules it must not import: the data stages write files without torch.
 THIRD_PARTY_NEVER: dict[str, set[str]] = {"data": {"torch"}, "io": {"torch"}, "settings": {"torch"},
-                                          "config": {"torch"}}
+                                          "config": {"torch"}, "options": {"torch"}, "cli": {"torch"}}
 
 
 @dataclass(frozen=True)
@@ -106,8 +95,7 @@ def all_imports() -> list[Import]:
     return [edge for path in sorted(SRC.rglob("*.py")) for edge in imports_of(path)]
 
 
-def violations(edges: list[Import], contract: dict[str, set[str]] = CONTRACT,
-               exceptions: dict[tuple[str, str], str] = KNOWN_EXCEPTIONS) -> list[str]:
+def violations(edges: list[Import], contract: dict[str, set[str]] = CONTRACT) -> list[str]:
     """``file:line: importer -> imported`` for every edge the contract does not allow."""
     bad = []
     for edge in edges:
@@ -119,8 +107,7 @@ def violations(edges: list[Import], contract: dict[str, set[str]] = CONTRACT,
             continue
         if edge.importer not in contract:
             bad.append(f"{edge.file}:{edge.line}: package {edge.importer} is not in the contract")
-        elif edge.imported not in contract[edge.importer] | EVERYONE_MAY_IMPORT \
-                and (edge.importer, edge.imported) not in exceptions:
+        elif edge.imported not in contract[edge.importer] | EVERYONE_MAY_IMPORT:
             bad.append(f"{edge.file}:{edge.line}: {edge.importer} -> {edge.imported}")
     return bad
 
@@ -132,12 +119,6 @@ def test_imports_follow_the_contract():
 def test_every_package_is_in_the_contract():
     packages = {package_of(path) for path in SRC.rglob("*.py")}
     assert packages - set(CONTRACT) == set()
-
-
-def test_known_exceptions_still_exist():
-    """An exception the code no longer needs is deleted from KNOWN_EXCEPTIONS."""
-    edges = {(edge.importer, edge.imported) for edge in all_imports() if edge.aiayn}
-    assert set(KNOWN_EXCEPTIONS) - edges == set()
 
 
 def test_the_contract_has_no_cycle():

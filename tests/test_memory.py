@@ -63,7 +63,7 @@ raise SystemExit(main(sys.argv[1:]))
 def test_a_cpu_training_with_onednn_products_keeps_its_memory_flat(tmp_path):
     # Before row counts were bucketed RSS grew by 166 MB from step 50 to step 400; since then by 8 MB.
     data = wide_task(tmp_path / "data")
-    run = settings(train_steps=400, max_tokens=1200, max_tokens_per_batch=1200, log_every_steps=50,
+    run = settings(train_steps=400, tokens_per_step=1200, tokens_per_pass=1200, log_every_steps=50,
                    checkpoint_steps=0, keep_checkpoints=1, dev_every_steps=0, cpu_matmul="onednn", precision="fp32")
     run["model"]["max_positions"] = 256
     (tmp_path / "settings.json").write_text(json.dumps(run))

@@ -23,8 +23,8 @@ if not WMT.is_dir():  # a worktree beside shared/, or a clone with shared/ besid
     WMT = ROOT.parents[1] / "shared" / "data" / "wmt"
 CONFIGS = [str(ROOT / "config.yaml"), str(ROOT / "configs/own-corpus.yaml")]
 TINY = {"model": {"n_layers": 1, "d_model": 32, "d_ff": 64, "n_heads": 2, "d_k": 16, "d_v": 16},
-        "train": {"gpus": 0, "train_steps": 60, "warmup_steps": 20, "max_tokens": 1500,
-                  "max_tokens_per_batch": 1500, "checkpoint_steps": 20, "dev_every_steps": 30, "log_every_steps": 10},
+        "train": {"gpus": 0, "train_steps": 60, "warmup_steps": 20, "tokens_per_step": 1500,
+                  "tokens_per_pass": 1500, "checkpoint_steps": 20, "dev_every_steps": 30, "log_every_steps": 10},
         "average": {"last": 2}, "decode": {"beam_size": 2, "max_len_b": 10}}
 
 

@@ -1,5 +1,6 @@
 import pytest
 
+from aiayn.options.data import SIDES, normalizes
 from aiayn.data import detokenize, tokenize
 from aiayn.data.lines import DataError
 from aiayn.data.tokenize import MosesPipeline
@@ -87,12 +88,12 @@ def test_detokenize_undoes_tokenize(lang, text, _, __, tmp_path):
 
 def test_normalizes_per_side():
     per_side = {"source": True, "target": False}
-    assert [tokenize.normalizes(per_side, side) for side in tokenize.SIDES] == [True, False]
-    assert [tokenize.normalizes(False, side) for side in tokenize.SIDES] == [False, False]
-    with pytest.raises(DataError, match="normalize_punctuation must be"):
-        tokenize.normalizes({"source": True}, "target")
+    assert [normalizes(per_side, side) for side in SIDES] == [True, False]
+    assert [normalizes(False, side) for side in SIDES] == [False, False]
+    with pytest.raises(ValueError, match="normalize_punctuation must be"):
+        normalizes({"source": True}, "target")
     with pytest.raises(ValueError, match="side must be one of"):
-        tokenize.normalizes(True, "tgt")
+        normalizes(True, "tgt")
 
 
 def _config_settings(tmp_path, overlay=None):

@@ -17,7 +17,7 @@ import torch
 from torch.distributed.run import get_args_parser
 
 from aiayn.train.distributed import first_host, rendezvous_endpoint, threads_per_rank, torchrun_command
-from aiayn.train.settings import TrainConfig
+from aiayn.options import TrainConfig
 from paths import ROOT
 from train_helpers import settings
 
@@ -93,17 +93,17 @@ def test_cpu_ranks_need_gpus_zero():
     assert TrainConfig(gpus=0, cpu_ranks=3).local_ranks == 3 and TrainConfig(gpus=2).local_ranks == 2
     with pytest.raises(ValueError, match=r"train.cpu_ranks=2 needs train.gpus: 0"):
         TrainConfig(gpus=1, cpu_ranks=2)
-    with pytest.raises(ValueError, match=r"train.cpu_ranks must be at least 1"):
+    with pytest.raises(ValueError, match=r"train.cpu_ranks: 0 is less than the minimum of 1"):
         TrainConfig(gpus=0, cpu_ranks=0)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ranks, max_tokens", [(2, 128), (3, 120)])
-def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_path, ranks, max_tokens):
-    """20 steps of ``max_tokens``: one rank of ``ranks`` passes, and ``ranks`` torchrun ranks of one pass
+@pytest.mark.parametrize("ranks, step_tokens", [(2, 128), (3, 120)])
+def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_path, ranks, step_tokens):
+    """20 steps of ``step_tokens``: one rank of ``ranks`` passes, and ``ranks`` torchrun ranks of one pass
     each (the workflow's command line: ``--threads 2 --log FILE``): same loss, gradient norm, weights."""
     base = dict(train_steps=20, dev_every_steps=0, log_every_steps=1, checkpoint_steps=0, keep_checkpoints=1,
-                max_tokens=max_tokens, max_tokens_per_batch=max_tokens // ranks)
+                tokens_per_step=step_tokens, tokens_per_pass=step_tokens // ranks)
     runs = {}
     for n in (1, ranks):
         run = settings(cpu_ranks=n, **base)
@@ -113,8 +113,8 @@ def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_pat
         assert status == 0, output
         runs[n] = tmp_path / f"r{n}"
     assert "relaunching under torchrun" in output
-    assert (f"{ranks} rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= {max_tokens // ranks} tokens per rank: "
-            f"{max_tokens} tokens per step") in output
+    assert (f"{ranks} rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= {step_tokens // ranks} tokens per rank: "
+            f"{step_tokens} tokens per step") in output
     summaries = {r: json.loads((out / "summary.json").read_text()) for r, out in runs.items()}
     assert (summaries[1]["world_size"], summaries[ranks]["world_size"]) == (1, ranks)
     assert summaries[1]["tokens_tgt"] == summaries[ranks]["tokens_tgt"]

@@ -16,7 +16,7 @@ import torch.multiprocessing as mp
 from aiayn.train.__main__ import main, read_settings
 from aiayn.runtime.devices import GpuClaim
 from aiayn.train.distributed import DistEnv
-from aiayn.train.settings import TrainConfig
+from aiayn.options import TrainConfig
 from aiayn.train.trainer import NonFiniteError, Trainer
 from train_helpers import make_task, settings
 
@@ -165,7 +165,7 @@ def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int |
 
 @pytest.mark.slow
 def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
-    """The same max_tokens on one rank (two passes) and two ranks (one pass each): the same step."""
+    """The same tokens_per_step on one rank (two passes) and two ranks (one pass each): the same step."""
     torch.set_num_threads(1)
     single = settings(train_steps=3, dev_every_steps=0)
     single["model"]["dropout"] = 0.0
@@ -214,16 +214,16 @@ def test_resume_onto_a_gpu_reads_the_checkpoint_on_the_cpu(data, tmp_path, monke
 
 
 def test_step_plan_keeps_the_step_size_on_any_number_of_ranks():
-    cfg = TrainConfig(max_tokens=25000, max_tokens_per_batch=12500)
+    cfg = TrainConfig(tokens_per_step=25000, tokens_per_pass=12500)
     assert [(cfg.plan(w).passes, cfg.plan(w).tokens_per_pass) for w in (1, 2, 8)] == [(2, 12500), (1, 12500), (1, 3125)]
-    assert TrainConfig(max_tokens=25000, max_tokens_per_batch=4096).plan(1).passes == 7
-    for max_tokens, per_batch in ((25000, 12500), (25000, 4096), (128, 64), (400000, 12500)):
-        cfg = TrainConfig(max_tokens=max_tokens, max_tokens_per_batch=per_batch)
+    assert TrainConfig(tokens_per_step=25000, tokens_per_pass=4096).plan(1).passes == 7
+    for step_tokens, per_batch in ((25000, 12500), (25000, 4096), (128, 64), (400000, 12500)):
+        cfg = TrainConfig(tokens_per_step=step_tokens, tokens_per_pass=per_batch)
         for world in range(1, 17):
             plan = cfg.plan(world)
-            assert plan.world_size == world and plan.tokens_per_pass <= per_batch, (max_tokens, per_batch, world)
+            assert plan.world_size == world and plan.tokens_per_pass <= per_batch, (step_tokens, per_batch, world)
             assert plan.tokens_per_step == world * plan.passes * plan.tokens_per_pass
-            assert abs(plan.tokens_per_step - max_tokens) <= plan.tokens_per_pass, (max_tokens, per_batch, world)
+            assert abs(plan.tokens_per_step - step_tokens) <= plan.tokens_per_pass, (step_tokens, per_batch, world)
 
 
 def test_gpu_claims_are_exclusive(tmp_path):
@@ -363,7 +363,7 @@ def test_resume_skips_a_corrupt_newest_checkpoint(data, toy_run, tmp_path, caplo
 def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
     tiny = make_task(tmp_path / "tiny", n_train=3)
     with pytest.raises(ValueError, match=r"tiny/train: 3 sentence pairs, \d+ target tokens: less than one batch "
-                                         r"of 64 \(from train.max_tokens"):
+                                         r"of 64 \(from train.tokens_per_step"):
         Trainer(settings(), tiny, tmp_path / "out", CPU)
     assert not (tmp_path / "out").exists()
 
@@ -419,5 +419,5 @@ def test_progress_line_golden():
 
 def test_cpu_matmul_takes_onednn_or_mkl():
     assert TrainConfig().cpu_matmul == "onednn" and TrainConfig(cpu_matmul="mkl").cpu_matmul == "mkl"
-    with pytest.raises(ValueError, match="train.cpu_matmul must be 'onednn' or 'mkl', got 'blas'"):
+    with pytest.raises(ValueError, match="train.cpu_matmul: 'blas' is not one of onednn, mkl"):
         TrainConfig(cpu_matmul="blas")

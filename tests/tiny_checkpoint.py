@@ -6,7 +6,8 @@ from pathlib import Path
 import sentencepiece as spm
 import torch
 
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
+from aiayn.options import ModelConfig
 from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
 
 TEXT = ["the quick brown fox jumps over the lazy dog", "a stitch in time saves nine",

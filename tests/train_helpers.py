@@ -16,7 +16,7 @@ SETTINGS = {
     "model": {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "d_k": 8, "d_v": 8, "dropout": 0.1,
               "attention_dropout": 0.0, "relu_dropout": 0.0, "positional": "sinusoid", "max_positions": 64,
               "norm": "post", "layer_norm_eps": 1e-6, "share_embeddings": True},
-    "train": {"train_steps": 6, "label_smoothing": 0.1, "max_tokens": 128, "max_tokens_per_batch": 64,
+    "train": {"train_steps": 6, "label_smoothing": 0.1, "tokens_per_step": 128, "tokens_per_pass": 64,
               "adam_betas": [0.9, 0.98], "adam_eps": 1e-9, "warmup_steps": 2, "lr_scale": 1.0, "clip_norm": 0.0,
               "weight_decay": 0.0, "seed": 1, "precision": "auto", "compile": False, "gpus": 0,
               "checkpoint_minutes": 0, "checkpoint_steps": 2, "keep_checkpoints": 2, "log_every_steps": 2,

@@ -21,23 +21,17 @@ only the chosen experiments on the chosen tasks (:func:`runs`). An overlay delet
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import logging
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-from aiayn.data import sources as data_sources
-from aiayn.data.tokenize import normalizes
-from aiayn.decode.settings import AverageConfig, DecodeConfig
-from aiayn.model.config import ModelConfig
-from aiayn.report.attention_settings import AttentionSettings
-from aiayn.settings import from_section
-from aiayn.train.settings import TrainConfig
+from aiayn.options import (AttentionSettings, AverageConfig, DecodeConfig, ModelConfig, TrainConfig, normalizes, schema
+                           as options_schema)
+from aiayn.options.sources import file_problem, is_archive
 
 SECTIONS = ("model", "train", "average", "decode")
 SEED_RUN = "{experiment}.seed{seed}"  # the run directory of an experiment's seed after the first
@@ -49,10 +43,9 @@ class ConfigError(ValueError):
     """A configuration problem, with the key path that causes it."""
 
 
-@functools.lru_cache(maxsize=1)
 def schema() -> dict:
-    text = resources.files("aiayn.resources").joinpath("config.schema.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    """The config file's JSON schema, written from the option definitions (:func:`aiayn.options.schema`)."""
+    return options_schema()
 
 
 def load(path: str | Path, *overlays: str | Path) -> dict:
@@ -133,11 +126,26 @@ def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -
 def validate(config: Any, source: str = "config") -> None:
     """Check ``config`` against the JSON schema, then the cross-references the schema cannot see."""
     validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        lines = [f"{source}: {_key_path(e.absolute_path)}: {e.message}" for e in errors[:10]]
+        lines = [f"{source}: {_message(e)}" for e in errors[:10]]
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     _check_references(config, source)
+
+
+def _message(error: jsonschema.ValidationError) -> str:
+    """``key.path: what is wrong``, in the words of :func:`aiayn.options.check`; a former key name
+    says its new name (``defaults.train.max_tokens was renamed defaults.train.tokens_per_step``)."""
+    key = _key_path(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        renamed = error.schema.get("x-renamed", {})
+        for old in error.instance:
+            if old in renamed:
+                prefix = "" if key == "(top level)" else f"{key}."
+                return f"{prefix}{old} was renamed {prefix}{renamed[old]}"
+    if error.validator == "enum":
+        return f"{key}: {error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+    return f"{key}: {error.message}"
 
 
 def _key_path(path) -> str:
@@ -172,7 +180,7 @@ def _check_source(config: dict, task: str, corpus: str, source: str) -> None:
     if corpus not in sources:
         raise ConfigError(f"{source}: tasks.{task}: unknown source {corpus!r} (not under sources)")
     langs, where = sources[corpus].get("files"), f"sources.{corpus}.files"
-    if data_sources.is_archive(sources[corpus]):
+    if is_archive(sources[corpus]):
         members = sources[corpus]["members"]
         if task not in members:
             raise ConfigError(f"{source}: sources.{corpus}.members has no entry for task {task!r}")
@@ -199,13 +207,13 @@ def _check_choice(config: dict, source: str) -> None:
 
 
 def _check_files(config: dict, source: str) -> None:
-    """Every plain file of a source that a chosen run reads can be read (:func:`aiayn.data.sources.file_problem`)."""
+    """Every plain file of a source that a chosen run reads can be read (:func:`aiayn.options.sources.file_problem`)."""
     tasks = config["tasks"]
     used = dict.fromkeys(c for task, _ in runs(config) if tasks[task]["kind"] == "translation"
                          for c in [*tasks[task]["train"], tasks[task]["dev"], tasks[task]["test"]])
     for corpus in used:
         for lang, url in config["sources"][corpus].get("files", {}).items():
-            problem = data_sources.file_problem(url)
+            problem = file_problem(url)
             if problem:
                 raise ConfigError(f"{source}: sources.{corpus}.files.{lang}: {problem}")
 
@@ -214,8 +222,7 @@ def _check_runs(config: dict, source: str) -> None:
     """Build every run's settings into the dataclasses its stages use, so that what they refuse (an odd
     ``d_model`` with sinusoids, say) is refused now, naming the experiment."""
     builders = {"model": ModelConfig.from_dict, "train": TrainConfig.from_dict,
-                "average": lambda v: from_section(AverageConfig, v, "average"),
-                "decode": lambda v: from_section(DecodeConfig, v, "decode")}
+                "average": AverageConfig.from_dict, "decode": DecodeConfig.from_dict}
     for task, exp in runs(config):
         settings = resolve(config, exp, task)
         for section, build in builders.items():
@@ -410,6 +417,7 @@ def settings_files(config: dict) -> dict[str, Any]:
     for stage in ("clean", "shards"):
         files[f"{data_dir}/settings/{stage}.json"] = data[stage]
     files[f"{results_dir}/settings/bleu.json"] = config.get("bleu", {})
+    files[f"{results_dir}/settings/perplexity.json"] = config.get("perplexity", {})
     for task, spec in config["tasks"].items():
         files[f"{data_dir}/settings/{task}/bpe.json"] = {**data["bpe"], "vocab_size": vocab_size(spec)}
         if spec["kind"] == "translation":

@@ -21,8 +21,8 @@ from typing import IO
 import torch
 
 from aiayn import config as configlib
-from aiayn.model import ModelConfig, Transformer, count_parameters
-from aiayn.train.settings import TrainConfig
+from aiayn.model import Transformer, count_parameters
+from aiayn.options import ModelConfig, TrainConfig
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")
@@ -37,9 +37,9 @@ def model_parameters(model_settings: dict, vocab_size: int) -> int:
     return count_parameters(model)
 
 
-def step_plan(train_settings: dict, gpus: int, nodes: int = 1) -> dict:
+def step_plan(train: TrainConfig, gpus: int, nodes: int = 1) -> dict:
     """The :data:`PLAN_COLUMNS` of one run's optimizer step on ``nodes`` x ``gpus`` data-parallel ranks."""
-    plan = TrainConfig.from_dict(train_settings).plan(nodes * gpus)
+    plan = train.plan(nodes * gpus)
     return {"nodes": nodes, "gpus": gpus, "tokens_per_step": plan.tokens_per_step, "passes": plan.passes,
             "tokens_per_pass": plan.tokens_per_pass}
 
@@ -59,7 +59,7 @@ def describe(config: dict, vocab_size: int | None = None, gpus: int | None = Non
         row["positional"] = model["positional"]
         row["params"] = model_parameters(model, vocab)
         cfg = TrainConfig.from_dict(train)
-        row.update(step_plan(train, gpus or cfg.local_ranks, nodes or cfg.nodes))
+        row.update(step_plan(cfg, gpus or cfg.local_ranks, nodes or cfg.nodes))
         rows.append(row)
     return rows
 

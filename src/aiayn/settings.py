@@ -2,8 +2,8 @@
 
 The workflow writes each stage's section of the config (``aiayn.config.settings_files``) into a file
 that the stage's rule takes as input and passes as ``--settings FILE``; nothing else carries a setting
-from the config to a stage. Each dataclass has the keys of its config section and the paper's values
-as defaults, so a stage run by hand without ``--settings`` runs the paper's setup.
+from the config to a stage. Each dataclass (:mod:`aiayn.options`) has the keys of its config section and
+the paper's values as defaults, so a stage run by hand without ``--settings`` runs the paper's setup.
 
     python -m aiayn.settings --json STRING --output FILE [--log F]
 
@@ -13,35 +13,17 @@ writes one settings file (the workflow's ``settings`` rule): the JSON value, ind
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import TypeVar
 
+from aiayn.cli import add_log
 from aiayn.io import setup_logging, write_json
+from aiayn.options.core import build
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def check_known_keys(cls, values: Mapping[str, Any], section: str) -> None:
-    """Refuse keys of a settings section that the dataclass ``cls`` has no field for, naming them."""
-    known = {field.name for field in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
-
-
-def from_section(cls: type[T], values: Mapping[str, Any], section: str) -> T:
-    """``cls`` built from a config section: an unknown key or a bad value raises ValueError naming it."""
-    if not isinstance(values, Mapping):
-        raise ValueError(f"{section}: expected a mapping of settings, got {type(values).__name__}")
-    check_known_keys(cls, values, section)
-    try:
-        return cls(**values)
-    except TypeError as error:  # a field without default left out
-        raise ValueError(f"{section}: {error}") from None
 
 
 def read(path: str | Path | None, cls: type[T], section: str) -> T:
@@ -53,7 +35,7 @@ def read(path: str | Path | None, cls: type[T], section: str) -> T:
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON: {error}") from None
     try:
-        return from_section(cls, values, section)
+        return build(cls, values, section)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
 
@@ -62,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aiayn.settings", description="Write one settings file.")
     parser.add_argument("--json", required=True, help="the settings as a JSON string")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     write_json(args.output, json.loads(args.json))

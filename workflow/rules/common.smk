@@ -6,7 +6,7 @@ import re
 from aiayn import config as aiayn_config
 from aiayn.train import slurm as train_slurm
 from aiayn.data import sources as data_sources
-from aiayn.data.download import archive_name
+from aiayn.options.sources import archive_name, is_archive, is_local, local_path
 from aiayn.report.experiments import table_runs
 from aiayn.report.tables import inputs as table_inputs
 
@@ -23,7 +23,7 @@ SOURCES = config["sources"]
 TRANSLATION = [t for t, spec in TASKS.items() if spec["kind"] == "translation"]
 PARSING = [t for t, spec in TASKS.items() if spec["kind"] == "parsing"]
 RUNS = aiayn_config.run_names(config)  # run directories: experiments, then extra seeds (<exp>.seed<S>)
-ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if data_sources.is_archive(source)]
+ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if is_archive(source)]
 FILE_CORPORA = [c for c in SOURCES if c not in ARCHIVE_CORPORA]
 ARCHIVE_URLS = data_sources.downloads(SOURCES, ARCHIVE_CORPORA)
 DOWNLOADS = data_sources.downloads(SOURCES)
@@ -75,8 +75,8 @@ def local_copy(wildcards):
     """What a download reads when it is local, as its input: a local source file itself, or a local
     mirror's copy of a remote one (so that a rule that fills the mirror runs first)."""
     url, mirror = DOWNLOADS[wildcards.download], config["data"].get("mirror")
-    if data_sources.is_local(url):
-        return [str(data_sources.local_path(url))]
+    if is_local(url):
+        return [str(local_path(url))]
     return [f"{mirror}/{archive_name(url)}"] if mirror and "://" not in mirror else []
 
 

@@ -85,6 +85,7 @@ rule perplexity:
     input:
         checkpoint=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
         dev=f"{D}/bin/{{task}}/dev/manifest.json",
+        settings=f"{R}/settings/perplexity.json",
     output:
         f"{R}/{{task}}/{{exp}}/dev-last.ppl.json",
     params:
@@ -98,4 +99,4 @@ rule perplexity:
         "../../envs/aiayn.yaml"
     shell:
         "python -m aiayn.evaluate.perplexity --checkpoint {input.checkpoint} --data {params.data}"
-        " --output {output} --threads {threads} --log {log}"
+        " --settings {input.settings} --output {output} --threads {threads} --log {log}"

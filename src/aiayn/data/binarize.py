@@ -18,19 +18,14 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.data.lines import check_aligned, chunked, iter_lines, ordered_map, progress
 from aiayn.data.shards import ShardWriter, _sha256
 from aiayn.io import setup_logging
+from aiayn.options import ShardsConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class ShardsConfig:
-    """The keys of ``data.shards``: a shard's largest size, in MiB."""
-
-    max_shard_mb: float = 1024
 
 
 class PieceVocab:
@@ -111,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", required=True)
     parser.add_argument("--tgt", required=True)
     parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--settings", help="data.shards as JSON (default: max_shard_mb 1024)")
+    add_settings(parser, "data.shards as JSON (default: max_shard_mb 1024)")
     parser.add_argument("--threads", type=int, default=1, help="worker processes for the piece lookup")
     parser.add_argument("--chunk-lines", type=int, default=20000)
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     start = time.perf_counter()

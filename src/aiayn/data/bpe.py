@@ -45,9 +45,11 @@ from typing import IO, Iterable, Sequence
 
 import sentencepiece as spm
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.data.lines import count_lines, iter_lines, map_file
 from aiayn.io import atomic_output, setup_logging
+from aiayn.options import LearnOptions
 
 log = logging.getLogger(__name__)
 
@@ -77,18 +79,6 @@ def sample_lines(paths: Iterable[str | os.PathLike], size: int, seed: int, out: 
                     empty += 1
             seen += 1
     return {"lines": total, "sampled": written, "empty_sampled": empty}
-
-
-@dataclasses.dataclass(frozen=True)
-class LearnOptions:
-    """``data.bpe`` and the task's ``vocab_size``; ``threads`` comes from the command line."""
-
-    vocab_size: int = 37000
-    model_type: str = "bpe"
-    character_coverage: float = 1.0
-    sample_sentences: int = 10_000_000
-    seed: int = 1
-    threads: int = 1
 
 
 def read_symbols(paths: Iterable[str | os.PathLike]) -> list[str]:
@@ -205,7 +195,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     learn_p = commands.add_parser("learn", help="train one shared model on all inputs")
     learn_p.add_argument("--inputs", nargs="+", required=True)
     learn_p.add_argument("--model-prefix", required=True)
-    learn_p.add_argument("--settings", help="data.bpe and vocab_size as JSON (default: the paper's EN-DE)")
+    add_settings(learn_p, "data.bpe and vocab_size as JSON (default: the paper's EN-DE)")
     learn_p.add_argument("--symbols", nargs="*", default=[], help="files of tokens to keep whole, one per line")
     encode_p = commands.add_parser("encode", help="text lines -> space-separated pieces")
     encode_p.add_argument("--model", required=True)
@@ -214,7 +204,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     encode_p.add_argument("--chunk-lines", type=int, default=20000)
     for sub in (learn_p, encode_p):
         sub.add_argument("--threads", type=int, default=1)
-        sub.add_argument("--log")
+        add_log(sub)
     return parser.parse_args(argv)
 
 

@@ -34,9 +34,11 @@ import dataclasses
 import logging
 from typing import Iterable, Iterator
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.data.lines import DataError, check_aligned, iter_lines
 from aiayn.io import atomic_output, setup_logging, write_json
+from aiayn.options import LengthFilter
 
 log = logging.getLogger(__name__)
 
@@ -44,27 +46,6 @@ REASONS = ("empty", "too_short", "too_long", "ratio")
 # The config key behind each rule: what a user changes to keep the pairs a rule drops.
 REASON_KEYS = {"empty": "an empty side, always dropped", "too_short": "data.clean.min_len",
                "too_long": "data.clean.max_len", "ratio": "data.clean.max_ratio"}
-
-
-@dataclasses.dataclass(frozen=True)
-class LengthFilter:
-    """The clean-corpus-n rules; :meth:`reason` says why a pair is dropped (``None``: keep it)."""
-
-    min_len: int = 1
-    max_len: int | None = 80
-    max_ratio: float | None = 9.0
-
-    def reason(self, n_src: int, n_tgt: int) -> str | None:
-        shorter, longer = min(n_src, n_tgt), max(n_src, n_tgt)
-        if shorter == 0:
-            return "empty"
-        if shorter < self.min_len:
-            return "too_short"
-        if self.max_len is not None and longer > self.max_len:
-            return "too_long"
-        if self.max_ratio is not None and longer / shorter > self.max_ratio:
-            return "ratio"
-        return None
 
 
 def filter_pairs(pairs: Iterable[tuple[str, str]], rules: LengthFilter,
@@ -138,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", nargs="+", required=True, help="PREFIX: reads PREFIX.<src>, PREFIX.<tgt>")
     parser.add_argument("--out-prefix", required=True)
     parser.add_argument("--stats", required=True, help="JSON file of per-corpus counts")
-    parser.add_argument("--settings", help="data.clean as JSON: min_len, max_len, max_ratio")
-    parser.add_argument("--log")
+    add_settings(parser, "data.clean as JSON: min_len, max_len, max_ratio")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     rules = settings.read(args.settings, LengthFilter, "data.clean")

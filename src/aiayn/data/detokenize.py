@@ -2,7 +2,7 @@
 
 Undoes :mod:`aiayn.data.tokenize`: joins tokens, re-attaches punctuation and quotes by the language's
 rules and turns ``@-@`` back into ``-``. ``--settings FILE`` is the target language's ``data.tokenize``
-(:class:`aiayn.data.tokenize.TokenizeConfig`): when it escapes (``escape: true``, tokenizer.perl's
+(:class:`aiayn.options.TokenizeConfig`): when it escapes (``escape: true``, tokenizer.perl's
 default), ``&amp; &apos; &quot; &lt; &gt; &#91; &#93; &#124;`` are turned back into characters, so
 that the hypotheses come out as plain text for BLEU; when it does not, an ``&amp;`` in the text is the
 text and stays. The line count is preserved: an empty hypothesis stays an empty line.
@@ -16,9 +16,11 @@ import logging
 
 from sacremoses import MosesDetokenizer
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.data.lines import map_file
-from aiayn.data.tokenize import TokenizeConfig, check_language
+from aiayn.data.tokenize import check_language
+from aiayn.options import TokenizeConfig
 from aiayn.io import atomic_output, setup_logging
 
 log = logging.getLogger(__name__)
@@ -53,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", required=True)
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
-    parser.add_argument("--settings", help="the language's data.tokenize as JSON: unescape when it escapes "
+    add_settings(parser, "the language's data.tokenize as JSON: unescape when it escapes "
                                            "(default: the TokenizeConfig defaults)")
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     unescape = settings.read(args.settings, TokenizeConfig, "data.tokenize").escape

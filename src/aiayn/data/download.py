@@ -24,7 +24,6 @@ read where it is: the mirror replaces remote URLs only. The default lock (``lock
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import http.client
 import json
@@ -39,9 +38,12 @@ from importlib import resources
 from pathlib import Path
 from typing import IO
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.data.lines import progress
 from aiayn.io import atomic_output, setup_logging
+from aiayn.options import DownloadConfig
+from aiayn.options.sources import archive_name
 
 log = logging.getLogger(__name__)
 
@@ -50,25 +52,12 @@ _LOCK_KEYS = {"sha256", "size", "md5", "url", "source", "note"}
 _HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "md5": re.compile(r"[0-9a-f]{32}")}
 
 
-@dataclasses.dataclass(frozen=True)
-class DownloadConfig:
-    """Where archives come from: ``mirror`` (None: the URLs), ``lock`` (None: the lock shipped in the package)."""
-
-    mirror: str | None = None
-    lock: str | None = None
-
-
 class DownloadError(RuntimeError):
     """A download that failed, or an archive that does not match its lock entry."""
 
 
 class TransferError(OSError):
     """A transfer that ended early (retried, resuming from what arrived)."""
-
-
-def archive_name(url: str) -> str:
-    """``http://www.statmt.org/wmt14/test-full.tgz`` -> ``test-full.tgz`` (also for local paths)."""
-    return Path(urllib.parse.urlparse(url).path).name
 
 
 def is_remote(url: str) -> bool:
@@ -253,11 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--settings", help="data.mirror and data.lock as JSON (default: the URLs, the shipped lock)")
+    add_settings(parser, "data.mirror and data.lock as JSON (default: the URLs, the shipped lock)")
     parser.add_argument("--retries", type=int, default=5)
     parser.add_argument("--backoff", type=float, default=2.0, help="seconds before the first retry (doubles)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without data before a retry")
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     opts = settings.read(args.settings, DownloadConfig, "data")

@@ -26,6 +26,7 @@ import re
 import tarfile
 from typing import IO, Iterator
 
+from aiayn.cli import add_log
 from aiayn.data.lines import DataError
 from aiayn.io import atomic_output, setup_logging
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--file", help="a plain file: text, .gz, .xz, .bz2 or .sgm")
     parser.add_argument("--member", help="path inside the archive")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     if bool(args.archive) != bool(args.member):
         parser.error("--archive and --member go together (--file takes neither)")

@@ -108,7 +108,7 @@ class ShardWriter:
         self.tmp_dir = Path(tempfile.mkdtemp(prefix=f".{self.out_dir.name}.", dir=self.out_dir.parent))
         self.vocab_size = vocab_size
         self.dtype = smallest_dtype(vocab_size)
-        self.max_tokens = max(1, int(max_shard_mb * 2**20 / self.dtype.itemsize))
+        self.tokens_per_shard = max(1, int(max_shard_mb * 2**20 / self.dtype.itemsize))
         self.shards: list[dict] = []
         self._open_shard()
 
@@ -143,7 +143,7 @@ class ShardWriter:
             self._files[side].write(flat.astype(self.dtype).tobytes())
             offsets = self._offsets[side]
             offsets.extend((offsets[-1] + np.cumsum(lengths)).tolist())
-        if max(offsets[-1] for offsets in self._offsets.values()) >= self.max_tokens:
+        if max(offsets[-1] for offsets in self._offsets.values()) >= self.tokens_per_shard:
             self._close_shard()
             self._open_shard()
 

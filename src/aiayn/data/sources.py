@@ -10,50 +10,15 @@ A source in the config's ``sources`` is one of
 
 Every file the workflow fetches lands under ``D/downloads/``: an archive as ``<archive file name>``,
 a plain file as ``<corpus>/<lang>/<file name>`` (:func:`downloads`), verified by the download stage
-against the lock (``aiayn.data.download``).
+against the lock (``aiayn.data.download``). What a source may be, and the checks the config makes of it:
+:mod:`aiayn.options.sources`.
 """
 
 from __future__ import annotations
 
-import urllib.parse
-from pathlib import Path
-
-from aiayn.data.download import archive_name
+from aiayn.options.sources import archive_name, is_archive
 
 COMPRESSED = (".gz", ".xz", ".bz2")
-ARCHIVES = (".tar", ".tgz", ".tar.gz", ".tar.xz", ".tar.bz2", ".zip", ".7z")
-SCHEMES = ("http", "https", "file")
-
-
-def is_archive(source: dict) -> bool:
-    """Whether a ``sources`` entry is an archive (``url`` + ``members``) rather than plain files."""
-    return "members" in source
-
-
-def is_local(url: str) -> bool:
-    """A local path or a ``file://`` URL (what needs neither a lock entry nor a mirror)."""
-    return urllib.parse.urlparse(url).scheme in ("", "file")
-
-
-def local_path(url: str) -> Path:
-    """The path of a local source: ``file:///a/b`` -> ``/a/b``; a plain path as it is."""
-    parsed = urllib.parse.urlparse(url)
-    return Path(urllib.parse.unquote(parsed.path)) if parsed.scheme == "file" else Path(url)
-
-
-def file_problem(url: str) -> str | None:
-    """Why a plain-file source cannot be read (``None`` if it can): an unknown URL scheme, an archive
-    given as a plain file, or a local file that does not exist."""
-    scheme = urllib.parse.urlparse(url).scheme
-    if len(scheme) > 1 and scheme not in SCHEMES:  # one letter: a Windows drive, a path
-        return f"unsupported URL scheme {scheme!r} in {url!r} (a local path, file://, http:// or https://)"
-    name = archive_name(url).lower()
-    if name.endswith(ARCHIVES):
-        return (f"{url!r} is an archive, not a plain file: give the source `url` and `members` "
-                "(the path of each side inside the archive) instead of `files`")
-    if is_local(url) and not local_path(url).is_file():
-        return f"no such file {str(local_path(url))!r} (a local path is relative to the working directory)"
-    return None
 
 
 def downloads(sources: dict, corpora: list[str] | None = None) -> dict[str, str]:

@@ -60,36 +60,20 @@ import argparse
 import dataclasses
 import logging
 import time
-from typing import Mapping
 
 import regex
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from sacremoses.corpus import NonbreakingPrefixes
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.data.lines import DataError, map_file
 from aiayn.io import atomic_output, setup_logging
+from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
 
 _NON_PRINTING = regex.compile(r"\p{C}")
-
-
-SIDES = ("source", "target")
-
-
-def normalizes(setting: bool | Mapping[str, bool], side: str) -> bool:
-    """Whether ``data.tokenize.normalize_punctuation`` (a bool for both sides, or
-    ``{source: bool, target: bool}``) normalizes the ``side`` (``source`` or ``target``) of a task."""
-    if side not in SIDES:
-        raise ValueError(f"side must be one of {SIDES}, got {side!r}")
-    if isinstance(setting, bool):
-        return setting
-    if not isinstance(setting, Mapping) or set(setting) != set(SIDES) or \
-            not all(isinstance(v, bool) for v in setting.values()):
-        raise DataError(f"data.tokenize.normalize_punctuation must be true, false or {{source: bool, target: bool}}, "
-                        f"got {setting!r}")
-    return setting[side]
 
 
 def moses_languages() -> list[str]:
@@ -103,21 +87,6 @@ def check_language(lang: str) -> str:
     if lang not in known:
         raise DataError(f"language {lang!r} is not supported by the Moses tokenizer (sacremoses); known: {known}")
     return lang
-
-
-@dataclasses.dataclass(frozen=True)
-class TokenizeConfig:
-    """The keys of ``data.tokenize`` for one file: the steps above and the lines per work unit.
-
-    ``normalize_punctuation`` is the file's side's value (``aiayn.config.settings_files`` resolves
-    the per-side setting with :func:`normalizes`).
-    """
-
-    normalize_punctuation: bool = False
-    remove_non_printing: bool = False
-    aggressive_dash_splits: bool = False
-    escape: bool = False
-    chunk_lines: int = 20000
 
 
 @dataclasses.dataclass
@@ -172,8 +141,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--threads", type=int, default=1, help="worker processes")
-    parser.add_argument("--settings", help="data.tokenize as JSON (default: the steps above as listed)")
-    parser.add_argument("--log")
+    add_settings(parser, "data.tokenize as JSON (default: the steps above as listed)")
+    add_log(parser)
     return parser.parse_args(argv)
 
 

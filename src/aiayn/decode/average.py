@@ -12,7 +12,7 @@ in float32 (whatever precision the checkpoints hold). Non-floating tensors (inte
 identical in every checkpoint and are copied.
 
 CLI: ``python -m aiayn.decode.average --train-dir DIR --settings FILE --output F [--log F]`` averages the last
-``average.last`` (:class:`~aiayn.decode.settings.AverageConfig`) of ``DIR/checkpoints/ckpt_<step:08d>.pt``.
+``average.last`` (:class:`~aiayn.options.AverageConfig`) of ``DIR/checkpoints/ckpt_<step:08d>.pt``.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pathlib import Path
 
 import torch
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
-from aiayn.decode.settings import AverageConfig
+from aiayn.options import AverageConfig
 from aiayn.io import setup_logging
 from aiayn.runtime.checkpoint import Checkpoint, list_checkpoints, load_checkpoint, save_checkpoint, \
     spaced_checkpoints
@@ -103,24 +104,24 @@ def select_spaced(available: list[tuple[int, Path]], newest: Checkpoint) -> list
     """The step-spaced checkpoints of ``available`` (by step), the spacing and final step taken from
     ``newest``, the newest checkpoint's ``settings.train``; the others are logged by step."""
     try:
-        every, final = newest.train_setting("checkpoint_steps"), newest.train_setting("train_steps")
+        spacing, final = newest.train_setting("checkpoint_steps"), newest.train_setting("train_steps")
     except (KeyError, TypeError, AttributeError):
         raise ValueError(f"{available[-1][1]}: no settings.train in the checkpoint (not written by the trainer)") \
             from None
-    spaced = spaced_checkpoints(available, every, final)
+    spaced = spaced_checkpoints(available, spacing, final)
     skipped = [step for step, path in available if (step, path) not in spaced]
     if skipped:
         log.info("not averaged: %d checkpoint(s) off the %d-step spacing (written by the clock or when "
-                 "stopped, for resuming): steps %s", len(skipped), every, skipped)
+                 "stopped, for resuming): steps %s", len(skipped), spacing, skipped)
     return spaced
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-dir", required=True, help="a training run's --out-dir (holds checkpoints/)")
-    parser.add_argument("--settings", help="average.last as JSON (default: 5, the paper's base model)")
+    add_settings(parser, "average.last as JSON (default: 5, the paper's base model)")
     parser.add_argument("--output", required=True, help="averaged checkpoint (written atomically)")
-    parser.add_argument("--log", help="log file (appended)")
+    add_log(parser)
     return parser.parse_args(argv)
 
 

@@ -49,6 +49,8 @@ from typing import Any, Callable, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
+from aiayn.options import DecodeConfig
+
 
 class DecoderCache(Protocol):
     """Incremental decoder state of N rows, N / B adjacent rows per sentence; ``enc`` is the encoder
@@ -84,7 +86,7 @@ class SpecialIds:
     eos: int = 3
 
 
-def length_penalty(length: int | torch.Tensor, alpha: float):
+def gnmt_length_penalty(length: int | torch.Tensor, alpha: float):
     """GNMT length penalty lp = ((5 + length) / 6) ** alpha (Wu et al. 2016, eq. 14)."""
     return ((5.0 + length) / 6.0) ** alpha
 
@@ -169,7 +171,7 @@ def _collect_finished(cand, beams: _Beams, finished: _Finished, length: int, alp
     """Move candidates ending in eos (with finite log P) into the finished sets."""
     top_lp, top_beam, top_tok = cand
     hits = ((top_tok == eos) & torch.isfinite(top_lp)).nonzero().tolist()
-    lp, width = length_penalty(length, alpha), beams.log_probs.size(1)
+    lp, width = gnmt_length_penalty(length, alpha), beams.log_probs.size(1)
     for i, j in hits:
         log_prob = top_lp[i, j].item()
         row = i * width + top_beam[i, j].item()
@@ -188,7 +190,7 @@ def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live, finished: _Fin
                        length: int, alpha: float) -> None:
     """Sentences at their length limit with nothing finished: their live hypotheses finish as they are."""
     live_lp, live_beam, live_tok = live
-    lp, width = length_penalty(length, alpha), beams.log_probs.size(1)
+    lp, width = gnmt_length_penalty(length, alpha), beams.log_probs.size(1)
     for i in at_max.nonzero().flatten().tolist():
         sentence = int(beams.active[i])
         if finished.hyps[sentence]:
@@ -223,8 +225,9 @@ def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequenc
 
 @torch.inference_mode()
 def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], *,
-                       n_best: int = 1, beam_size: int = 4, length_penalty_alpha: float = 0.6,
-                       max_len_a: float = 1.0, max_len_b: float = 50.0, early_stop: bool = True,
+                       n_best: int = 1, beam_size: int = DecodeConfig.beam_size,
+                       length_penalty: float = DecodeConfig.length_penalty, max_len_a: float = DecodeConfig.max_len_a,
+                       max_len_b: float = DecodeConfig.max_len_b, early_stop: bool = DecodeConfig.early_stop,
                        ids: SpecialIds = SpecialIds()) -> list[list[Hypothesis]]:
     """The ``n_best`` best hypotheses of each source sentence, best first (``n_best <= beam_size``: the
     finished set holds K; fewer when fewer finished); ``src`` (B,S) holds ids + eos, right-padded with pad.
@@ -237,13 +240,13 @@ def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: 
     """
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be between 1 and the beam size {beam_size}, got {n_best}")
-    if early_stop and length_penalty_alpha < 0:
-        raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty_alpha}")
+    if early_stop and length_penalty < 0:
+        raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty}")
     batch, device = src.size(0), src.device
     max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
     cache = model.new_cache(model.encode(src), 1, int(max_len.max()))  # one row per sentence at first
     beams = _Beams(torch.arange(batch), torch.zeros(batch, 1, device=device), torch.empty(batch, 0, dtype=torch.long),
-                   max_len, length_penalty(max_len.double(), length_penalty_alpha).float())
+                   max_len, gnmt_length_penalty(max_len.double(), length_penalty).float())
     finished = _Finished(batch, beam_size)
     prev = torch.full((batch, 1), ids.bos, dtype=torch.long, device=device)
     length = 0
@@ -252,10 +255,10 @@ def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: 
         logits = model.decode(prev, cache.enc, cache)[:, -1]
         top_lp, top_idx = _step_candidates(logits, beams.log_probs, beam_size, ids)
         cand = _to_host(top_lp, top_idx, logits.size(-1))
-        _collect_finished(cand, beams, finished, length, length_penalty_alpha, ids.eos)
+        _collect_finished(cand, beams, finished, length, length_penalty, ids.eos)
         live, pos = _next_live(cand, ids.eos, beam_size)
         at_max, done = _done(beams, live[0], finished, length, early_stop)
-        _finish_at_max_len(at_max, beams, live, finished, length, length_penalty_alpha)
+        _finish_at_max_len(at_max, beams, live, finished, length, length_penalty)
         prev, beams = _advance(cache, beams, ~done, live, pos, top_lp, device)
     return [finished.result(b, n_best) for b in range(batch)]
 

@@ -47,17 +47,17 @@ from typing import IO, Callable, Iterator
 
 import sentencepiece as spm
 
+from aiayn.cli import add_log, add_option, add_settings, check_options
 from aiayn import settings
 from aiayn.data.bpe import SpmEncode
 from aiayn.data.detokenize import MosesDetok
-from aiayn.data.tokenize import MosesPipeline, TokenizeConfig
+from aiayn.data.tokenize import MosesPipeline
+from aiayn.options import DecodeConfig, ModelConfig, TokenizeConfig
 from aiayn.decode.beam import Hypothesis, SpecialIds, max_output_length, translate_sentences_n_best
 from aiayn.decode.manifest import RunFiles, read_run
-from aiayn.decode.settings import DecodeConfig
 from aiayn.decode.stream import LineBatches
 from aiayn.decode.translate import check_vocabulary, piece_ids, search_options
 from aiayn.io import atomic_output, setup_logging
-from aiayn.model import ModelConfig
 from aiayn.runtime.session import InferenceSession, inference_session
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
     parser.add_argument("--last", action="store_true", help="the run's last checkpoint, not the averaged one")
     parser.add_argument("--checkpoint", help="a checkpoint (.pt); overrides the run's")
     parser.add_argument("--spm", help="the task's sentencepiece model; overrides the run's")
-    parser.add_argument("--settings", help="decode settings as JSON (the run's settings/decode.json)")
+    add_settings(parser, "decode settings as JSON (the run's settings/decode.json)")
     if translation:
         parser.add_argument("--tokenize", help="the source side's data.tokenize settings as JSON")
         parser.add_argument("--source-lang", help="source language code (Moses tokenizer)")
@@ -196,25 +196,22 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
                             help="the input is already split into treebank words (default: raw text)")
     parser.add_argument("--input", help="one sentence a line (default: standard input)")
     parser.add_argument("--output", help="written atomically at the end (default: standard output, as it goes)")
-    parser.add_argument("--beam", type=int, help="beam size (default: the run's decode.beam_size)")
+    add_option(parser, "--beam", DecodeConfig, "beam_size")
     parser.add_argument("--n-best", type=int, default=1, help="hypotheses per input line (<= the beam size)")
     parser.add_argument("--scores", action="store_true", help="print each hypothesis's score log P / lp")
-    parser.add_argument("--batch-size", type=int, help="most lines decoded together (default: decode.max_sentences)")
+    add_option(parser, "--batch-size", DecodeConfig, "max_sentences")
     parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
-    parser.add_argument("--log", help="log file (appended; the log also goes to standard error)")
+    add_log(parser)
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse what cannot work before anything is loaded."""
     if args.run is None and (args.checkpoint is None or args.spm is None):
         parser.error("give --run DIR, or --checkpoint and --spm")
-    if args.beam is not None and args.beam < 1:
-        parser.error(f"--beam must be at least 1, got {args.beam}")
-    if args.n_best < 1 or (args.beam is not None and args.n_best > args.beam):
+    check_options(parser, args, DecodeConfig)
+    if args.n_best < 1 or (args.beam_size is not None and args.n_best > args.beam_size):
         parser.error(f"--n-best must be between 1 and the beam size, got {args.n_best}")
-    if args.batch_size is not None and args.batch_size < 1:
-        parser.error(f"--batch-size must be at least 1, got {args.batch_size}")
 
 
 def run_files(args: argparse.Namespace, kind: str) -> RunFiles:
@@ -257,7 +254,7 @@ def decode_stream(args: argparse.Namespace, decoder: Decoder, pipeline: TextPipe
     with ExitStack() as stack:
         source = stack.enter_context(open(args.input, "rb")) if args.input else sys.stdin.buffer
         out = stack.enter_context(output_stream(args.output))
-        for batch in LineBatches(source.fileno(), args.batch_size or decoder.opts.max_sentences):
+        for batch in LineBatches(source.fileno(), args.max_sentences or decoder.opts.max_sentences):
             for number, outputs in decode_batch(batch, decoder, pipeline, args.n_best):
                 out.writelines(line + "\n" for line in format_result(number, outputs, args.n_best, args.scores))
                 skipped += outputs is None
@@ -271,7 +268,7 @@ def run(args: argparse.Namespace, kind: str, make_pipeline: Callable[[RunFiles],
     setup_logging(args.log)
     files = run_files(args, kind)
     pipeline = make_pipeline(files)
-    opts = decode_options(files, args.beam)
+    opts = decode_options(files, args.beam_size)
     try:
         with inference_session(files.checkpoint, device=args.device, precision=opts.precision, threads=args.threads,
                                cpu_matmul=opts.cpu_matmul) as session:

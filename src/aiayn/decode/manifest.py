@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiayn.cli import add_log
 from aiayn.io import read_json, setup_logging, write_json
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spm", required=True, help="the task's sentencepiece model")
     parser.add_argument("--tokenize", help="the source side's data.tokenize settings (translation tasks)")
     parser.add_argument("--output", required=True, help="<run>/inference.json")
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     content = write_manifest(args.output, args.kind, args.source_lang, args.target_lang, args.spm, args.tokenize)

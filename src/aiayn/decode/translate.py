@@ -8,7 +8,7 @@ CLI::
 The input holds sentencepiece pieces, space separated, one sentence per line (the encode stage). The
 output holds ``sp.decode(ids)`` of the best hypothesis, one line per input line; an empty input line
 gives an empty output line. ``--settings`` is the run's ``decode`` section
-(:class:`~aiayn.decode.settings.DecodeConfig`; default: the paper's beam 4, alpha 0.6, input + 50).
+(:class:`~aiayn.options.DecodeConfig`; default: the paper's beam 4, alpha 0.6, input + 50).
 Only the checkpoint's weights are read (onto the CPU, then the device): the model runs in an
 inference session (:func:`aiayn.runtime.session.inference_session`).
 
@@ -31,9 +31,10 @@ import sentencepiece as spm
 import torch
 from tqdm import tqdm
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
-from aiayn.decode.settings import DecodeConfig
+from aiayn.options import DecodeConfig
 from aiayn.io import ProgressLog, atomic_output, open_text, setup_logging
 from aiayn.runtime.session import inference_session
 
@@ -81,7 +82,7 @@ def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.S
 def search_options(opts: DecodeConfig) -> dict[str, Any]:
     """The keyword arguments of :func:`~aiayn.decode.beam.translate_sentences` that ``opts`` sets."""
     return {"max_sentences": opts.max_sentences, "beam_size": opts.beam_size,
-            "length_penalty_alpha": opts.length_penalty, "max_len_a": opts.max_len_a,
+            "length_penalty": opts.length_penalty, "max_len_a": opts.max_len_a,
             "max_len_b": opts.max_len_b, "early_stop": opts.early_stop}
 
 
@@ -106,11 +107,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--spm", required=True, help="the task's sentencepiece model")
     parser.add_argument("--input", required=True, help="source pieces, space separated, one sentence a line")
     parser.add_argument("--output", required=True, help="decoded hypotheses, one line per input line")
-    parser.add_argument("--settings", help="the run's decode section as JSON (default: the paper's)")
+    add_settings(parser, "the run's decode section as JSON (default: the paper's)")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
     parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
-    parser.add_argument("--log", help="log file (appended)")
+    add_log(parser)
     return parser.parse_args(argv)
 
 

@@ -19,8 +19,9 @@ import tarfile
 from collections import namedtuple
 from pathlib import Path
 
+from aiayn.cli import add_log
 from aiayn.config import load
-from aiayn.data.download import archive_name
+from aiayn.options.sources import archive_name
 from aiayn.demo.grammar import LANGUAGES, English, sample_clause
 from aiayn.demo.lexicon import lexicon
 from aiayn.io import atomic_output, setup_logging, write_json
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-pairs", type=int, default=500, help="pairs in each dev and test set")
     parser.add_argument("--trees", type=int, default=2000, help="trees over WSJ sections 00-24")
     parser.add_argument("--config", type=Path, default=Path("config.yaml"), help="for the sources and tasks")
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     build(load(args.config), args.out_dir, args.seed, args.train_pairs, args.eval_pairs, args.trees)

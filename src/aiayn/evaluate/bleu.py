@@ -51,8 +51,11 @@ from dataclasses import dataclass
 import sacrebleu
 from sacremoses import MosesTokenizer
 
+from aiayn.cli import add_log, add_option, add_settings, overridden
 from aiayn import settings
 from aiayn.io import open_text, setup_logging, write_json
+from aiayn.options import BleuConfig
+from aiayn.options.evaluate import STRAIGHTEN_MODES
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +63,9 @@ MAX_ORDER = 4
 # The double quotation marks straightened to ASCII '"' before tokenization (step 1 above).
 DOUBLE_QUOTES = "\u201e\u201c\u201d\u00ab\u00bb"   # „ “ ” « »
 _STRAIGHTEN = str.maketrans({quote: '"' for quote in DOUBLE_QUOTES})
-STRAIGHTEN_MODES = ("both", "reference", "none")
 # Perl reads bytes: its \s is ASCII whitespace only, every other byte (UTF-8 included) is \S.
 _COMPOUND = re.compile(r"(\S)-(\S)", flags=re.ASCII)
 _PERL_SPACE = re.compile(r"[ \t\n\r\f\v]+")
-
-
-@dataclass(frozen=True)
-class BleuConfig:
-    """``config.yaml``'s ``bleu`` section: where the paper method straightens double quotes
-    (``both``, ``reference`` as the paper, or ``none``)."""
-
-    straighten_quotes: str = "both"
-
-    def __post_init__(self) -> None:
-        if self.straighten_quotes not in STRAIGHTEN_MODES:
-            raise ValueError(f"bleu.straighten_quotes must be one of {list(STRAIGHTEN_MODES)}, "
-                             f"got {self.straighten_quotes!r}")
 
 
 def read_lines(path: str) -> list[str]:
@@ -202,19 +191,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--hyp", required=True, help="detokenized hypotheses, one per line")
     parser.add_argument("--ref", required=True, help="detokenized references, one per line")
     parser.add_argument("--lang", required=True, help="target language code for the Moses tokenizer")
-    parser.add_argument("--settings", help="the bleu section as JSON (default: straighten_quotes both)")
-    parser.add_argument("--straighten-quotes", choices=STRAIGHTEN_MODES, default=None,
-                        help="overrides the settings: straighten double quotes in both files, the "
-                             "reference only (as the paper), or none")
+    add_settings(parser, "the bleu section as JSON (default: straighten_quotes both)")
+    add_option(parser, "--straighten-quotes", BleuConfig, "straighten_quotes")
     parser.add_argument("--output", help="also write the JSON object here (atomically)")
-    parser.add_argument("--log", help="log file (appended)")
+    add_log(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
-    straighten = args.straighten_quotes or settings.read(args.settings, BleuConfig, "bleu").straighten_quotes
+    straighten = overridden(settings.read(args.settings, BleuConfig, "bleu"), args).straighten_quotes
     hyp_lines, ref_lines = read_lines(args.hyp), read_lines(args.ref)
     if len(hyp_lines) != len(ref_lines):
         raise SystemExit(f"line counts differ: {args.hyp} has {len(hyp_lines)} lines, "

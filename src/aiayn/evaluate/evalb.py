@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiayn.cli import add_log
 from aiayn.evaluate.evalb_params import EvalbParams, default_param_file, read_params
 from aiayn.evaluate.evalb_score import Outcome, Row, evaluate_lines
 from aiayn.io import atomic_output, setup_logging, write_json
@@ -181,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-d", action="store_true", dest="debug", help="DEBUG 1: dump each sentence's data")
     parser.add_argument("--json-out", help="write f1, recall, precision, ... (the All block) as JSON")
     parser.add_argument("--out", help="write the report to this file instead of stdout")
-    parser.add_argument("--log", help="also log to this file")
+    add_log(parser)
     return parser
 
 

@@ -1,7 +1,7 @@
 """Per word-piece perplexity of a checkpoint on a binarized split (paper Table 3, "PPL (dev)").
 
     python -m aiayn.evaluate.perplexity --checkpoint C --data D/bin/<task>/dev --output F.json
-        [--max-tokens N] [--device D] [--gpu-lock-dir D] [--threads N] [--log F]
+        [--settings F] [--tokens-per-batch N] [--device D] [--gpu-lock-dir D] [--threads N] [--log F]
 
 PPL = exp(-(1/N) sum_i log p(y_i | y_<i, x)) over every target word-piece and every eos (N of them),
 teacher-forced, without label smoothing; padding is not counted. The
@@ -29,8 +29,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from aiayn import settings
+from aiayn.cli import add_log, add_option, add_settings, check_options, overridden
 from aiayn.data.shards import ShardedCorpus
 from aiayn.io import setup_logging, write_json
+from aiayn.options import PerplexityConfig
 from aiayn.runtime.batches import collate, make_batches
 from aiayn.runtime.loss import label_smoothed_loss
 from aiayn.runtime.session import inference_session
@@ -39,7 +42,7 @@ log = logging.getLogger(__name__)
 
 
 @torch.no_grad()
-def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device: torch.device,
+def corpus_nll(model: nn.Module, corpus: ShardedCorpus, tokens_per_batch: int, device: torch.device,
                max_len: int | None = None, autocast: contextlib.AbstractContextManager | None = None,
                drop_overlong: bool = False) -> dict:
     """Summed NLL over ``corpus`` in token-budget batches.
@@ -51,7 +54,7 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, max_tokens: int, device:
     """
     was_training = model.training
     model.eval()
-    batches, dropped = make_batches(corpus.src_lengths, corpus.tgt_lengths, max_tokens, max_len,
+    batches, dropped = make_batches(corpus.src_lengths, corpus.tgt_lengths, tokens_per_batch, max_len,
                                     drop_oversize=False, drop_overlong=drop_overlong)
     if dropped:
         log.warning("%s: %d sentence pair(s) longer than max_positions=%s left out of the perplexity",
@@ -82,13 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", required=True, help="checkpoint (.pt) written by training or by aiayn.decode.average")
     parser.add_argument("--data", required=True, help="binarized split directory, e.g. data/bin/en-de/dev")
     parser.add_argument("--output", required=True, help="JSON file to write (ppl, nll_per_token, tokens, sentences)")
-    parser.add_argument("--max-tokens", type=int, default=8000, help="padded tokens per side per batch")
+    add_settings(parser, "the perplexity section (default: the definitions')")
+    add_option(parser, "--tokens-per-batch", PerplexityConfig, "tokens_per_batch")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
     parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
     parser.add_argument("--gpu-lock-dir", default=None, help="where GPU claim locks live (as for training)")
-    parser.add_argument("--log", default=None, help="also log to this file")
+    add_log(parser)
     args = parser.parse_args(argv)
+    check_options(parser, args, PerplexityConfig)
     setup_logging(args.log)
+    opts = overridden(settings.read(args.settings, PerplexityConfig, "perplexity"), args)
     corpus = ShardedCorpus(args.data)
     # precision and cpu_matmul None: the checkpoint's train.precision and train.cpu_matmul
     with inference_session(args.checkpoint, device=args.device, precision=None, threads=args.threads,
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
                              f"{args.checkpoint} was trained with {vocab_size}")
         model = session.model
-        report = perplexity_report(corpus_nll(model, corpus, args.max_tokens, session.device,
+        report = perplexity_report(corpus_nll(model, corpus, opts.tokens_per_batch, session.device,
                                               model.cfg.position_limit, session.autocast()))
         report["precision"] = session.precision
     write_json(args.output, report)

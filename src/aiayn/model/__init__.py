@@ -1,12 +1,12 @@
 """The Transformer of "Attention Is All You Need" (paper section 3).
 
-Names load from their submodules on first use (PEP 562), so that reading :class:`ModelConfig` (the workflow
-checks every run's model settings when it parses its config) does not import torch.
+Names load from their submodules on first use (PEP 562), so that importing the package does not import
+torch. The model's hyperparameters are defined with every other option: :class:`aiayn.options.ModelConfig`.
 """
 
 import importlib
 
-_HOMES = {"DecoderCache": "cache", "EncoderOut": "cache", "ModelConfig": "config", "count_parameters": "stats",
+_HOMES = {"DecoderCache": "cache", "EncoderOut": "cache", "count_parameters": "stats",
           "flops_per_token": "stats", "Transformer": "transformer"}
 __all__ = sorted(_HOMES)
 

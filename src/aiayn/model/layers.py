@@ -6,7 +6,7 @@ from torch import Tensor, nn
 
 from aiayn.model.attention import MultiHeadAttention
 from aiayn.model.cache import DecoderCache
-from aiayn.model.config import ModelConfig
+from aiayn.options import ModelConfig
 from aiayn.model.functional import Linear, dropout
 
 

@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from aiayn.model.config import ModelConfig
+from aiayn.options import ModelConfig
 
 
 def sinusoid_table(n_positions: int, d_model: int) -> Tensor:

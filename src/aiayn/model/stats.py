@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from aiayn.model.config import ModelConfig
+from aiayn.options import ModelConfig
 
 
 def count_parameters(model: nn.Module) -> int:

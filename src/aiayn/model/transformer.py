@@ -8,7 +8,7 @@ import math
 from torch import Tensor, nn
 
 from aiayn.model.cache import DecoderCache, EncoderOut
-from aiayn.model.config import ModelConfig
+from aiayn.options import ModelConfig
 from aiayn.model.functional import Linear, dropout, linear
 from aiayn.model.init import SCHEMES, initialize
 from aiayn.model.layers import DecoderLayer, EncoderLayer

@@ -12,6 +12,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from aiayn.cli import add_log
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.parsing.clean import ROOT
 from aiayn.parsing.trees import Tree, parse_tree
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gold", required=True, type=Path, help="gold trees, one per line")
     parser.add_argument("--output", required=True, type=Path, help="flat trees, one per line")
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     try:

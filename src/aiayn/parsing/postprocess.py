@@ -17,6 +17,7 @@ import logging
 from collections import Counter
 from pathlib import Path
 
+from aiayn.cli import add_log
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.parsing.repair import repair
 from aiayn.parsing.trees import Tree, parse_tree
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--words", required=True, type=Path, help="input sentences, one per line")
     parser.add_argument("--gold", required=True, type=Path, help="gold trees, one per line (for the POS tags)")
     parser.add_argument("--output", required=True, type=Path, help="trees for EVALB, one per line")
-    parser.add_argument("--log")
+    add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     try:

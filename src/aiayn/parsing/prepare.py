@@ -38,35 +38,16 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.parsing.clean import clean_tree
-from aiayn.parsing.linearize import MODES, is_close, is_open, linearize
+from aiayn.parsing.linearize import is_close, is_open, linearize
 from aiayn.parsing.treebank import SPLITS, find_wsj, is_line_layout, read_split, section_files
 from aiayn.parsing.trees import Tree, parse_tree
+from aiayn.options import TreebankConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TreebankConfig:
-    """A parsing task's keys that shape its data: WSJ sections ``[first, last]`` per split, the
-    linearization (``xx``: tags as XX, Vinyals et al.; ``pos``: real tags) and ``{path, ratio}`` of silver trees."""
-
-    splits: dict = field(default_factory=lambda: {"train": [2, 21], "dev": [22, 22], "test": [23, 23]})
-    linearization: str = "xx"
-    silver: dict | None = None
-
-    def __post_init__(self) -> None:
-        if sorted(self.splits) != sorted(SPLITS):
-            raise ValueError(f"splits must name {list(SPLITS)}, got {sorted(self.splits)}")
-        for split, (first, last) in self.splits.items():
-            if not 0 <= first <= last <= 99:
-                raise ValueError(f"splits.{split}: bad WSJ section range [{first}, {last}]")
-        if self.linearization not in MODES:
-            raise ValueError(f"linearization must be one of {list(MODES)}, got {self.linearization!r}")
-        if self.silver is not None and (set(self.silver) != {"path", "ratio"} or self.silver["ratio"] < 0):
-            raise ValueError(f"silver must be {{path, ratio}} with a ratio >= 0, got {self.silver}")
 
 
 @dataclass
@@ -184,9 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--treebank", required=True, type=Path, help="LDC99T42 root, wsj/ folder, or *.trees dir")
     parser.add_argument("--out-dir", required=True, type=Path)
-    parser.add_argument("--settings", help="the task's splits, linearization and silver as JSON")
+    add_settings(parser, "the task's splits, linearization and silver as JSON")
     parser.add_argument("--seed", type=int, default=1, help="seed of the silver sample")
-    parser.add_argument("--log")
+    add_log(parser)
     return parser
 
 
@@ -195,10 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     try:
         opts = settings.read(args.settings, TreebankConfig, "tasks.<parsing task>")
-        silver = opts.silver or {"path": None, "ratio": 0.0}
-        sections = {split: tuple(opts.splits[split]) for split in SPLITS}
+        sections = {split: tuple(getattr(opts.splits, split)) for split in SPLITS}
+        silver = Path(opts.silver.path) if opts.silver else None
         stats = prepare(args.treebank, args.out_dir, sections, opts.linearization,
-                        silver["path"] and Path(silver["path"]), silver["ratio"], args.seed)
+                        silver, opts.silver.ratio if opts.silver else 0.0, args.seed)
     except (OSError, ValueError) as error:  # TreeError is a ValueError: it names the file and line
         log.error("%s", error)
         return 1

@@ -9,7 +9,7 @@ tokenizes each sentence as the task's source side was (Moses with the task's ``d
 settings ``T``, then the sentencepiece model ``M``), appends ``<EOS>`` as training does, runs the
 encoder of checkpoint ``C`` and recomputes the chosen layer's softmax(Q K^T / sqrt(d_k))
 (:meth:`aiayn.model.Transformer.encoder_attention`). ``S`` is the ``figures`` section of the config
-(:mod:`aiayn.report.attention_settings`; default: the paper's). Written, each atomically:
+(:mod:`aiayn.options.figures`; default: the paper's). Written, each atomically:
 ``D/figure3.png``, ``D/figure4.png``, ``D/figure5.png`` (drawn by :mod:`aiayn.report.attention_plot`)
 and ``D/figures.json``: the layer, and per figure its words, heads, how they were chosen, and the
 attention from its word.
@@ -48,12 +48,14 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
+from aiayn.cli import add_log, add_settings
 from aiayn import settings
-from aiayn.data.tokenize import MosesPipeline, TokenizeConfig
+from aiayn.data.tokenize import MosesPipeline
+from aiayn.options import TokenizeConfig
 from aiayn.decode.translate import check_vocabulary
 from aiayn.io import read_json, setup_logging, write_json
 from aiayn.report import attention_plot
-from aiayn.report.attention_settings import AttentionSettings, FigureSpec
+from aiayn.options.figures import AttentionSettings, FigureSpec
 from aiayn.report.plots import save
 from aiayn.runtime.session import load_model
 
@@ -220,9 +222,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--spm", required=True, help="the task's sentencepiece model")
     parser.add_argument("--lang", required=True, help="the task's source language (Moses tokenizer)")
     parser.add_argument("--tokenize-settings", help="the source side's data.tokenize settings file")
-    parser.add_argument("--settings", help="the figures settings file (default: the paper's)")
+    add_settings(parser, "the figures settings file (default: the paper's)")
     parser.add_argument("--out-dir", required=True, type=Path)
-    parser.add_argument("--log", help="also log to this file")
+    add_log(parser)
     return parser.parse_args(argv)
 
 

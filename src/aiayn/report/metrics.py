@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from aiayn.cli import add_log
 from aiayn import config as cfg
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def report_parser(prog: str, description: str, out_help: str, tables_help: str) 
     parser.add_argument("--results-dir", required=True, type=Path, help="R: the results directory")
     parser.add_argument("--out-dir", required=True, type=Path, help=out_help)
     parser.add_argument("--tables", nargs="+", choices=TABLES, default=list(TABLES), help=tables_help)
-    parser.add_argument("--log", help="also log to this file")
+    add_log(parser)
     return parser
 
 

@@ -2,8 +2,8 @@
 padded into tensors: what training and scoring feed a network.
 
 Sentence pairs are sorted by length and packed greedily so that a batch of n pairs, padded, holds at
-most ``max_tokens`` source and at most ``max_tokens`` target tokens:
-``n * max(src_len + 1) <= max_tokens`` and ``n * max(tgt_len + 1) <= max_tokens`` (the + 1 is the
+most ``tokens_per_batch`` source and at most ``tokens_per_batch`` target tokens:
+``n * max(src_len + 1) <= tokens_per_batch`` and ``n * max(tgt_len + 1) <= tokens_per_batch`` (the + 1 is the
 eos / bos the collate adds). Training shuffles the batches (its ``batching`` module); scoring
 (:mod:`aiayn.evaluate.perplexity`) reads them in order.
 
@@ -12,8 +12,8 @@ tokens"; the budget here caps padded positions (as fairseq's ``--max-tokens``: s
 longest, ``batch_by_size_vec`` in facebookresearch/fairseq ``fairseq/data/data_utils_fast.pyx`` at
 5856cd1f), so a step holds a few percent fewer real tokens (``log.csv`` and ``summary.json`` count
 real ones). A step's passes
-share ``train.max_tokens`` evenly (``TrainConfig.plan``), so to restore the
-paper's real-token count raise ``max_tokens`` by f = 25000 / (real target tokens per step:
+share ``train.tokens_per_step`` evenly (:meth:`aiayn.options.TrainConfig.plan`), so to restore the
+paper's real-token count raise ``train.tokens_per_step`` by f = 25000 / (real target tokens per step:
 ``tokens_tgt / steps`` of ``summary.json``).
 
 The special ids (:data:`PAD`, :data:`UNK`, :data:`BOS`, :data:`EOS`) live here, beside the collate that
@@ -90,13 +90,13 @@ def collate(corpus: ShardedCorpus, indices, pin: bool = False) -> Batch:
     return Batch(src, tgt_in, tgt_out, int(src_len.sum()) + n, int(tgt_len.sum()) + n, padded, gold_rows)
 
 
-def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, max_len: int | None = None,
+def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_len: int | None = None,
                  drop_oversize: bool = True, drop_overlong: bool = True) -> tuple[list[np.ndarray], int]:
     """Pack sentence indices into token-budget batches; returns (batches, number of dropped pairs).
 
     Pairs are ordered by source length, then target length, then index (deterministic), and packed
     greedily: a pair joins the current batch unless (n + 1) * max(longest source, longest target)
-    would exceed ``max_tokens``. A pair whose side (plus eos / bos) exceeds ``max_tokens`` is dropped
+    would exceed ``tokens_per_batch``. A pair whose side (plus eos / bos) exceeds ``tokens_per_batch`` is dropped
     and counted when ``drop_oversize``, else (evaluation) it gets a batch of its own. One longer than
     ``max_len`` (the model's positions) is dropped and counted when ``drop_overlong``, else it is an error.
     """
@@ -107,26 +107,26 @@ def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: i
         first = int(np.flatnonzero(too_long)[0])
         raise ValueError(f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's "
                          f"max_positions={max_len}")
-    oversize = longest > max_tokens
+    oversize = longest > tokens_per_batch
     drop = too_long | (oversize if drop_oversize else False)
     order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
     order = order[~drop[order]]
-    return _pack(order, src_need[order], tgt_need[order], max_tokens), int(drop.sum())
+    return _pack(order, src_need[order], tgt_need[order], tokens_per_batch), int(drop.sum())
 
 
-def _pack(order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, max_tokens: int) -> list[np.ndarray]:
+def _pack(order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, tokens_per_batch: int) -> list[np.ndarray]:
     """Greedy packing of pairs sorted by source length, one batch (not one pair) per Python step.
 
     From a batch's first pair, the n-th candidate fits when n * max(src_need[n], running max of
-    tgt_need) <= max_tokens: the left side never decreases, so the pairs that fit are a prefix,
-    found with one vectorised test over at most max_tokens // src_need[first] candidates.
+    tgt_need) <= tokens_per_batch: the left side never decreases, so the pairs that fit are a prefix,
+    found with one vectorised test over at most tokens_per_batch // src_need[first] candidates.
     """
     batches, start, total = [], 0, len(order)
     while start < total:
-        window = min(total - start, max(1, max_tokens // int(src_need[start])))
+        window = min(total - start, max(1, tokens_per_batch // int(src_need[start])))
         stop = start + window
         width = np.maximum(src_need[start:stop], np.maximum.accumulate(tgt_need[start:stop]))
-        fits = np.arange(1, window + 1) * width <= max_tokens
+        fits = np.arange(1, window + 1) * width <= tokens_per_batch
         size = max(1, int(np.argmin(fits)) if not fits.all() else window)
         batches.append(order[start:start + size].astype(np.int64))
         start += size

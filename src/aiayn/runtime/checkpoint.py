@@ -34,6 +34,8 @@ import numpy as np
 import torch
 
 from aiayn.io import atomic_path
+from aiayn.options import TrainConfig
+from aiayn.options.core import renames
 
 CKPT_RE = re.compile(r"^ckpt_(\d{8})\.pt$")
 log = logging.getLogger(__name__)
@@ -45,13 +47,6 @@ class CorruptCheckpoint(ValueError):
 
 class NonFiniteWeights(ValueError):
     """A model state with NaN or infinite weights, which is never written as a checkpoint."""
-
-
-# The train settings that readers below the training package take from a checkpoint (the precision a
-# perplexity is computed in, the spacing averaging selects by), with TrainConfig's defaults for a
-# settings file that leaves one out (this layer may not import TrainConfig); tests/test_checkpoint.py
-# checks that they agree.
-TRAIN_DEFAULTS = {"precision": "auto", "cpu_matmul": "onednn", "checkpoint_steps": 1400, "train_steps": 100000}
 
 
 @dataclass
@@ -84,13 +79,13 @@ class Checkpoint:
 
     @property
     def model_settings(self) -> dict:
-        """The run's ``model`` section (:class:`aiayn.model.ModelConfig` keys)."""
+        """The run's ``model`` section (:class:`aiayn.options.ModelConfig` keys)."""
         return self.settings["model"]
 
     def train_setting(self, key: str):
-        """The run's ``train.<key>``, or its default (:data:`TRAIN_DEFAULTS`); KeyError without a
-        ``train`` section."""
-        return self.settings["train"].get(key, TRAIN_DEFAULTS[key])
+        """The run's ``train.<key>``, or its definition's default (:class:`aiayn.options.TrainConfig`);
+        KeyError without a ``train`` section."""
+        return self.settings["train"].get(key, getattr(TrainConfig, key))
 
     def to_dict(self) -> dict:
         """The dict ``torch.save`` writes: every entry that is not None, in field order."""
@@ -192,22 +187,22 @@ def newest_good_checkpoint(out_dir: Path, map_location="cpu") -> tuple[int, Path
     return None
 
 
-def is_spaced(step: int, every: int, final_step: int) -> bool:
-    """Whether a checkpoint at ``step`` is one averaging may take: a multiple of ``every``
-    (``train.checkpoint_steps``) or the final step; with ``every == 0`` every checkpoint is."""
-    return every == 0 or step % every == 0 or step == final_step
+def is_spaced(step: int, checkpoint_steps: int, final_step: int) -> bool:
+    """Whether a checkpoint at ``step`` is one averaging may take: a multiple of ``checkpoint_steps``
+    (``train.checkpoint_steps``) or the final step; with ``checkpoint_steps == 0`` every checkpoint is."""
+    return checkpoint_steps == 0 or step % checkpoint_steps == 0 or step == final_step
 
 
-def spaced_checkpoints(found: list[tuple[int, Path]], every: int, final_step: int) -> list[tuple[int, Path]]:
+def spaced_checkpoints(found: list[tuple[int, Path]], checkpoint_steps: int, final_step: int) -> list[tuple[int, Path]]:
     """The (step, path) pairs of ``found`` that :func:`is_spaced` accepts, in their order."""
-    return [(step, path) for step, path in found if is_spaced(step, every, final_step)]
+    return [(step, path) for step, path in found if is_spaced(step, checkpoint_steps, final_step)]
 
 
-def rotate(out_dir: Path, keep: int, every: int = 0, final_step: int = 0) -> list[Path]:
+def rotate(out_dir: Path, keep: int, checkpoint_steps: int = 0, final_step: int = 0) -> list[Path]:
     """Delete all but the newest ``keep`` spaced checkpoints and the newest one of any kind (the one
-    a resumed run starts from); returns the deleted paths. ``every == 0``: the newest ``keep``."""
+    a resumed run starts from); returns the deleted paths. ``checkpoint_steps == 0``: the newest ``keep``."""
     found = list_checkpoints(out_dir)
-    kept = {path for _, path in spaced_checkpoints(found, every, final_step)[-keep:]} | {path for _, path in found[-1:]}
+    kept = {path for _, path in spaced_checkpoints(found, checkpoint_steps, final_step)[-keep:]} | {path for _, path in found[-1:]}
     old = [path for _, path in found if path not in kept]
     for path in old:
         with contextlib.suppress(FileNotFoundError):
@@ -287,7 +282,9 @@ def trajectory_changes(checkpoint: Checkpoint, settings: dict, vocab: dict) -> l
         changed.append("model settings")
     if checkpoint.vocab != vocab:
         changed.append("vocabulary")
-    old, new = checkpoint.settings["train"], settings["train"]
+    renamed = renames(TrainConfig)  # a checkpoint written before a key's rename resumes under the new name
+    old = {renamed.get(key, key): value for key, value in checkpoint.settings["train"].items()}
+    new = settings["train"]
     keys = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_TRAIN_KEYS and old.get(k) != new.get(k))
     if keys:
         changed.append("train settings (" + ", ".join(keys) + ")")

@@ -20,8 +20,7 @@ import logging
 import torch
 
 from aiayn.model.functional import onednn_available
-
-PRECISIONS = ("auto", "fp32", "bf16")
+from aiayn.options.decode import PRECISIONS
 log = logging.getLogger(__name__)
 
 
@@ -33,7 +32,7 @@ def native_bf16(device: torch.device) -> bool:
 def resolve_precision(precision: str, device: torch.device) -> str:
     """``bf16`` or ``fp32`` for a setting of :data:`PRECISIONS` on ``device`` (see the module docstring)."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r} is not supported: use auto, fp32 or bf16 "
+        raise ValueError(f"precision {precision!r} is not supported: use {', '.join(PRECISIONS)} "
                          "(fp16 would need loss scaling; bf16 has fp32's range)")
     if device.type == "cuda" and precision != "fp32" and not native_bf16(device):
         major, minor = torch.cuda.get_device_capability(device)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from aiayn.model import ModelConfig, Transformer
+from aiayn.model import Transformer
+from aiayn.options import ModelConfig
 from aiayn.runtime.checkpoint import Checkpoint, load_checkpoint
 from aiayn.runtime.devices import resolve_device
 from aiayn.runtime.precision import autocast_for, set_up_arithmetic

@@ -23,32 +23,27 @@ from pathlib import Path
 
 import torch
 
+from aiayn.cli import add_log, add_settings
 from aiayn.io import setup_logging
-from aiayn.model import ModelConfig
+from aiayn.options import RunSettings
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
 from aiayn.train.distributed import die_with_parent, init_from_environment, relaunch_under_torchrun, should_relaunch, \
     threads_per_rank
-from aiayn.train.settings import TrainConfig
 from aiayn.train.trainer import Trainer
 
 log = logging.getLogger("aiayn.train")
 
 
-def read_settings(path: Path) -> dict:
-    """The run's settings file; its ``model`` and ``train`` sections are checked by their dataclasses."""
+def read_settings(path: Path) -> RunSettings:
+    """The run's settings file, its ``model`` and ``train`` sections built (once) into their dataclasses."""
     try:
-        settings = json.loads(Path(path).read_text(encoding="utf-8"))
+        values = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON: {error}") from None
-    for section in ("model", "train"):
-        if not isinstance(settings, dict) or not isinstance(settings.get(section), dict):
-            raise ValueError(f"{path}: lacks the {section!r} section")
     try:
-        ModelConfig.from_dict(settings["model"])
-        TrainConfig.from_dict(settings["train"])
+        return RunSettings.from_dict(values)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
-    return settings
 
 
 def check_data(data: Path) -> None:
@@ -60,7 +55,7 @@ def check_data(data: Path) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m aiayn.train", description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
-    parser.add_argument("--settings", required=True, type=Path, help="the run's settings file (JSON)")
+    add_settings(parser, "the run's settings file (JSON)", required=True, type=Path)
     parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPUs of the job, shared by its ranks on this node (default: train.threads)")
@@ -68,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="stop with a checkpoint after this many steps (resume later with the same --out-dir)")
     parser.add_argument("--gpu-lock-dir", type=Path, default=None,
                         help="where GPU claim locks live (default: <tmp>/aiayn-gpu-locks-<uid>)")
-    parser.add_argument("--log", default=None, help="also log to this file")
+    add_log(parser)
     return parser
 
 
@@ -80,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         die_with_parent()  # a torchrun worker: never outlive the agent
     args = build_parser().parse_args(argv)
     setup_logging(args.log)
-    settings = read_settings(args.settings)
-    train_cfg = TrainConfig.from_dict(settings["train"])
+    run = read_settings(args.settings)
+    train_cfg = run.train
     check_data(args.data)
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     threads = threads_per_rank(args.threads or train_cfg.threads, local_ranks)
@@ -96,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         env = init_from_environment(train_cfg.gpus)
         if not env.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
-        trainer = Trainer(settings, args.data, args.out_dir, env, args.max_steps_this_run)
+        trainer = Trainer(run, args.data, args.out_dir, env, args.max_steps_this_run)
         trainer.install_signal_handlers()
         return trainer.run()
     finally:

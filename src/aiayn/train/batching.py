@@ -14,13 +14,13 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 
-def check_at_least_one_batch(where: str, tgt_lengths: np.ndarray, batches: list, max_tokens: int) -> None:
-    """Refuse a training set that does not fill one batch of ``max_tokens`` target tokens (with their
+def check_at_least_one_batch(where: str, tgt_lengths: np.ndarray, batches: list, tokens_per_batch: int) -> None:
+    """Refuse a training set that does not fill one batch of ``tokens_per_batch`` target tokens (with their
     end symbols): a near-empty corpus after cleaning, found before any training step."""
     tokens = int(tgt_lengths.sum()) + len(tgt_lengths)
-    if not batches or tokens < max_tokens:
+    if not batches or tokens < tokens_per_batch:
         raise ValueError(f"{where}: {len(tgt_lengths)} sentence pairs, {tokens} target tokens: less than one "
-                         f"batch of {max_tokens} (from train.max_tokens and train.max_tokens_per_batch); the "
+                         f"batch of {tokens_per_batch} (from train.tokens_per_step and train.tokens_per_pass); the "
                          "corpus is (nearly) empty: see the cleaning counts (clean/<task>/train.stats.json) and "
                          "which data.clean rule dropped the pairs")
 

@@ -1,6 +1,6 @@
 """The training loop (paper section 5): token-budget steps, Adam with the eq. 3 schedule, checkpoints.
 
-One optimizer step collects ``train.max_tokens`` target tokens (and about as many source tokens)
+One optimizer step collects ``train.tokens_per_step`` target tokens (and about as many source tokens)
 over all data-parallel ranks, whatever their number (:meth:`TrainConfig.plan`: each rank makes
 ``passes`` forward passes of ``tokens_per_pass`` tokens); the summed label-smoothed loss's gradient
 is divided by the number of target tokens of the whole step. The step never waits for the GPU
@@ -23,6 +23,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 import torch
 from tqdm import tqdm
@@ -30,7 +31,8 @@ from tqdm import tqdm
 from aiayn.data.shards import ShardedCorpus
 from aiayn.evaluate.perplexity import corpus_nll, perplexity_report
 from aiayn.io import write_json
-from aiayn.model import ModelConfig, Transformer, count_parameters, flops_per_token
+from aiayn.model import Transformer, count_parameters, flops_per_token
+from aiayn.options import RunSettings
 from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch, make_batches
 from aiayn.runtime.checkpoint import (Checkpoint, checkpoint_path, load_checkpoint, newest_good_checkpoint,
                                       publish_last, rng_state, rotate, save_checkpoint, set_aside, set_rng_state,
@@ -44,7 +46,6 @@ from aiayn.train.distributed import DistEnv, wrap_model
 from aiayn.train.metrics import MetricsLog, memory_mb, progress_line
 from aiayn.train.prefetch import Prefetcher
 from aiayn.train.schedule import learning_rate
-from aiayn.train.settings import TrainConfig
 from aiayn.train.step import PendingResults, StepResult, apply_update, flags, step_seed
 
 log = logging.getLogger(__name__)
@@ -99,10 +100,13 @@ def load_corpora(data_dir: Path) -> tuple[ShardedCorpus, ShardedCorpus]:
 class Trainer:
     """Trains one model on ``<data_dir>/{train,dev}`` into ``out_dir`` (see the module docstring)."""
 
-    def __init__(self, settings: dict, data_dir: Path, out_dir: Path, env: DistEnv, max_steps_this_run: int | None = None):
-        self.settings, self.env, self.out_dir = settings, env, Path(out_dir)
-        self.model_cfg = ModelConfig.from_dict(settings["model"])
-        self.cfg = TrainConfig.from_dict(settings["train"])
+    def __init__(self, run: RunSettings | Mapping[str, Any], data_dir: Path, out_dir: Path, env: DistEnv,
+                 max_steps_this_run: int | None = None):
+        """``run``: the run's settings, built once by the caller (a mapping, as tests and benchmarks
+        write them, is built here)."""
+        run = run if isinstance(run, RunSettings) else RunSettings.from_dict(run)
+        self.settings, self.env, self.out_dir = dict(run.values), env, Path(out_dir)
+        self.model_cfg, self.cfg = run.model, run.train
         self.max_steps_this_run = max_steps_this_run
         self.train_data, self.dev_data = load_corpora(Path(data_dir))
         self.vocab = {"size": self.train_data.vocab_size, "pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS}
@@ -296,7 +300,7 @@ class Trainer:
     # ---- the loop -----------------------------------------------------------------------------
 
     def dev_perplexity(self) -> float:
-        totals = corpus_nll(self.raw_model, self.dev_data, self.cfg.max_tokens_per_batch, self.env.device,
+        totals = corpus_nll(self.raw_model, self.dev_data, self.cfg.tokens_per_pass, self.env.device,
                             self.max_len, self.autocast, drop_overlong=True)
         ppl = perplexity_report(totals)["ppl"]
         self.progress.dev_ppl = ppl

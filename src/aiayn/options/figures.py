@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aiayn.settings import check_known_keys
+from aiayn.options.core import Section, build, check, check_keys, option
 
 FIGURE3_SENTENCE = ("It is in this spirit that a majority of American governments have passed new laws since 2009 "
                     "making the registration or voting process more difficult.")
@@ -24,17 +24,21 @@ FIGURE4_SENTENCE = ("The Law will never be perfect, but its application should b
                     "missing, in my opinion.")
 FIGURES = ("figure3", "figure4", "figure5")
 NEEDS_WORD = ("figure3", "figure4")  # the figures that draw attention from one word
+APPENDIX = "paper appendix, visualizations.tex"
 
 
 @dataclass(frozen=True)
-class Layer:
+class Layer(Section):
     """"Layer ``index`` of ``of``": a model of N layers draws layer round(index * N / of) (1-based,
     halves up, at least 1), the same depth fraction; the paper's 5 of 6 is layer 5 of 6, 2 of 2, 3 of 4."""
 
-    index: int = 5
-    of: int = 6
+    SECTION = "layer"
+
+    index: int = option(5, help="the layer drawn, of `of`", source=APPENDIX, minimum=1)
+    of: int = option(6, help="the depth `index` counts in", source=APPENDIX, minimum=1)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not 1 <= self.index <= self.of:
             raise ValueError(f"index must be between 1 and of, got index {self.index} of {self.of}")
 
@@ -48,21 +52,21 @@ class FigureSpec:
     """One figure: its sentence, the word attention is drawn from (Figures 3 and 4), and its heads:
     ``auto`` (``count`` heads chosen as :mod:`aiayn.report.attention` says) or a list of 1-based heads."""
 
-    sentence: str
-    word: str | None = None
-    heads: str | tuple[int, ...] = "auto"
-    count: int = 2
+    sentence: str = option(help="the sentence drawn", source=APPENDIX, min_length=1)
+    word: str | None = option(None, help="the word attention is drawn from (Figures 3 and 4)", min_length=1)
+    heads: str | tuple[int, ...] = option("auto", help="auto (count heads chosen from what the model does) "
+                                          "or 1-based head numbers", choices=("auto",), minimum=1, min_items=1)
+    count: int = option(2, help="heads chosen with heads: auto", minimum=1)
 
     def __post_init__(self) -> None:
+        if isinstance(self.heads, list):
+            object.__setattr__(self, "heads", tuple(self.heads))
         if not self.sentence.strip():
             raise ValueError("sentence is empty")
-        if not isinstance(self.count, int) or self.count < 1:
-            raise ValueError(f"count must be a positive integer, got {self.count!r}")
-        if self.heads != "auto":
-            heads = tuple(self.heads) if isinstance(self.heads, (list, tuple)) else ()
-            if not heads or not all(isinstance(h, int) and h >= 1 for h in heads):
-                raise ValueError(f"heads must be 'auto' or a list of 1-based head numbers, got {self.heads!r}")
-            object.__setattr__(self, "heads", heads)
+        try:
+            check(self, "figure")
+        except ValueError as error:  # build() names the figure
+            raise ValueError(str(error).removeprefix("figure.")) from None
         if self.word is not None and not re.search(rf"(?<!\w){re.escape(self.word)}(?!\w)", self.sentence):
             raise ValueError(f"word {self.word!r} is not a word of the sentence {self.sentence!r}")
 
@@ -86,25 +90,27 @@ def _figure5() -> FigureSpec:
 class AttentionSettings:
     """The layer and the three figures; defaults: the paper's."""
 
-    layer: Layer = field(default_factory=Layer)
-    figure3: FigureSpec = field(default_factory=_figure3)
-    figure4: FigureSpec = field(default_factory=_figure4)
-    figure5: FigureSpec = field(default_factory=_figure5)
+    layer: Layer = option(help="the encoder layer drawn", factory=Layer, partial=True)
+    figure3: FigureSpec = option(help="Figure 3: attention from one word", factory=_figure3, partial=True)
+    figure4: FigureSpec = option(help="Figure 4: one word's attention per head", factory=_figure4, partial=True)
+    figure5: FigureSpec = option(help="Figure 5: every word's attention in two heads", factory=_figure5,
+                                 partial=True)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "AttentionSettings":
         """Build from ``figures`` less its run keys; a bad key or value raises ValueError naming it."""
-        check_known_keys(cls, values, "figures")
+        check_keys(cls, values, "figures")
         built = {}
         for name, value in values.items():
-            kind = Layer if name == "layer" else FigureSpec
             if not isinstance(value, Mapping):
                 raise ValueError(f"figures.{name}: expected a mapping, got {value!r}")
-            check_known_keys(kind, value, f"figures.{name}")
+            default = dataclasses.asdict(getattr(cls(), name))
             try:
-                built[name] = _build(kind, {**dataclasses.asdict(getattr(cls(), name)), **value}, name)
+                built[name] = _build(type(getattr(cls(), name)), {**default, **value}, name)
             except ValueError as error:
-                raise ValueError(f"figures.{name}: {error}") from None
+                message = str(error)
+                raise ValueError(message if f"figures.{name}" in message else
+                                 f"figures.{name}: {message}") from None
         return cls(**built)
 
     def specs(self) -> dict[str, FigureSpec]:
@@ -112,7 +118,7 @@ class AttentionSettings:
 
 
 def _build(kind: type, values: dict, name: str) -> Any:
-    spec = kind(**values)
+    spec = build(kind, values, f"figures.{name}")
     if name in NEEDS_WORD and spec.word is None:
         raise ValueError("word is required: the figure draws attention from one word")
     return spec

@@ -1,0 +1,271 @@
+"""An option written once: :func:`option` puts its help, range, choices and source in a dataclass
+field's metadata (fairseq's ``field(default=..., metadata={"help": ...})``, facebookresearch/fairseq
+``fairseq/dataclass/configs.py`` at v0.12.2); :func:`check` and :func:`build` validate from it, and
+:mod:`aiayn.options.schema` writes the JSON schema from it. Standard library only: parsing the
+config loads no stage.
+
+A constraint applies to the scalar leaves of a field's type: ``minimum`` to the number itself, or to
+each number of a ``tuple[float, float]``; ``choices`` to a string, also inside a union
+(``str | tuple[int, ...]`` with ``choices=("auto",)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import types
+import typing
+from dataclasses import MISSING, dataclass
+from typing import Any, Mapping
+
+KEY = "aiayn.option"
+
+
+@dataclass(frozen=True)
+class Option:
+    """What :func:`option` records of one field (see there)."""
+
+    help: str = ""
+    choices: tuple | None = None
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
+    maximum: float | None = None
+    exclusive_maximum: float | None = None
+    pattern: str | None = None
+    min_length: int | None = None
+    min_items: int | None = None
+    key_pattern: str | None = None
+    source: str | None = None
+    renamed_from: tuple[str, ...] = ()
+    partial: bool = False
+    in_config: bool = True
+
+
+def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices: tuple | None = None,
+           renamed_from: str | tuple[str, ...] = (), **constraints: Any) -> Any:
+    """A dataclass field with its definition: ``default`` (or ``factory``), ``help``, ``choices``,
+    ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum``, ``pattern`` and
+    ``min_length`` (strings), ``min_items`` (lists, tuples, mappings), ``key_pattern`` (mapping keys),
+    ``source`` (where the paper or its code sets the value), ``renamed_from`` (former names: a config
+    using one gets an error naming the new name), ``partial`` (a nested section whose keys are all
+    optional: it overrides defaults) and ``in_config=False`` (set by the workflow, not a config key)."""
+    renamed = (renamed_from,) if isinstance(renamed_from, str) else tuple(renamed_from)
+    spec = Option(help=help, choices=tuple(choices) if choices is not None else None, renamed_from=renamed,
+                  **constraints)
+    return dataclasses.field(default=default, default_factory=factory, metadata={KEY: spec})
+
+
+def spec(field: dataclasses.Field) -> Option:
+    return field.metadata.get(KEY) or Option()
+
+
+@functools.lru_cache(maxsize=None)
+def hints(cls: type) -> dict[str, Any]:
+    """The evaluated field types of the dataclass ``cls``."""
+    return typing.get_type_hints(cls)
+
+
+def members(kind: Any) -> tuple | None:
+    """The members of a union type (``int | None``), or None for any other type."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return typing.get_args(kind)
+    return None
+
+
+def renames(cls: type) -> dict[str, str]:
+    """``{former name: name}`` of the fields of ``cls``."""
+    return {old: f.name for f in dataclasses.fields(cls) for old in spec(f).renamed_from}
+
+
+def check_keys(cls: type, values: Mapping[str, Any], section: str) -> None:
+    """Refuse a key that ``cls`` has no field for, naming it; a former name says the new one."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    for old, new in renames(cls).items():
+        if old in values:
+            raise ValueError(f"{section}.{old} was renamed {section}.{new}")
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
+
+
+def check(obj: Any, section: str) -> None:
+    """Check every field of the dataclass instance ``obj`` against its definition; raises ValueError
+    naming the full key (``train.precision: 'fp16' is not one of auto, fp32, bf16``)."""
+    for field in dataclasses.fields(obj):
+        problem = value_problem(getattr(obj, field.name), hints(type(obj))[field.name], spec(field))
+        if problem:
+            raise ValueError(f"{section}.{field.name}: {problem}")
+
+
+def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
+    """Why ``value`` is not a valid ``kind`` under ``opt`` (None: it is)."""
+    union = members(kind)
+    if union is not None:
+        problems = [value_problem(value, member, opt) for member in union]
+        if any(problem is None for problem in problems):
+            return None
+        typed = [p for member, p in zip(union, problems) if _is_instance(value, member)]
+        return typed[0] if typed else f"{value!r} is not {' or '.join(_name(m) for m in union)}"
+    if not _is_instance(value, kind):
+        return f"{value!r} is not {_name(kind)}"
+    if dataclasses.is_dataclass(kind) or kind in (type(None), bool, Any):
+        return None
+    if kind in (int, float):
+        return _range_problem(value, opt)
+    if kind is str:
+        return _string_problem(value, opt)
+    return _container_problem(value, kind, opt)
+
+
+def _is_instance(value: Any, kind: Any) -> bool:
+    origin = typing.get_origin(kind) or kind
+    if kind is Any:
+        return True
+    if kind is type(None):
+        return value is None
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if origin in (tuple, list):
+        return isinstance(value, (tuple, list))
+    if origin is dict:
+        return isinstance(value, Mapping)
+    return isinstance(value, origin)
+
+
+def _name(kind: Any) -> str:
+    names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    if kind in names:
+        return names[kind]
+    origin = typing.get_origin(kind) or kind
+    return {tuple: "a list", list: "a list", dict: "a mapping"}.get(origin, f"a {getattr(kind, '__name__', kind)}")
+
+
+def numeric_choices(opt: Option) -> tuple | None:
+    """``choices`` when they are numbers (choices of a union's strings do not bind its numbers)."""
+    if opt.choices is not None and all(isinstance(c, (int, float)) for c in opt.choices):
+        return opt.choices
+    return None
+
+
+def string_choices(opt: Option) -> tuple | None:
+    if opt.choices is not None and all(isinstance(c, str) for c in opt.choices):
+        return opt.choices
+    return None
+
+
+def _range_problem(value: float, opt: Option) -> str | None:
+    if numeric_choices(opt) is not None and value not in opt.choices:
+        return f"{value!r} is not one of {', '.join(map(str, opt.choices))}"
+    bounds = ((opt.minimum, lambda b: value < b, "less than the minimum of"),
+              (opt.exclusive_minimum, lambda b: value <= b, "less than or equal to the minimum of"),
+              (opt.maximum, lambda b: value > b, "greater than the maximum of"),
+              (opt.exclusive_maximum, lambda b: value >= b, "greater than or equal to the maximum of"))
+    for bound, fails, words in bounds:
+        if bound is not None and fails(bound):
+            return f"{value!r} is {words} {bound!r}"
+    return None
+
+
+def _string_problem(value: str, opt: Option) -> str | None:
+    if string_choices(opt) is not None and value not in opt.choices:
+        return f"{value!r} is not one of {', '.join(map(str, opt.choices))}"
+    if opt.pattern is not None and not re.search(opt.pattern, value):
+        return f"{value!r} does not match {opt.pattern!r}"
+    if opt.min_length is not None and len(value) < opt.min_length:
+        return f"{value!r} is shorter than {opt.min_length}"
+    return None
+
+
+def _container_problem(value: Any, kind: Any, opt: Option) -> str | None:
+    args, origin = typing.get_args(kind), typing.get_origin(kind)
+    if opt.min_items is not None and len(value) < opt.min_items:
+        return f"{value!r} has fewer than {opt.min_items} items"
+    if origin is dict:
+        for key, item in value.items():
+            if opt.key_pattern is not None and not re.search(opt.key_pattern, str(key)):
+                return f"key {key!r} does not match {opt.key_pattern!r}"
+            problem = value_problem(item, args[1], opt) if args else None
+            if problem:
+                return f"{key}: {problem}"
+        return None
+    if origin is tuple and args and args[-1] is not Ellipsis and len(value) != len(args):
+        return f"{value!r} does not have {len(args)} items"
+    for item in value:
+        problem = value_problem(item, args[0], opt) if args else None
+        if problem:
+            return problem
+    return None
+
+
+class Section:
+    """Base of a settings dataclass: checked against its definitions when made (``__post_init__``;
+    a subclass with cross-field checks calls ``super().__post_init__()`` first), built from a config
+    section by :meth:`from_dict`. ``SECTION`` is its key path in the config, for error messages."""
+
+    SECTION = ""
+
+    def __post_init__(self) -> None:
+        check(self, self.SECTION)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], section: str | None = None) -> Any:
+        """Build from a config section; an unknown key or a bad value raises ValueError naming it."""
+        return build(cls, values, section or cls.SECTION)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+
+def build(cls: type, values: Any, section: str) -> Any:
+    """``cls`` built from a config section (nested sections from mappings, lists as tuples where the
+    type says so); an unknown key or a bad value raises ValueError naming the full key."""
+    if not isinstance(values, Mapping):
+        raise ValueError(f"{section}: expected a mapping of settings, got {type(values).__name__}")
+    check_keys(cls, values, section)
+    kwargs = {}
+    for field in dataclasses.fields(cls):
+        if field.name in values:
+            kind, where = hints(cls)[field.name], f"{section}.{field.name}"
+            value = _convert(values[field.name], kind, where)
+            problem = value_problem(value, kind, spec(field))
+            if problem:
+                raise ValueError(f"{where}: {problem}")
+            kwargs[field.name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as error:  # a field without default left out
+        raise ValueError(f"{section}: {error}") from None
+
+
+def _convert(value: Any, kind: Any, where: str) -> Any:
+    union = members(kind)
+    if union is not None:
+        for member in union:
+            if dataclasses.is_dataclass(member) and isinstance(value, Mapping):
+                return build(member, value, where)
+            if typing.get_origin(member) is tuple and isinstance(value, list):
+                return tuple(value)
+        return value
+    if dataclasses.is_dataclass(kind) and isinstance(value, Mapping):
+        return build(kind, value, where)
+    if typing.get_origin(kind) is tuple and isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass instance as the plain mapping a settings file holds (tuples as lists)."""
+    return _plain(dataclasses.asdict(obj))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value

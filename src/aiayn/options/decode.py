@@ -1,0 +1,59 @@
+"""Averaging and decoding settings: the keys of ``config.yaml`` ``defaults.average`` and ``defaults.decode``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiayn.options.core import Section, option
+
+PRECISIONS = ("auto", "fp32", "bf16")  # fp16 would need loss scaling; bf16 has fp32's range
+CPU_MATMULS = ("onednn", "mkl")
+
+
+def precision_option(help: str) -> object:
+    """The arithmetic of a stage's forward passes (:mod:`aiayn.runtime.precision`): ``auto`` is bf16
+    autocast on GPUs with bf16 tensor cores, fp32 elsewhere."""
+    return option("auto", help=help, choices=PRECISIONS)
+
+
+def cpu_matmul_option(help: str) -> object:
+    """``onednn`` computes float32 CPU products through oneDNN (:mod:`aiayn.model.functional`), ``mkl``
+    through torch's default."""
+    return option("onednn", help=help, choices=CPU_MATMULS)
+
+
+@dataclass(frozen=True)
+class AverageConfig(Section):
+    """How many of the last checkpoints to average (paper section 6.1: 5 for base, 20 for big)."""
+
+    SECTION = "average"
+
+    last: int = option(5, help="checkpoints averaged, the last ones spaced by train.checkpoint_steps",
+                       source="paper 6.1", minimum=1)
+
+
+
+@dataclass(frozen=True)
+class DecodeConfig(Section):
+    """Beam search (paper section 6.1): beam 4, length penalty alpha 0.6, max length input + 50.
+
+    The length penalty is GNMT's, score = log P(Y|X) / ((5 + |Y|) / 6)^alpha; at most
+    ``max_len_a * |X| + max_len_b`` target tokens; ``early_stop`` ends a sentence once no live hypothesis can
+    beat the finished ones; ``max_sentences`` is the batch size of the decoding loop.
+    """
+
+    SECTION = "decode"
+
+    beam_size: int = option(4, help="hypotheses kept per sentence", source="paper 6.1", minimum=1)
+    length_penalty: float = option(0.6, help="alpha of GNMT's length penalty ((5 + |Y|) / 6)^alpha",
+                                   source="paper 6.1", minimum=0.0)
+    max_len_a: float = option(1.0, help="target tokens at most max_len_a * |X| + max_len_b",
+                              source="paper 6.1 (input length + 50)", minimum=0.0)
+    max_len_b: int = option(50, help="target tokens at most max_len_a * |X| + max_len_b",
+                            source="paper 6.1 (input length + 50)", minimum=0)
+    early_stop: bool = option(True, help="end a sentence once no live hypothesis can beat the finished ones",
+                              source="paper 6.1 (\"terminate early when possible\")")
+    max_sentences: int = option(128, help="sentences per batch of the decoding loop", minimum=1)
+    precision: str = precision_option("arithmetic of decoding's forward passes")
+    cpu_matmul: str = cpu_matmul_option("float32 CPU products of decoding: onednn or mkl")
+

@@ -1,0 +1,128 @@
+"""Training hyperparameters: the keys of ``config.yaml`` ``defaults.train`` (paper section 5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from aiayn.options.core import Section, option
+from aiayn.options.decode import cpu_matmul_option, precision_option
+from aiayn.options.model import ModelConfig
+
+
+@dataclass(frozen=True)
+class TrainConfig(Section):
+    """Defaults are the paper's base setting (sections 5.1 to 5.4).
+
+    Token budgets count padded tokens of each side separately, eos and bos included
+    (:mod:`aiayn.train.batching`): a batch of n pairs holds n * max(source length + 1) source tokens
+    and n * max(target length + 1) target tokens, and both stay within the budget. The paper's
+    "approximately 25000 source tokens and 25000 target tokens" per batch (section 5.1) is
+    ``tokens_per_step: 25000``.
+    """
+
+    SECTION = "train"
+
+    train_steps: int = option(100000, help="optimizer steps (base: 100,000; big: 300,000)",
+                              source="paper 5.2", minimum=1)
+    label_smoothing: float = option(0.1, help="epsilon_ls of label smoothing", source="paper 5.4",
+                                    minimum=0.0, exclusive_maximum=1.0)
+    tokens_per_step: int = option(25000, help="padded source tokens, and as many target tokens, per "
+                                  "optimizer step, all GPUs and passes together", source="paper 5.1",
+                                  minimum=1, renamed_from="max_tokens")
+    tokens_per_pass: int = option(12500, help="padded tokens per side of one forward pass on one device "
+                                  "(accumulation makes up the step; also the dev evaluation's batch)",
+                                  minimum=1, renamed_from="max_tokens_per_batch")
+    adam_betas: tuple[float, float] = option((0.9, 0.98), help="Adam's beta_1, beta_2", source="paper 5.3",
+                                             minimum=0.0, exclusive_maximum=1.0)
+    adam_eps: float = option(1e-9, help="Adam's epsilon", source="paper 5.3", exclusive_minimum=0.0)
+    warmup_steps: int = option(4000, help="steps of linear learning-rate warmup", source="paper 5.3",
+                               minimum=1)
+    lr_scale: float = option(1.0, help="factor on the paper's learning rate d_model^-0.5 * "
+                             "min(step^-0.5, step * warmup_steps^-1.5)", source="paper 5.3 (equation 3)",
+                             exclusive_minimum=0.0)
+    clip_norm: float = option(0.0, help="gradient norm clipping (0: none, as the paper)", minimum=0.0)
+    weight_decay: float = option(0.0, help="Adam's L2 weight decay (0: none, as the paper)", minimum=0.0)
+    seed: int = option(1, help="seed of initialization, dropout and batch order; extra seeds add 1, 2, ...")
+    precision: str = precision_option("arithmetic of training: auto, fp32 or bf16 (fp16 would need loss scaling)")
+    compile: bool = option(False, help="torch.compile the model")
+    cpu_matmul: str = cpu_matmul_option("float32 CPU products of training: onednn or mkl")
+    gpus: int = option(1, help="GPUs per training job (torchrun/DDP for more; 0: the CPU)", minimum=0)
+    cpu_ranks: int = option(1, help="gloo ranks on the CPU (needs gpus: 0)", minimum=1)
+    nodes: int = option(1, help="machines of one training (torchrun)", minimum=1)
+    rendezvous: str = option("", help="HOST:PORT of a multi-node torchrun (empty: this machine)")
+    checkpoint_minutes: float = option(10.0, help="minutes between checkpoints (0: none by time)",
+                                       source="paper 6.1 (\"written at 10-minute intervals\")", minimum=0.0)
+    checkpoint_steps: int = option(1400, help="steps between the spaced checkpoints averaging reads "
+                                   "(0: spaced by checkpoint_minutes alone)",
+                                   source="paper 6.1: 100,000 steps at 10-minute intervals", minimum=0)
+    keep_checkpoints: int = option(20, help="checkpoints kept on disk", minimum=1)
+    log_every_steps: int = option(100, help="steps between training-log lines", minimum=1)
+    dev_every_steps: int = option(1000, help="steps between dev perplexities (0: at the end only)", minimum=0)
+    nan_policy: str = option("skip", help="a step with a non-finite loss: skip it or stop", choices=("skip", "stop"))
+    threads: int | None = option(None, help="CPU threads of a training job, shared by its ranks "
+                                 "(null: torch's default; --threads overrides)", minimum=1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.gpus and self.cpu_ranks != 1:
+            raise ValueError(f"train.cpu_ranks={self.cpu_ranks} needs train.gpus: 0 (with GPUs there is one "
+                             f"rank per GPU), got train.gpus={self.gpus}")
+        host, _, port = self.rendezvous.rpartition(":")
+        if self.rendezvous and not (host and port.isdigit()):
+            raise ValueError(f"train.rendezvous must be HOST:PORT (or empty), got {self.rendezvous!r}")
+
+    @property
+    def local_ranks(self) -> int:
+        """Data-parallel ranks on one machine: one per GPU, or ``cpu_ranks`` gloo ranks on the CPU."""
+        return self.gpus if self.gpus else self.cpu_ranks
+
+    def plan(self, world_size: int) -> "StepPlan":
+        """How one optimizer step of ``tokens_per_step`` is shared by ``world_size`` data-parallel ranks.
+
+        passes = ceil(tokens_per_step / (W * tokens_per_pass)) forward passes per rank, each of a
+        batch budget of round(tokens_per_step / (W * passes)) tokens per side, so a step holds the same
+        number of tokens (to within one pass) on 1 GPU or 16: the paper's 25,000 on its 8 GPUs were
+        8 batches of about 3,125.
+        """
+        if world_size < 1:
+            raise ValueError(f"world size must be at least 1, got {world_size}")
+        passes = max(1, math.ceil(self.tokens_per_step / (world_size * self.tokens_per_pass)))
+        per_pass = round(self.tokens_per_step / (world_size * passes))
+        if per_pass < 1:
+            raise ValueError(f"train.tokens_per_step={self.tokens_per_step} cannot be shared by {world_size} ranks")
+        return StepPlan(world_size, passes, per_pass)
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One optimizer step: ``passes`` forward passes per rank of ``tokens_per_pass`` tokens per side."""
+
+    world_size: int
+    passes: int
+    tokens_per_pass: int
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Padded tokens per side of the whole step: world_size * passes * tokens_per_pass."""
+        return self.world_size * self.passes * self.tokens_per_pass
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """A training run's settings file (``R/<task>/<run>/settings/train.json``: ``model``, ``train``,
+    ``experiment``, ``task``), built once per training process and handed down; ``values`` is the
+    file's content as checkpoints record it."""
+
+    model: ModelConfig
+    train: TrainConfig
+    values: Mapping[str, Any]
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "RunSettings":
+        """Build both sections; a missing section, unknown key or bad value raises ValueError naming it."""
+        for section in ("model", "train"):
+            if not isinstance(values, Mapping) or not isinstance(values.get(section), Mapping):
+                raise ValueError(f"lacks the {section!r} section")
+        return cls(ModelConfig.from_dict(values["model"]), TrainConfig.from_dict(values["train"]), dict(values))

@@ -1,0 +1,166 @@
+"""aiayn.options: each option defined once, the schema and validation derived from the definitions."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from aiayn import config as cfg
+from aiayn.options import (AverageConfig, DecodeConfig, LearnOptions, LengthFilter, ModelConfig, ShardsConfig,
+                           TokenizeConfig, TrainConfig, schema)
+from aiayn.options.core import check, option
+
+from train_helpers import make_task, settings
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+SECTIONS = {("defaults", "model"): ModelConfig, ("defaults", "train"): TrainConfig,
+            ("defaults", "average"): AverageConfig, ("defaults", "decode"): DecodeConfig,
+            ("data", "tokenize"): TokenizeConfig, ("data", "clean"): LengthFilter, ("data", "bpe"): LearnOptions,
+            ("data", "shards"): ShardsConfig}
+# Keys where config.yaml's value differs from the definition's default, and why. None today: the
+# definitions hold the paper's values and config.yaml states them.
+DIFFERS: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("where", SECTIONS, ids=".".join)
+def test_config_yaml_states_the_definitions_defaults(where):
+    """config.yaml is the file a reader reads: its values are the definitions' (the paper's)."""
+    cls, values = SECTIONS[where], PAPER[where[0]][where[1]]
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    for key, value in values.items():
+        name = f"{'.'.join(where)}.{key}"
+        if name in DIFFERS:
+            continue
+        expected = list(defaults[key]) if isinstance(defaults[key], tuple) else defaults[key]
+        assert value == expected, f"{name}: config.yaml {value!r}, definition {defaults[key]!r}"
+
+
+def test_config_yaml_states_every_training_key():
+    """A user reads config.yaml, so every option of a run's sections is written there."""
+    for (top, section), cls in SECTIONS.items():
+        if top == "defaults":
+            assert set(PAPER[top][section]) == {f.name for f in dataclasses.fields(cls)}, section
+
+
+@pytest.mark.parametrize("overlays", [(), ("demo.yaml",), ("demo.yaml", "test.yaml"), ("own-corpus.yaml",)])
+def test_the_generated_schema_accepts_the_shipped_configs(overlays):
+    jsonschema.Draft202012Validator.check_schema(schema())
+    merged = PAPER
+    for name in overlays:
+        merged = cfg.deep_merge(merged, yaml.safe_load((ROOT / "configs" / name).read_text(encoding="utf-8")))
+    errors = list(jsonschema.Draft202012Validator(schema()).iter_errors(cfg.prune(merged)))
+    assert not errors, [error.message for error in errors]
+
+
+@pytest.mark.parametrize("overlay, message", [
+    ({"defaults": {"train": {"precision": "fp16"}}}, "defaults.train.precision: 'fp16' is not one of auto, fp32, bf16"),
+    ({"defaults": {"train": {"warmup_steps": 0}}}, "defaults.train.warmup_steps: 0 is less than the minimum of 1"),
+    ({"defaults": {"decode": {"beam_size": "4"}}}, "defaults.decode.beam_size: '4' is not of type 'integer'"),
+    ({"experiments": {"A1": {"model": {"n_head": 2}}}}, "experiments.A1.model: Additional properties"),
+    ({"defaults": {"train": {"max_tokens": 25000}}},
+     "defaults.train.max_tokens was renamed defaults.train.tokens_per_step"),
+    ({"experiments": {"big": {"train": {"max_tokens_per_batch": 100}}}},
+     "experiments.big.train.max_tokens_per_batch was renamed experiments.big.train.tokens_per_pass"),
+    ({"tasks": {"en-de": {"src": "eng"}}}, "tasks.en-de.src: 'eng' does not match"),
+])
+def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    with pytest.raises(cfg.ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        cfg.load(ROOT / "config.yaml", path)
+
+
+def test_a_stage_refuses_an_old_name_with_its_new_name():
+    with pytest.raises(ValueError, match="train.max_tokens was renamed train.tokens_per_step"):
+        TrainConfig.from_dict({"max_tokens": 25000})
+
+
+def test_the_validator_and_the_schema_read_the_same_definition():
+    """A range written once binds a dataclass made by hand and the config alike."""
+    with pytest.raises(ValueError, match="train.precision: 'fp16' is not one of auto, fp32, bf16"):
+        TrainConfig(precision="fp16")
+    with pytest.raises(ValueError, match="decode.cpu_matmul: 'blas' is not one of onednn, mkl"):
+        DecodeConfig(cpu_matmul="blas")
+    train = schema()["properties"]["defaults"]["properties"]["train"]["properties"]
+    assert train["precision"]["enum"] == ["auto", "fp32", "bf16"] and train["precision"]["default"] == "auto"
+    assert train["warmup_steps"] == {"description": train["warmup_steps"]["description"],
+                                     "x-source": "paper 5.3", "default": 4000, "type": "integer", "minimum": 1}
+    assert train["threads"]["type"] == ["integer", "null"]  # settable from the config now
+
+
+def test_option_metadata_drives_check():
+    @dataclasses.dataclass(frozen=True)
+    class Toy:
+        rate: float = option(0.5, help="a probability", minimum=0.0, exclusive_maximum=1.0)
+        mode: str = option("a", help="a mode", choices=("a", "b"))
+        pair: tuple[int, int] = option((1, 2), help="two positive integers", minimum=1)
+
+    check(Toy(), "toy")
+    for bad, message in ((Toy(rate=1.0), "toy.rate: 1.0 is greater than or equal to the maximum of 1.0"),
+                         (Toy(mode="c"), "toy.mode: 'c' is not one of a, b"),
+                         (Toy(pair=(1, 0)), "toy.pair: 0 is less than the minimum of 1"),
+                         (Toy(pair=(1, 2, 3)), r"toy.pair: \(1, 2, 3\) does not have 2 items"),
+                         (Toy(rate=True), "toy.rate: True is not a number")):
+        with pytest.raises(ValueError, match=message):
+            check(bad, "toy")
+
+
+def test_beam_search_defaults_are_the_decode_definitions():
+    import inspect
+
+    beam = pytest.importorskip("aiayn.decode.beam")
+    parameters = inspect.signature(beam.beam_search_n_best).parameters
+    for name in ("beam_size", "length_penalty", "max_len_a", "max_len_b", "early_stop"):
+        assert parameters[name].default == getattr(DecodeConfig(), name), name
+
+
+def test_a_training_process_builds_its_train_config_once(tmp_path, monkeypatch):
+    """train/__main__ reads the settings file into one RunSettings and hands it to the Trainer."""
+    pytest.importorskip("torch")
+    from aiayn.train import __main__ as train_main
+
+    built = []
+    original = TrainConfig.__post_init__
+    monkeypatch.setattr(TrainConfig, "__post_init__", lambda self: (built.append(self), original(self))[1])
+    data = make_task(tmp_path / "bin", n_train=32, n_dev=4)
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(settings(train_steps=2, dev_every_steps=0)), encoding="utf-8")
+    assert train_main.main(["--data", str(data), "--settings", str(path), "--out-dir", str(tmp_path / "out")]) == 0
+    assert len(built) == 1
+
+
+def test_parsing_the_config_loads_no_stage():
+    """aiayn.config (what the Snakefile imports) and aiayn.options load neither torch nor the data tools,
+    and aiayn.options nothing of aiayn but itself."""
+    code = ("import sys, aiayn.config; heavy = {'torch', 'sacremoses', 'regex', 'tqdm', 'numpy'}; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy)); "
+            "print(sorted(m for m in sys.modules if m.startswith('aiayn.') and not m.startswith('aiayn.options')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines()
+    assert out == ["[]", "['aiayn.config']"]
+
+
+def test_a_flag_takes_its_default_help_and_range_from_the_definition(capsys):
+    import argparse
+
+    from aiayn.cli import add_option, check_options, overridden
+    from aiayn.options import PerplexityConfig
+
+    parser = argparse.ArgumentParser()
+    add_option(parser, "--tokens-per-batch", PerplexityConfig, "tokens_per_batch")
+    assert "default: 8000" in " ".join(parser.format_help().split())
+    args = parser.parse_args([])
+    assert overridden(PerplexityConfig(), args) == PerplexityConfig()
+    assert overridden(PerplexityConfig(), parser.parse_args(["--tokens-per-batch", "24"])).tokens_per_batch == 24
+    with pytest.raises(SystemExit):
+        check_options(parser, parser.parse_args(["--tokens-per-batch", "0"]), PerplexityConfig)
+    assert "perplexity.tokens_per_batch: 0 is less than the minimum of 1" in capsys.readouterr().err
