@@ -24,9 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from aiayn.model import Transformer
-
-from aiayn.options import ModelConfig
 from aiayn.model.functional import onednn_available
+from aiayn.options import ModelConfig
 from aiayn.runtime.loss import label_smoothed_loss
 
 

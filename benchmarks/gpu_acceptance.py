@@ -51,7 +51,9 @@ import time
 from pathlib import Path
 
 import torch
+from decode_speed import random_sentences, train_copy_model
 from torch.autograd import DeviceType
+from train_throughput import PAPER_MODELS, synthetic_task, time_updates
 
 from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.io import write_json
@@ -61,8 +63,6 @@ from aiayn.runtime.devices import device_name
 from aiayn.runtime.precision import autocast_for, enable_tf32, native_bf16, resolve_precision, tf32_matmuls
 from aiayn.train.distributed import DistEnv
 from aiayn.train.trainer import Trainer
-from decode_speed import random_sentences, train_copy_model
-from train_throughput import PAPER_MODELS, synthetic_task, time_updates
 
 TINY_MODEL = {**PAPER_MODELS["base"], "n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 16, "d_v": 16}
 IDS = SpecialIds(pad=0, bos=2, eos=3)

@@ -39,8 +39,8 @@ from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import run_fairseq  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
-from aiayn.options import ModelConfig  # noqa: E402
 from aiayn.model.init import SCHEMES, InitScheme, initialize  # noqa: E402
+from aiayn.options import ModelConfig  # noqa: E402
 from aiayn.train.distributed import DistEnv  # noqa: E402
 from aiayn.train.schedule import learning_rate  # noqa: E402
 from aiayn.train.trainer import Trainer  # noqa: E402

@@ -27,12 +27,12 @@ from pathlib import Path
 
 from aiayn.data.binarize import binarize
 from aiayn.data.bpe import encode_file, learn
-from aiayn.options import LearnOptions, LengthFilter
 from aiayn.data.clean import clean_corpora
 from aiayn.data.detokenize import MosesDetok, detokenize_file
 from aiayn.data.lines import count_lines, iter_lines
 from aiayn.data.tokenize import MosesPipeline, tokenize_file
 from aiayn.io import atomic_output, read_json, write_json
+from aiayn.options import LearnOptions, LengthFilter
 
 log = logging.getLogger("learning_parity")
 LANGS = ("en", "de")

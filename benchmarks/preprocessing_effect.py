@@ -32,12 +32,11 @@ import sacrebleu
 import sentencepiece as spm
 
 from aiayn.data.bpe import learn
-
-from aiayn.options import LearnOptions
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.evaluate.bleu import read_lines
 from aiayn.io import setup_logging
+from aiayn.options import LearnOptions
 
 log = logging.getLogger("preprocessing_effect")
 WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"

@@ -149,7 +149,8 @@ def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
               "mfu": trainer.mfu(median), "flops_per_token": trainer.flops_per_token,
               "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
     if profile:
-        from torch.profiler import ProfilerActivity, profile as torch_profile
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as torch_profile
 
         with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             time_updates(trainer, 3)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from paths import ROOT, SHARED
 
 
@@ -36,10 +35,10 @@ def toy_run(tmp_path_factory, toy_task) -> Path:
     """The output folder of one uninterrupted run of ``train_helpers.settings()`` on ``toy_task``, on one
     CPU thread (what the resume tests compare against bit for bit). Read-only."""
     import torch
+    from train_helpers import settings
 
     from aiayn.train.distributed import DistEnv
     from aiayn.train.trainer import Trainer
-    from train_helpers import settings
 
     out = tmp_path_factory.mktemp("toy_run")
     threads = torch.get_num_threads()

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import yaml
-
 from paths import ROOT
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.3"

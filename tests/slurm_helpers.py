@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from paths import ROOT
 
 SLURM_PROFILE = ROOT / "profiles" / "slurm" / "config.yaml"

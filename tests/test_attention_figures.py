@@ -7,12 +7,12 @@ import pytest
 import sentencepiece as spm
 import torch
 import yaml
-
-from aiayn import config as cfg
-from aiayn.report import attention
-from aiayn.options.figures import AttentionSettings, Layer
 from report_fixtures import ROOT
 from tiny_checkpoint import write_tiny
+
+from aiayn import config as cfg
+from aiayn.options.figures import AttentionSettings, Layer
+from aiayn.report import attention
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MODEL = {"n_layers": 3, "d_model": 16, "d_ff": 32, "n_heads": 4, "d_k": 8, "d_v": 8, "dropout": 0.0}

@@ -3,8 +3,8 @@ import logging
 import pytest
 import torch
 
-from aiayn.options import ModelConfig
 from aiayn.decode import average
+from aiayn.options import ModelConfig
 from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
 
 VOCAB = {"size": 10, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}

@@ -1,6 +1,6 @@
 from aiayn.evaluate.evalb import metrics, read_lines
-from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.evaluate.evalb_params import default_param_file, read_params
+from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.parsing import baseline
 from aiayn.parsing.trees import parse_tree
 

@@ -3,7 +3,7 @@ import logging
 import numpy as np
 import pytest
 
-from aiayn.data.shards import ShardWriter, ShardedCorpus
+from aiayn.data.shards import ShardedCorpus, ShardWriter
 from aiayn.runtime.batches import collate, make_batches
 from aiayn.train.batching import BatchSampler, BatchStream
 

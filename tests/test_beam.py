@@ -3,11 +3,20 @@ import math
 
 import pytest
 import torch
-
-from aiayn.options import ModelConfig
-from aiayn.decode.beam import (SpecialIds, UncachedDecoding, beam_search, beam_search_n_best, gnmt_length_penalty,
-                               max_output_length, pad_sources, translate_sentences, translate_sentences_n_best)
 from fake_model import BOS, EOS, FakeModel
+
+from aiayn.decode.beam import (
+    SpecialIds,
+    UncachedDecoding,
+    beam_search,
+    beam_search_n_best,
+    gnmt_length_penalty,
+    max_output_length,
+    pad_sources,
+    translate_sentences,
+    translate_sentences_n_best,
+)
+from aiayn.options import ModelConfig
 
 A, B, C = 4, 5, 6
 IDS = SpecialIds(pad=0, bos=BOS, eos=EOS)

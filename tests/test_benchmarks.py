@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from paths import ROOT
 
 SCRIPTS = sorted(path for path in (ROOT / "benchmarks").glob("*.py") if "def main" in path.read_text())

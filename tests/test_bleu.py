@@ -3,10 +3,9 @@ import math
 
 import pytest
 import sacrebleu
+from paths import SHARED_WMT
 
 from aiayn.evaluate import bleu
-
-from paths import SHARED_WMT
 
 NEWSTEST_DE = SHARED_WMT / "plain" / "newstest2014-full.en-de.de"
 

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from aiayn.data import clean
-from aiayn.options import LengthFilter
 from aiayn.data.lines import DataError
+from aiayn.options import LengthFilter
 
 # (en, de, why dropped under min_len=2, max_len=5, max_ratio=1.5)
 PAIRS_A = [

@@ -5,13 +5,24 @@ from pathlib import Path
 
 import pytest
 import yaml
+from paths import ROOT
 
 from aiayn import config as cfg
-from aiayn.options import (AverageConfig, BleuConfig, PerplexityConfig, DecodeConfig, DownloadConfig, LearnOptions,
-                           LengthFilter, ModelConfig, ShardsConfig, TokenizeConfig, TrainConfig, TreebankConfig)
+from aiayn.options import (
+    AverageConfig,
+    BleuConfig,
+    DecodeConfig,
+    DownloadConfig,
+    LearnOptions,
+    LengthFilter,
+    ModelConfig,
+    PerplexityConfig,
+    ShardsConfig,
+    TokenizeConfig,
+    TrainConfig,
+    TreebankConfig,
+)
 from aiayn.options.figures import AttentionSettings
-
-from paths import ROOT
 
 
 @pytest.fixture(scope="module")

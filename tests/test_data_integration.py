@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from paths import ROOT
+from paths import SHARED_WMT as SHARED
 
 from aiayn.data.shards import ShardedCorpus
-
-from paths import ROOT, SHARED_WMT as SHARED
 
 TRAIN_LINES = 1500
 DEV_LINES = 400

@@ -8,17 +8,16 @@ import time
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from aiayn.config import load
-from aiayn.options.sources import archive_name
 from aiayn.data.extract import extract
 from aiayn.demo import mirror
 from aiayn.demo.grammar import NP, Clause, English, French, German
 from aiayn.demo.lexicon import lexicon
+from aiayn.options.sources import archive_name
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.treebank import read_split
-
-from paths import ROOT
 
 TRAIN, EVAL, TREES = 90, 30, 60
 POS_TAGS = {"DT", "NN", "NNS", "NNP", "VB", "VBZ", "VBP", "VBD", "MD", "IN", "TO", "JJ", "CD", ",", ".", "``", "''",

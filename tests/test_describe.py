@@ -2,11 +2,10 @@ import csv
 import io
 
 import pytest
+from paths import ROOT
 
 from aiayn import config as configlib
 from aiayn.describe import COLUMNS, describe, main
-
-from paths import ROOT
 
 CONFIG = ROOT / "config.yaml"
 

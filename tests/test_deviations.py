@@ -5,7 +5,6 @@ import re
 from collections import Counter
 
 import yaml
-
 from paths import ROOT
 
 MARK = "Deviation from paper"

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from paths import ROOT
 
 from aiayn.data import download
 from aiayn.data.download import DownloadError, load_lock, resolve_url
 from aiayn.options.sources import archive_name
-
-from paths import ROOT
 
 PAYLOAD = bytes(range(256)) * 4096  # 1 MiB, several read blocks
 

@@ -7,13 +7,12 @@ import math
 import re
 
 import pytest
+import workflow_helpers
 import yaml
+from workflow_helpers import ROOT, snapshot
 
 from aiayn.config import load as load_config
 from aiayn.data.clean import REASONS
-
-import workflow_helpers
-from workflow_helpers import ROOT, snapshot
 
 CONFIGS = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml")]
 

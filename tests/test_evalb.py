@@ -2,6 +2,7 @@ import json
 import math
 
 import pytest
+from paths import SHARED_PTB as SHARED
 
 from aiayn.evaluate import evalb as evalb_cli
 from aiayn.evaluate.evalb import Totals, format_report, format_row, metrics, read_lines
@@ -9,8 +10,6 @@ from aiayn.evaluate.evalb_params import EvalbParams, c_atoi, default_param_file,
 from aiayn.evaluate.evalb_score import Row, evaluate_lines, modify_label
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.treebank import read_mrg_file
-
-from paths import SHARED_PTB as SHARED
 
 EDGE = SHARED / "evalb_edge"
 SAMPLE = SHARED / "wsj_sample"

@@ -3,12 +3,11 @@ import io
 import tarfile
 
 import pytest
+from paths import SHARED_WMT as SHARED
 
 from aiayn.data import extract
 from aiayn.data.extract import sgm_line
 from aiayn.data.lines import DataError
-
-from paths import SHARED_WMT as SHARED
 
 SGM = (
     '<srcset setid="newstest2014" srclang="any">\n'

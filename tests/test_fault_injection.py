@@ -8,6 +8,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "fault_injection.py"
 sys.path.insert(0, str(SCRIPT.parent))
 import fault_injection  # noqa: E402  (a script beside its sibling benchmarks, not a package)
+
 from aiayn.report import experiments, table2  # noqa: E402
 from aiayn.report.layout import Table  # noqa: E402
 from aiayn.report.tables import write_tables  # noqa: E402

@@ -2,11 +2,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aiayn.model import Transformer
-
-from aiayn.options import ModelConfig
-from aiayn.model import functional
+from aiayn.model import Transformer, functional
 from aiayn.model.functional import Linear, dropout, linear, onednn_available
+from aiayn.options import ModelConfig
 
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch build has no oneDNN linear operator")
 

@@ -6,8 +6,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from aiayn.runtime import gpus
-from aiayn.runtime import devices, precision
+from aiayn.runtime import devices, gpus, precision
 from aiayn.train import distributed
 from aiayn.train.trainer import Trainer
 

@@ -14,9 +14,8 @@ import torch
 import yaml
 
 from aiayn.model import Transformer
-
-from aiayn.options import ModelConfig, schema
 from aiayn.model.init import SCHEMES, InitScheme, initialize, linear_bound, xavier_bound
+from aiayn.options import ModelConfig, schema
 
 D, F, H, DK, DV, V = 64, 256, 4, 16, 12, 300
 QK, VV = H * DK, H * DV

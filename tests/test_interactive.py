@@ -17,13 +17,13 @@ from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.decode import interactive, manifest
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
-from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.decode.stream import LineBatches
 from aiayn.model import Transformer
-from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
-from aiayn.runtime.session import load_model
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.parsing import parse
 from aiayn.parsing.trees import parse_tree
+from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
+from aiayn.runtime.session import load_model
 
 TEXT = ["the quick brown fox jumps over the lazy dog .", "a stitch in time saves nine .",
         "all that glitters is not gold .", "the early bird catches the worm ."] * 20

@@ -8,12 +8,12 @@ import subprocess
 import sys
 
 import pytest
-import yaml
-
 import workflow_helpers
+import yaml
+from workflow_helpers import ROOT
+
 from aiayn.parsing.postprocess import with_gold_tags
 from aiayn.parsing.trees import parse_tree
-from workflow_helpers import ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -3,9 +3,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from reference_impls import smoothed_targets
 
 from aiayn.runtime.loss import label_smoothed_loss
-from reference_impls import smoothed_targets
 
 
 def test_smoothed_targets_sum_to_one_and_pad_gets_none():

@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+from train_helpers import settings
 
 from aiayn.data.shards import ShardWriter
 from aiayn.model.functional import onednn_available
-from train_helpers import settings
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="this torch build has no oneDNN linear operator")
 

@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from aiayn.model import Transformer, count_parameters, flops_per_token
+from aiayn.model.positional import sinusoid_table
 from aiayn.options import ModelConfig
 from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
 from aiayn.runtime.session import load_model
-from aiayn.model.positional import sinusoid_table
 
 V = 23
 

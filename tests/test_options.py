@@ -12,13 +12,21 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from train_helpers import make_task, settings
 
 from aiayn import config as cfg
-from aiayn.options import (AverageConfig, DecodeConfig, LearnOptions, LengthFilter, ModelConfig, ShardsConfig,
-                           TokenizeConfig, TrainConfig, schema)
+from aiayn.options import (
+    AverageConfig,
+    DecodeConfig,
+    LearnOptions,
+    LengthFilter,
+    ModelConfig,
+    ShardsConfig,
+    TokenizeConfig,
+    TrainConfig,
+    schema,
+)
 from aiayn.options.core import check, option
-
-from train_helpers import make_task, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))

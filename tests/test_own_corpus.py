@@ -9,11 +9,10 @@ import lzma
 import math
 import re
 
-import pytest
-import yaml
-
 import browser
+import pytest
 import workflow_helpers
+import yaml
 from workflow_helpers import ROOT
 
 pytestmark = pytest.mark.slow

@@ -4,14 +4,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from train_helpers import SETTINGS, VOCAB, make_task
 
 from aiayn.data.shards import ShardedCorpus
-from aiayn.evaluate.perplexity import main
+from aiayn.evaluate.perplexity import main, perplexity_report
 from aiayn.model import Transformer
 from aiayn.options import ModelConfig
-from aiayn.evaluate.perplexity import perplexity_report
 from aiayn.runtime.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from train_helpers import SETTINGS, VOCAB, make_task
 
 
 @pytest.fixture()

@@ -1,8 +1,8 @@
 import pytest
-
-from aiayn.report.plots import main, make_plots, read_train_log
-from aiayn.report.metrics import MetricFileError
 from report_fixtures import small_config, write_config, write_results, write_train_log
+
+from aiayn.report.metrics import MetricFileError
+from aiayn.report.plots import main, make_plots, read_train_log
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

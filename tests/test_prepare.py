@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from aiayn.evaluate.evalb import metrics, read_lines
-from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.evaluate.evalb_params import EvalbParams, default_param_file, read_params
+from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.parsing import prepare, treebank
 from aiayn.parsing.linearize import delinearize
 from aiayn.parsing.trees import parse_tree

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 import torch.multiprocessing as mp
+from train_helpers import settings
 
 from aiayn.train import trainer as trainerlib
 from aiayn.train.distributed import DistEnv
 from aiayn.train.trainer import Trainer
-from train_helpers import settings
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 

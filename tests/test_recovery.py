@@ -11,7 +11,6 @@ import tarfile
 import time
 
 import pytest
-
 from workflow_helpers import ROOT
 
 pytestmark = pytest.mark.slow

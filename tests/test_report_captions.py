@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from report_fixtures import ROOT
 
 CAPTIONS = ROOT / "workflow" / "report"

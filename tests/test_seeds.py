@@ -5,10 +5,10 @@ import math
 
 import pandas as pd
 import pytest
+from report_fixtures import _json, bleu, summary, written_results
 
 from aiayn.report import experiments, layout, table3
 from aiayn.report.seeds import Spread, resolvable_at, resolved, spread
-from report_fixtures import _json, bleu, summary, written_results
 
 # dev BLEU (paper method), dev sacreBLEU, dev PPL of each seed; the first seed is report_fixtures' run
 SEEDS = {

@@ -5,9 +5,8 @@ import csv
 import math
 
 import pytest
-import yaml
-
 import workflow_helpers
+import yaml
 from workflow_helpers import ROOT
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from aiayn.data.shards import ShardWriter, ShardedCorpus, read_index, smallest_dtype
+from aiayn.data.shards import ShardedCorpus, ShardWriter, read_index, smallest_dtype
 
 
 def test_smallest_dtype():

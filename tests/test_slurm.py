@@ -16,8 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
-from slurm_helpers import (ROOT, ci_profile, finish, job_field, run_snakemake, sinfo_answers, start_snakemake)
+from slurm_helpers import ROOT, ci_profile, finish, job_field, run_snakemake, sinfo_answers, start_snakemake
 
 pytestmark = [
     pytest.mark.slurm,

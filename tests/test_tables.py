@@ -4,11 +4,11 @@ import math
 
 import pandas as pd
 import pytest
+from report_fixtures import write_config, written_results
 
 from aiayn.report import layout, paper, table2
 from aiayn.report.metrics import MetricFileError
 from aiayn.report.tables import build_tables, main, provenance
-from report_fixtures import write_config, written_results
 
 TABLE3_MD = """\
 ## Table 3: variations on the Transformer (EN-DE dev)
@@ -224,7 +224,6 @@ def test_only_the_tables_asked_for_and_only_their_inputs(results, tmp_path):
 
 def test_en_fr_block_follows_en_de_with_its_own_paper_rows(results):
     import yaml
-
     from report_fixtures import ROOT, bleu, summary
 
     config, results_dir = results

@@ -1,9 +1,9 @@
 import pytest
 
-from aiayn.options.data import SIDES, normalizes
 from aiayn.data import detokenize, tokenize
 from aiayn.data.lines import DataError
 from aiayn.data.tokenize import MosesPipeline
+from aiayn.options.data import SIDES, normalizes
 
 # (language, text, with every step on (fairseq's recipe but for its escaping), with the defaults:
 # wmt16_en_de.sh's steps (no -a, no normalization, no non-printing removal) without escaping)
@@ -100,8 +100,9 @@ def _config_settings(tmp_path, overlay=None):
     """config.yaml's settings files (tokenize per task and language, clean), written under tmp_path."""
     import json
 
-    from aiayn import config as cfg
     from report_fixtures import ROOT
+
+    from aiayn import config as cfg
 
     paper = cfg.load(ROOT / "config.yaml")
     files = cfg.settings_files(cfg.deep_merge(paper, overlay or {}))
@@ -113,8 +114,9 @@ def _config_settings(tmp_path, overlay=None):
 
 
 def _newstest(tmp_path, lines=1000):
-    from aiayn.evaluate.bleu import read_lines
     from test_bleu import NEWSTEST_DE
+
+    from aiayn.evaluate.bleu import read_lines
 
     if not NEWSTEST_DE.exists():
         pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")

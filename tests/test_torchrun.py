@@ -8,18 +8,17 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 import torch
-from torch.distributed.run import get_args_parser
-
-from aiayn.train.distributed import first_host, rendezvous_endpoint, threads_per_rank, torchrun_command
-from aiayn.options import TrainConfig
 from paths import ROOT
+from torch.distributed.run import get_args_parser
 from train_helpers import settings
+
+from aiayn.options import TrainConfig
+from aiayn.train.distributed import first_host, rendezvous_endpoint, threads_per_rank, torchrun_command
 
 SRC = str(ROOT / "src")
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 import torch.multiprocessing as mp
-
-from aiayn.train.__main__ import main, read_settings
-from aiayn.runtime.devices import GpuClaim
-from aiayn.train.distributed import DistEnv
-from aiayn.options import TrainConfig
-from aiayn.train.trainer import NonFiniteError, Trainer
 from train_helpers import make_task, settings
+
+from aiayn.options import TrainConfig
+from aiayn.runtime.devices import GpuClaim
+from aiayn.train.__main__ import main, read_settings
+from aiayn.train.distributed import DistEnv
+from aiayn.train.trainer import NonFiniteError, Trainer
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 

@@ -2,10 +2,10 @@ import json
 
 import pytest
 import torch
+from tiny_checkpoint import TEXT, write_tiny
 
 from aiayn.decode import translate
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
-from tiny_checkpoint import TEXT, write_tiny
 
 DECODE = {"beam_size": 3, "length_penalty": 0.6, "max_len_a": 1, "max_len_b": 5, "early_stop": True,
           "max_sentences": 2}

@@ -5,7 +5,6 @@ import re
 
 import pytest
 import yaml
-
 from workflow_helpers import ROOT, snakemake, snapshot
 
 pytestmark = pytest.mark.slow   # every test runs Snakemake (4-20 s each on two cores)

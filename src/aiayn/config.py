@@ -29,8 +29,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from aiayn.options import (AttentionSettings, AverageConfig, DecodeConfig, ModelConfig, TrainConfig, normalizes, schema
-                           as options_schema)
+from aiayn.options import AttentionSettings, AverageConfig, DecodeConfig, ModelConfig, TrainConfig, normalizes
+from aiayn.options import schema as options_schema
 from aiayn.options.sources import file_problem, is_archive
 
 SECTIONS = ("model", "train", "average", "decode")

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import check_aligned, chunked, iter_lines, ordered_map, progress
 from aiayn.data.shards import ShardWriter, _sha256
 from aiayn.io import setup_logging

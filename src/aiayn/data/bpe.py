@@ -45,8 +45,8 @@ from typing import IO, Iterable, Sequence
 
 import sentencepiece as spm
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import count_lines, iter_lines, map_file
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import LearnOptions

@@ -34,8 +34,8 @@ import dataclasses
 import logging
 from typing import Iterable, Iterator
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import DataError, check_aligned, iter_lines
 from aiayn.io import atomic_output, setup_logging, write_json
 from aiayn.options import LengthFilter

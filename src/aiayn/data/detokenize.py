@@ -16,12 +16,12 @@ import logging
 
 from sacremoses import MosesDetokenizer
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import map_file
 from aiayn.data.tokenize import check_language
-from aiayn.options import TokenizeConfig
 from aiayn.io import atomic_output, setup_logging
+from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,8 @@ from importlib import resources
 from pathlib import Path
 from typing import IO
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import progress
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import DownloadConfig

@@ -17,11 +17,11 @@ import contextlib
 import glob
 import hashlib
 import json
-from array import array
 import os
 import shutil
 import struct
 import tempfile
+from array import array
 from pathlib import Path
 from typing import Iterable
 

@@ -65,8 +65,8 @@ import regex
 from sacremoses import MosesPunctNormalizer, MosesTokenizer
 from sacremoses.corpus import NonbreakingPrefixes
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import DataError, map_file
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import TokenizeConfig

@@ -23,12 +23,11 @@ from pathlib import Path
 
 import torch
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
-from aiayn.options import AverageConfig
+from aiayn.cli import add_log, add_settings
 from aiayn.io import setup_logging
-from aiayn.runtime.checkpoint import Checkpoint, list_checkpoints, load_checkpoint, save_checkpoint, \
-    spaced_checkpoints
+from aiayn.options import AverageConfig
+from aiayn.runtime.checkpoint import Checkpoint, list_checkpoints, load_checkpoint, save_checkpoint, spaced_checkpoints
 
 log = logging.getLogger(__name__)
 

@@ -47,17 +47,17 @@ from typing import IO, Callable, Iterator
 
 import sentencepiece as spm
 
-from aiayn.cli import add_log, add_option, add_settings, check_options
 from aiayn import settings
+from aiayn.cli import add_log, add_option, add_settings, check_options
 from aiayn.data.bpe import SpmEncode
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
-from aiayn.options import DecodeConfig, ModelConfig, TokenizeConfig
 from aiayn.decode.beam import Hypothesis, SpecialIds, max_output_length, translate_sentences_n_best
 from aiayn.decode.manifest import RunFiles, read_run
 from aiayn.decode.stream import LineBatches
 from aiayn.decode.translate import check_vocabulary, piece_ids, search_options
 from aiayn.io import atomic_output, setup_logging
+from aiayn.options import DecodeConfig, ModelConfig, TokenizeConfig
 from aiayn.runtime.session import InferenceSession, inference_session
 
 log = logging.getLogger(__name__)

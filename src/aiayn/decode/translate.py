@@ -31,11 +31,11 @@ import sentencepiece as spm
 import torch
 from tqdm import tqdm
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
-from aiayn.options import DecodeConfig
 from aiayn.io import ProgressLog, atomic_output, open_text, setup_logging
+from aiayn.options import DecodeConfig
 from aiayn.runtime.session import inference_session
 
 log = logging.getLogger(__name__)

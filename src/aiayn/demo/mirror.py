@@ -21,10 +21,10 @@ from pathlib import Path
 
 from aiayn.cli import add_log
 from aiayn.config import load
-from aiayn.options.sources import archive_name
 from aiayn.demo.grammar import LANGUAGES, English, sample_clause
 from aiayn.demo.lexicon import lexicon
 from aiayn.io import atomic_output, setup_logging, write_json
+from aiayn.options.sources import archive_name
 
 log = logging.getLogger(__name__)
 MTIME = 1388534400                      # 2014-01-01T00:00:00Z, the WMT14 release year

@@ -51,8 +51,8 @@ from dataclasses import dataclass
 import sacrebleu
 from sacremoses import MosesTokenizer
 
-from aiayn.cli import add_log, add_option, add_settings, overridden
 from aiayn import settings
+from aiayn.cli import add_log, add_option, add_settings, overridden
 from aiayn.io import open_text, setup_logging, write_json
 from aiayn.options import BleuConfig
 from aiayn.options.evaluate import STRAIGHTEN_MODES

@@ -6,8 +6,8 @@ from torch import Tensor, nn
 
 from aiayn.model.attention import MultiHeadAttention
 from aiayn.model.cache import DecoderCache
-from aiayn.options import ModelConfig
 from aiayn.model.functional import Linear, dropout
+from aiayn.options import ModelConfig
 
 
 class FeedForward(nn.Module):

@@ -8,11 +8,11 @@ import math
 from torch import Tensor, nn
 
 from aiayn.model.cache import DecoderCache, EncoderOut
-from aiayn.options import ModelConfig
 from aiayn.model.functional import Linear, dropout, linear
 from aiayn.model.init import SCHEMES, initialize
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
+from aiayn.options import ModelConfig
 
 
 class Transformer(nn.Module):

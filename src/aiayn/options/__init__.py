@@ -20,8 +20,15 @@ from __future__ import annotations
 import functools
 
 from aiayn.options.core import Option, build, check, check_keys, option, to_dict
-from aiayn.options.data import (DataConfig, DownloadConfig, LearnOptions, LengthFilter, ShardsConfig,
-                                TokenizeConfig, normalizes)
+from aiayn.options.data import (
+    DataConfig,
+    DownloadConfig,
+    LearnOptions,
+    LengthFilter,
+    ShardsConfig,
+    TokenizeConfig,
+    normalizes,
+)
 from aiayn.options.decode import AverageConfig, DecodeConfig
 from aiayn.options.evaluate import BleuConfig, PerplexityConfig
 from aiayn.options.figures import AttentionSettings, FigureSpec, Layer

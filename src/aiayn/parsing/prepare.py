@@ -38,14 +38,14 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.io import atomic_output, open_text, setup_logging
+from aiayn.options import TreebankConfig
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.linearize import is_close, is_open, linearize
 from aiayn.parsing.treebank import SPLITS, find_wsj, is_line_layout, read_split, section_files
 from aiayn.parsing.trees import Tree, parse_tree
-from aiayn.options import TreebankConfig
 
 log = logging.getLogger(__name__)
 

@@ -48,14 +48,14 @@ import numpy as np
 import sentencepiece as spm
 import torch
 
-from aiayn.cli import add_log, add_settings
 from aiayn import settings
+from aiayn.cli import add_log, add_settings
 from aiayn.data.tokenize import MosesPipeline
-from aiayn.options import TokenizeConfig
 from aiayn.decode.translate import check_vocabulary
 from aiayn.io import read_json, setup_logging, write_json
-from aiayn.report import attention_plot
+from aiayn.options import TokenizeConfig
 from aiayn.options.figures import AttentionSettings, FigureSpec
+from aiayn.report import attention_plot
 from aiayn.report.plots import save
 from aiayn.runtime.session import load_model
 

@@ -20,8 +20,18 @@ from typing import Any
 from aiayn import config as cfg
 from aiayn.report import seeds
 from aiayn.report.layout import Column, Table
-from aiayn.report.metrics import (BLEU_KEYS, EVALB_KEYS, PAPER_BLEU_LABEL, PPL_KEYS, SACREBLEU_LABEL,
-                                  SUMMARY_KEYS, BleuNotes, number, read_metrics, seed_dirs)
+from aiayn.report.metrics import (
+    BLEU_KEYS,
+    EVALB_KEYS,
+    PAPER_BLEU_LABEL,
+    PPL_KEYS,
+    SACREBLEU_LABEL,
+    SUMMARY_KEYS,
+    BleuNotes,
+    number,
+    read_metrics,
+    seed_dirs,
+)
 
 COLUMNS = [
     Column("task", "Task"),

@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from aiayn.cli import add_log
 from aiayn import config as cfg
+from aiayn.cli import add_log
 
 log = logging.getLogger(__name__)
 

@@ -29,11 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import config as cfg
-from aiayn.runtime.gpus import peak_tflops
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
-from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, SACREBLEU_LABEL, SUMMARY_KEYS, BleuNotes,
-                                  MetricFileError, number, read_metrics, run_dir, summary_path)
+from aiayn.report.metrics import (
+    BLEU_KEYS,
+    PAPER_BLEU_LABEL,
+    SACREBLEU_LABEL,
+    SUMMARY_KEYS,
+    BleuNotes,
+    MetricFileError,
+    number,
+    read_metrics,
+    run_dir,
+    summary_path,
+)
+from aiayn.runtime.gpus import peak_tflops
 
 log = logging.getLogger(__name__)
 

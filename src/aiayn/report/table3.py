@@ -22,8 +22,19 @@ from typing import Any
 from aiayn import config as cfg
 from aiayn.report import paper, seeds
 from aiayn.report.layout import Column, Table
-from aiayn.report.metrics import (BLEU_KEYS, PAPER_BLEU_LABEL, PPL_KEYS, SACREBLEU_LABEL, SUMMARY_KEYS,
-                                  BleuNotes, MetricFileError, number, read_metrics, seed_dirs, summary_path)
+from aiayn.report.metrics import (
+    BLEU_KEYS,
+    PAPER_BLEU_LABEL,
+    PPL_KEYS,
+    SACREBLEU_LABEL,
+    SUMMARY_KEYS,
+    BleuNotes,
+    MetricFileError,
+    number,
+    read_metrics,
+    seed_dirs,
+    summary_path,
+)
 
 COLUMNS = [
     Column("row", "Row"),

@@ -21,6 +21,7 @@ import torch
 
 from aiayn.model.functional import onednn_available
 from aiayn.options.decode import PRECISIONS
+
 log = logging.getLogger(__name__)
 
 

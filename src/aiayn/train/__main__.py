@@ -27,8 +27,13 @@ from aiayn.cli import add_log, add_settings
 from aiayn.io import setup_logging
 from aiayn.options import RunSettings
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
-from aiayn.train.distributed import die_with_parent, init_from_environment, relaunch_under_torchrun, should_relaunch, \
-    threads_per_rank
+from aiayn.train.distributed import (
+    die_with_parent,
+    init_from_environment,
+    relaunch_under_torchrun,
+    should_relaunch,
+    threads_per_rank,
+)
 from aiayn.train.trainer import Trainer
 
 log = logging.getLogger("aiayn.train")

@@ -12,10 +12,9 @@ loop iteration, so all ranks take the same decisions (stop, save, give up) at th
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
-
-import time
 
 import torch
 from torch import Tensor

@@ -34,9 +34,19 @@ from aiayn.io import write_json
 from aiayn.model import Transformer, count_parameters, flops_per_token
 from aiayn.options import RunSettings
 from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch, make_batches
-from aiayn.runtime.checkpoint import (Checkpoint, checkpoint_path, load_checkpoint, newest_good_checkpoint,
-                                      publish_last, rng_state, rotate, save_checkpoint, set_aside, set_rng_state,
-                                      trajectory_changes)
+from aiayn.runtime.checkpoint import (
+    Checkpoint,
+    checkpoint_path,
+    load_checkpoint,
+    newest_good_checkpoint,
+    publish_last,
+    rng_state,
+    rotate,
+    save_checkpoint,
+    set_aside,
+    set_rng_state,
+    trajectory_changes,
+)
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
 from aiayn.runtime.loss import label_smoothed_loss
