@@ -123,7 +123,8 @@ def operator_table(profiles: dict[str, dict[str, tuple[float, int]]], rows: int 
                   key=lambda k: -max(p.get(k, (0.0, 0))[0] for p in profiles.values()))
     lines = [f"{'operator (self CPU per step)':44s}" + "".join(f"{n:>22s}" for n in names)]
     for key in keys[:rows]:
-        cells = "".join(f"{seconds:14.4f} s {calls:5d}x" for seconds, calls in (profiles[n].get(key, (0.0, 0)) for n in names))
+        cells = "".join(f"{seconds:14.4f} s {calls:5d}x"
+                        for seconds, calls in (profiles[n].get(key, (0.0, 0)) for n in names))
         lines.append(f"{key[:44]:44s}{cells}")
     totals = "".join(f"{sum(v[0] for v in profiles[n].values()):14.4f} s       " for n in names)
     return "\n".join(lines + [f"{'total':44s}{totals}"])

@@ -130,7 +130,8 @@ def side_by_side(args, model, sources: list[list[int]], max_len_b: float) -> dic
         hyps, seconds = timed_decode(model, sources, args.batch, max_len_b)
         entry = {"aiayn": summary(hyps, seconds, sources)}
         if args.fairseq_python:
-            entry["fairseq"] = fairseq_time(args.fairseq_python, Path(args.work), args.batch, args.threads, int(max_len_b))
+            entry["fairseq"] = fairseq_time(args.fairseq_python, Path(args.work), args.batch,
+                                            args.threads, int(max_len_b))
             ratios.append(entry["aiayn"]["sentences_per_s"] / entry["fairseq"]["sentences_per_s"])
         rounds.append(entry)
     result = {"rounds": rounds, "load_average_before": load_before, "load_average_after": os.getloadavg(),

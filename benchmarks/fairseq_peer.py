@@ -69,7 +69,8 @@ def fairseq_time(python: str, work: Path, batch: int, threads: int, max_len_b: i
     # words, |x| + b decoder steps). fairseq counts the source eos in |x| and forces an eos after
     # max_len words: b - 2 gives |x| + b - 1 words and the eos, the same |x| + b steps. (fairseq's |x|
     # is the longest source of the batch, ours each sentence's own.)
-    output = _run(python, "fairseq_cli.generate", [str(work / "bin"), "--path", str(work / "ckpt" / "checkpoint_last.pt"),
+    output = _run(python, "fairseq_cli.generate", [str(work / "bin"), "--path",
+                  str(work / "ckpt" / "checkpoint_last.pt"),
                   "--gen-subset", "test", "--beam", "4", "--lenpen", "0.6", "--max-len-a", "1",
                   "--max-len-b", str(max_len_b - 2), "--batch-size", str(batch),
                   "--required-batch-size-multiple", "1", "--cpu", "--quiet"], threads)

@@ -15,7 +15,8 @@ that run. Then it compares every final output with the uninterrupted run:
 * checkpoints (``avg.pt``, ``checkpoint_last.pt``) by content, every tensor's sha256 and every value
   (their bytes name the temporary file they were written as); ``checkpoint_last.pt`` without its RNG
   state and wall-clock progress; ``summary.json`` without ``wall_seconds``; ``log.csv`` without speed,
-  elapsed time and memory (``rss_mb``, ``gpu_peak_mb``); the tables without their footer's date and the columns that come from the wall clock: Table 2's
+  elapsed time and memory (``rss_mb``, ``gpu_peak_mb``); the tables without their footer's date and the
+  columns that come from the wall clock: Table 2's
   training cost by the paper's method (training time x GPUs x peak FLOP/s), the experiments table's
   training time and target tokens/s;
 
@@ -304,7 +305,8 @@ def table_without_clock(path: Path) -> list[list[str]]:
     if header is None:
         return rows
     blank = {i for i, cell in enumerate(header) if CLOCK_COLUMN.match(cell)}
-    return [row if row is header or len(row) != len(header) else ["" if i in blank else cell for i, cell in enumerate(row)]
+    return [row if row is header or len(row) != len(header)
+            else ["" if i in blank else cell for i, cell in enumerate(row)]
             for row in rows]
 
 
@@ -445,7 +447,8 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
         print(f"  {'DIFFERENT' if key in different else 'MISSING'} {key}")
     print("compared: sha256 of every output but checkpoints (by content: every tensor's sha256 and every "
           "value; checkpoint_last.pt without RNG and wall-clock progress), summary.json without wall_seconds, "
-          "log.csv without speed, time and memory, tables without their date and wall-clock columns (Table 2's cost, the experiments table's training time and tokens/s)")
+          "log.csv without speed, time and memory, tables without their date and wall-clock columns (Table 2's cost, "
+          "the experiments table's training time and tokens/s)")
     bad = half_written(faulted)
     print(f"half-written files: {len(bad)}")
     for line in bad:

@@ -208,7 +208,8 @@ def resume_check(work: Path, data: Path, model: dict, args, gpus: int, **train) 
 def decode_check(args, device: torch.device) -> dict:
     """bf16-vs-fp32 hypotheses of a copy-trained model, and beam-4 speed of the base model."""
     vocab = 200 if args.tiny else 1000
-    shape = {key: TINY_MODEL[key] for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v")} if args.tiny else None
+    shape = {key: TINY_MODEL[key]
+             for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v")} if args.tiny else None
     model = train_copy_model(vocab, args.copy_steps, batch=64, seed=1, shape=shape, device=device)
     sources = random_sentences(64 if args.tiny else 500, vocab, torch.Generator().manual_seed(7))
     search = dict(max_sentences=64, device=device, ids=IDS, beam_size=4, length_penalty=0.6,
@@ -230,7 +231,8 @@ def decode_speed(args, device: torch.device) -> dict:
     shape = TINY_MODEL if args.tiny else PAPER_MODELS["base"]
     torch.manual_seed(1)
     model = Transformer(ModelConfig.from_dict(shape | {"dropout": 0.0}), 1000 if args.tiny else 37000).to(device).eval()
-    sources = random_sentences(64 if args.tiny else 1000, 1000 if args.tiny else 37000, torch.Generator().manual_seed(3))
+    sources = random_sentences(64 if args.tiny else 1000, 1000 if args.tiny else 37000,
+                               torch.Generator().manual_seed(3))
     out = {}
     for precision in sorted({"fp32", resolve_precision("auto", device)}):
         if device.type == "cuda":
@@ -330,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
             "resume": lambda: resume_check(work, tiny_data, TINY_MODEL, args, gpus),
             "resume_ranks": lambda: resume_ranks_check(work, tiny_data, args, gpus),
             "decode": lambda: decode_check(args, device),
-            "ddp": lambda: ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args) if gpus else {"skipped": "CPU"},
+            "ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args)
+                            if gpus else {"skipped": "CPU"}),
             "compile_ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args, compiled=True)
                                     if gpus else {"skipped": "CPU: inductor compiles for minutes per run"}),
         }
@@ -340,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
             report[name] = section()
             report["seconds_per_section"][name] = round(time.perf_counter() - begin, 1)
         if device.type == "cpu":
-            report["throughput_compiled"] = "skipped on a CPU (inductor compiles for minutes); see tests/test_trainer.py"
+            report["throughput_compiled"] = ("skipped on a CPU (inductor compiles for minutes); "
+                                             "see tests/test_trainer.py")
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["pass"] = all(report[name].get("pass") is not False for name in sections if name != "throughput")
     write_json(args.output, report)

@@ -60,12 +60,15 @@ VARIANTS: dict[str, tuple[dict, InitScheme | None, str]] = {
     "t2t": ({"init": "t2t"}, None, "model.init: t2t (tensor2tensor 2017: Xavier over fused projections)"),
     "fairseq-init": ({"init": "fairseq", "attention_bias": True}, None, "model.init: fairseq + attention_bias"),
     "fairseq-init-nobias": ({"init": "fairseq"}, None, "model.init: fairseq, no attention biases"),
-    "xavier+ffn-weight": ({"init": "xavier"}, _mixed("xavier", ffn_weight="linear"), "xavier, FFN weights as nn.Linear's default"),
-    "xavier+ffn-bias": ({"init": "xavier"}, _mixed("xavier", ffn_bias="linear"), "xavier, FFN biases as nn.Linear's default"),
+    "xavier+ffn-weight": ({"init": "xavier"}, _mixed("xavier", ffn_weight="linear"),
+                          "xavier, FFN weights as nn.Linear's default"),
+    "xavier+ffn-bias": ({"init": "xavier"}, _mixed("xavier", ffn_bias="linear"),
+                        "xavier, FFN biases as nn.Linear's default"),
     "xavier+qkv-gain": ({"init": "xavier"}, _mixed("xavier", qkv_gain=2 ** -0.5), "xavier, q/k/v gain 1/sqrt(2)"),
     "xavier+attn-bias": ({"init": "xavier", "attention_bias": True}, _mixed("xavier", attention_bias="linear"),
                          "xavier, attention biases as fairseq (q/k/v nn.Linear default, output zero)"),
-    "fairseq-init-ffn-weight": ({"init": "fairseq"}, _mixed("fairseq", ffn_weight="xavier"), "fairseq init, Xavier FFN weights"),
+    "fairseq-init-ffn-weight": ({"init": "fairseq"}, _mixed("fairseq", ffn_weight="xavier"),
+                                "fairseq init, Xavier FFN weights"),
     "fairseq-init-ffn-bias": ({"init": "fairseq"}, _mixed("fairseq", ffn_bias="zero"), "fairseq init, zero FFN biases"),
     "fairseq-init-qkv-gain": ({"init": "fairseq"}, _mixed("fairseq", qkv_gain=1.0), "fairseq init, q/k/v gain 1"),
     "fairseq-init-out-linear": ({"init": "fairseq"}, _mixed("fairseq", out_weight="linear"),
@@ -208,7 +211,8 @@ def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
                        for name, curves in results.items())
     return "\n\n".join([
         f"target tokens per step (end-of-sentence included), mean over the run and seeds: {tokens}",
-        f"train NLL (nats per target token, mean of the {args.window} steps up to each step), mean [min, max] over seeds",
+        f"train NLL (nats per target token, mean of the {args.window} steps up to each step), "
+        "mean [min, max] over seeds",
         table(results, "train_nll", train_steps, 3),
         "dev perplexity (per target token, end-of-sentence included), mean [min, max] over seeds",
         table(results, "dev_ppl", dev_steps, 2),

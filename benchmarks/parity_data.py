@@ -13,7 +13,8 @@ Sources (``../shared/data/wmt``, see its PROVENANCE.md):
 Stages, all this project's code, with the settings every figure of ``RESULTS.md`` was measured with
 (:data:`TOKENIZE`, :data:`CLEAN`: the project's defaults before they became the paper's data
 preparation): :mod:`aiayn.data.tokenize` (Moses normalization and tokenization),
-:mod:`aiayn.data.clean` (training pairs only, 1-250 tokens, ratio 1.5), :mod:`aiayn.data.bpe` (one shared sentencepiece BPE model learned on the cleaned training
+:mod:`aiayn.data.clean` (training pairs only, 1-250 tokens, ratio 1.5), :mod:`aiayn.data.bpe` (one shared
+sentencepiece BPE model learned on the cleaned training
 text, both sides), :mod:`aiayn.data.binarize`. fairseq gets the very same piece files and, as its
 joined dictionary, our vocabulary (ids 4.. in our order), so both softmaxes span the same symbols.
 """

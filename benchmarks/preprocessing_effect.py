@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging()
     args.work.mkdir(parents=True, exist_ok=True)
-    rows = [row for task in TASKS for name in SETTINGS for row in measure(args.wmt, args.work, args.vocab_size, task, name)]
+    rows = [row for task in TASKS for name in SETTINGS
+            for row in measure(args.wmt, args.work, args.vocab_size, task, name)]
     print("| task | newstest2014 side | setting | round-trip sacreBLEU | identical lines | pieces per sentence |")
     print("|---|---|---|---:|---:|---:|")
     for row in sorted(rows, key=lambda r: (r["task"], "source" in r["side"])):

@@ -18,7 +18,8 @@ else the trainer's defaults (fp32 on a CPU, no validation, checkpoints every 1,4
   outside whenever it logs (every 100 updates).
 
 ``--gpus 1`` trains ours on a GPU (``mkl``/``onednn`` then only name the runs) and adds the GPU's peak
-allocated memory per 100 steps. ``--parallel 2`` runs two trainings at a time, each on ``--threads`` threads (memory figures do not
+allocated memory per 100 steps. ``--parallel 2`` runs two trainings at a time, each on ``--threads`` threads
+(memory figures do not
 depend on load; the tokens/s printed beside them do, so take speed from ``train_throughput.py`` on an
 idle machine). Prints RSS in MB per system every 100 steps, then per system: RSS at step 500 and at the
 end, the largest deviation from step 500's RSS of any sample after it ("flat" when within 10%), the
@@ -77,7 +78,8 @@ def settings(args: argparse.Namespace, cpu_matmul: str) -> dict:
     d = args.d_model
     model = ModelConfig.from_dict({"n_layers": args.layers, "d_model": d, "d_ff": args.d_ff, "n_heads": args.heads,
                                    "d_k": d // args.heads, "d_v": d // args.heads, "share_embeddings": True}).to_dict()
-    train = {"train_steps": args.steps, "tokens_per_step": args.tokens_per_step, "tokens_per_pass": args.tokens_per_step,
+    train = {"train_steps": args.steps, "tokens_per_step": args.tokens_per_step,
+             "tokens_per_pass": args.tokens_per_step,
              "warmup_steps": args.warmup, "precision": "fp32" if args.gpus == 0 else "auto", "gpus": args.gpus,
              "cpu_matmul": cpu_matmul,
              "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": LOG_EVERY, "dev_every_steps": 0}

@@ -10,7 +10,8 @@ update, on 20,000 synthetic pairs of 10-40 word ids (vocabulary 10,000), the sha
 per update (its tokens/s covers everything the loop does between two rows: batches, step,
 bookkeeping), the median of updates 11-50. With ``--fairseq-bin DIR`` (a virtual environment's
 ``bin`` holding ``fairseq-preprocess`` and ``fairseq-train``) fairseq-train runs the same data and
-shape, its own ``wps`` per update (log interval 1) over updates 11-50 (``--updates`` changes 50); ``--rounds N`` alternates the
+shape, its own ``wps`` per update (log interval 1) over updates 11-50 (``--updates`` changes 50);
+``--rounds N`` alternates the
 two N times (ours, fairseq, ours, fairseq, ...) so that load from other jobs hits both alike, and
 reports each round's ratio and their median, with the load average before and after.
 GPU: the paper's base and big models at 25,000 target tokens per step (two forward passes of
@@ -121,10 +122,12 @@ def fairseq_benchmark(work: Path, bin_dir: Path, threads: int, updates: int = 50
                        capture_output=True)
     arch = ["--arch", "transformer", "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
             "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
-            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings", "--dropout", "0.1"]
+            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings",
+            "--dropout", "0.1"]
     train = ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "7e-4", "--lr-scheduler", "inverse_sqrt",
              "--warmup-updates", "4000", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-             "--max-tokens", "4096", "--max-update", str(updates), "--cpu", "--num-workers", "0", "--disable-validation",
+             "--max-tokens", "4096", "--max-update", str(updates), "--cpu", "--num-workers", "0",
+             "--disable-validation",
              "--no-save", "--seed", "1", "--log-format", "json", "--log-interval", "1"]
     run = subprocess.run([str(bin_dir / "fairseq-train"), str(work / "fairseq-bin"), *arch, *train],
                          check=True, env=env, capture_output=True, text=True)
@@ -184,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu", action="store_true", help="benchmark the paper's models on CUDA instead")
     parser.add_argument("--models", nargs="+", default=["base", "big"], choices=sorted(PAPER_MODELS))
     parser.add_argument("--no-profile", action="store_true")
-    parser.add_argument("--fairseq-bin", type=Path, default=None, help="bin/ of a venv with fairseq, for a side-by-side run")
+    parser.add_argument("--fairseq-bin", type=Path, default=None,
+                        help="bin/ of a venv with fairseq, for a side-by-side run")
     parser.add_argument("--output", type=Path, default=None, help="also write the results as JSON")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)

@@ -33,13 +33,15 @@ async function aiaynProbe() {
     const kind = aiaynShow(path);
     await new Promise(done => setTimeout(done, 300));
     if (kind === "img") {
-      const img = [...document.querySelectorAll("#app img")].find(i => i.getAttribute("src") === results[path].data_uri);
+      const img = [...document.querySelectorAll("#app img")].find(i => \
+i.getAttribute("src") === results[path].data_uri);
       if (!img) { seen.errors.push("not shown: " + path); continue; }
       if (!img.complete) await new Promise(done => { img.onload = img.onerror = done; });
       seen.images[path] = img.naturalWidth;
     } else {
       const frame = document.querySelector("#app iframe");
-      if (!frame || frame.getAttribute("src") !== results[path].data_uri) { seen.errors.push("not shown: " + path); continue; }
+      if (!frame || frame.getAttribute("src") !== results[path].data_uri) { \
+seen.errors.push("not shown: " + path); continue; }
       const page = new DOMParser().parseFromString(await (await fetch(results[path].data_uri)).text(), "text/html");
       seen.tables[path] = [...page.querySelectorAll("tbody td")].filter(td => td.textContent.trim()).length;
     }

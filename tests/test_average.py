@@ -121,5 +121,6 @@ def test_a_corrupt_input_is_refused_naming_it(tmp_path, damage):
         bad.write_bytes(b"\0" * 1000)
     else:
         save(tmp_path, 2, [float("nan")])
-    with pytest.raises(ValueError, match=r"ckpt_00000002\.pt: (not a readable checkpoint|weights \['w'\] are not finite)"):
+    with pytest.raises(ValueError, match=r"ckpt_00000002\.pt: (not a readable checkpoint|weights \['w'\] are "
+                                         r"not finite)"):
         average.average_checkpoints(tmp_path, last=3)

@@ -129,7 +129,8 @@ def test_settings_file_chooses_the_quote_handling(tmp_path, capsys, mode, expect
 def test_bad_quote_setting_names_the_file_and_key(tmp_path):
     settings = tmp_path / "bleu.json"
     settings.write_text('{"straighten_quotes": "hyp"}', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bleu\.json: bleu\.straighten_quotes: .hyp. is not one of both, reference, none"):
+    with pytest.raises(ValueError, match=r"bleu\.json: bleu\.straighten_quotes: .hyp. is not one of "
+                                         r"both, reference, none"):
         bleu.main(["--hyp", str(settings), "--ref", str(settings), "--lang", "de", "--settings", str(settings)])
 
 

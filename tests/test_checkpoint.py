@@ -62,9 +62,11 @@ def test_the_file_is_the_dict_of_the_entries_set_and_loads_back(tmp_path):
     on_disk = torch.load(tmp_path / "c.pt", weights_only=True)
     assert list(on_disk) == ["model", "settings", "vocab", "step", "averaged_steps"]
     loaded = load_checkpoint(tmp_path / "c.pt")
-    assert loaded.averaged_steps == [4, 5] and loaded.optimizer is None and torch.equal(loaded.model["w"], ckpt.model["w"])
+    assert (loaded.averaged_steps == [4, 5] and loaded.optimizer is None
+            and torch.equal(loaded.model["w"], ckpt.model["w"]))
     torch.save({**on_disk, "tokenizer": "x"}, tmp_path / "d.pt")
-    with pytest.raises(ck.CorruptCheckpoint, match=r"d\.pt: not a checkpoint of this project \(unknown entries \['tokenizer'\]"):
+    with pytest.raises(ck.CorruptCheckpoint, match=r"d\.pt: not a checkpoint of this project "
+                                                   r"\(unknown entries \['tokenizer'\]"):
         load_checkpoint(tmp_path / "d.pt")
 
 

@@ -253,7 +253,8 @@ def test_tokenize_settings_resolve_punctuation_normalization_per_side(paper):
 def test_stage_defaults_are_the_paper_config(paper):
     """Each stage run by hand (no --settings) runs what config.yaml says: the paper's setup."""
     files = cfg.settings_files(paper)
-    defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(), "clean.json": LengthFilter(),
+    defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(),
+                "clean.json": LengthFilter(),
                 "shards.json": ShardsConfig(), "en-de/bpe.json": LearnOptions(), "treebank.json": TreebankConfig(),
                 "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig(),
                 "results/settings/bleu.json": BleuConfig(),
@@ -334,7 +335,8 @@ def test_null_deletes_entries_and_overrides(paper):
     config = cfg.prune(merged)
     cfg.validate(config)
     assert "en-fr" not in config["tasks"] and "A1" not in config["experiments"] and "un" not in config["sources"]
-    assert config["experiments"]["base"]["tasks"] == ["en-de"] and "en-fr" not in config["experiments"]["big"]["task_overrides"]
+    assert (config["experiments"]["base"]["tasks"] == ["en-de"]
+            and "en-fr" not in config["experiments"]["big"]["task_overrides"])
     assert cfg.resolve(config, "parser", "wsj")["model"]["dropout"] == 0.1
     assert cfg.prune(paper) == paper
     typo = copy.deepcopy(paper)

@@ -44,7 +44,8 @@ def _build_mirror(mirror: Path) -> Path:
         "training-parallel-nc-v9.tgz": {
             f"training/news-commentary-v9.fr-en.{lang}": _head(sample / f"moses-nc-5k.fr-en.{lang}", TRAIN_LINES)
             for lang in ("en", "fr")},
-        "dev.tgz": {f"dev/newstest2013.{lang}": _head(plain / f"newstest2013.{lang}", DEV_LINES) for lang in ("en", "fr")},
+        "dev.tgz": {f"dev/newstest2013.{lang}": _head(plain / f"newstest2013.{lang}", DEV_LINES)
+                    for lang in ("en", "fr")},
         "test-full.tgz": {f"test-full/{name}": (sgm / name).read_bytes()
                           for name in ("newstest2014-fren-src.en.sgm", "newstest2014-fren-ref.fr.sgm")},
     }

@@ -58,7 +58,8 @@ def test_cli_gpus_shows_the_papers_step_on_any_number_of_gpus(capsys, gpus):
         per_pass, step = int(row["tokens_per_pass"]), int(row["tokens_per_step"])
         assert abs(step - 25000) <= per_pass and step == gpus * int(row["passes"]) * per_pass
     base = next(r for r in rows if r["experiment"] == "base")
-    assert (base["passes"], base["tokens_per_pass"]) == {1: ("2", "12500"), 8: ("1", "3125")}.get(gpus, (base["passes"], base["tokens_per_pass"]))
+    assert (base["passes"], base["tokens_per_pass"]) == {1: ("2", "12500"), 8: ("1", "3125")}.get(
+        gpus, (base["passes"], base["tokens_per_pass"]))
 
 
 @pytest.mark.parametrize("option", ["--gpus", "--nodes"])

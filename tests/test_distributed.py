@@ -114,7 +114,8 @@ def test_the_process_group_waits_long_enough_for_rank_zeros_writes(monkeypatch):
     seen = {}
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setattr(distributed.dist, "init_process_group", lambda backend, **kw: seen.update(backend=backend, **kw))
+    monkeypatch.setattr(distributed.dist, "init_process_group",
+                        lambda backend, **kw: seen.update(backend=backend, **kw))
     monkeypatch.setattr(distributed.dist, "get_rank", lambda: 1)
     monkeypatch.setattr(distributed.dist, "get_world_size", lambda: 2)
     assert distributed.init_from_environment(0) == DistEnv(1, 2, torch.device("cpu"))

@@ -166,7 +166,8 @@ def test_unpinned_file_is_recorded_with_a_warning(server, tmp_path):
 def test_md5_only_entry_is_verified(server, tmp_path):
     server.files["t.tgz"] = PAYLOAD
     lock = _lock(tmp_path, {"t.tgz": {"sha256": None, "md5": "0" * 32}})
-    with pytest.raises(DownloadError, match=f"md5 mismatch: expected {'0' * 32}, got {hashlib.md5(PAYLOAD).hexdigest()}"):
+    with pytest.raises(DownloadError,
+                       match=f"md5 mismatch: expected {'0' * 32}, got {hashlib.md5(PAYLOAD).hexdigest()}"):
         download.download(f"{server.base}/t.tgz", tmp_path / "t.tgz", lock_path=lock)
 
 

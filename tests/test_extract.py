@@ -58,7 +58,8 @@ def test_gzip_member_inside_plain_tar(tmp_path):
 
 
 def test_missing_member_lists_similar_names(tmp_path):
-    archive = _tar(tmp_path / "a.tgz", {"training/europarl-v7.de-en.en": b"a\n", "training/europarl-v7.de-en.de": b"b\n"})
+    archive = _tar(tmp_path / "a.tgz", {"training/europarl-v7.de-en.en": b"a\n",
+                                        "training/europarl-v7.de-en.de": b"b\n"})
     with pytest.raises(DataError, match=r"no member 'training/europarl-v7.fr-en.en'; similar names: "
                                         r"\['training/europarl-v7.de-en.en'"):
         extract.extract(archive, "training/europarl-v7.fr-en.en", str(tmp_path / "o"))

@@ -75,12 +75,14 @@ def test_a_checkpoint_on_a_full_disk_keeps_the_previous_one(tmp_path, monkeypatc
     before = digest(first)
     monkeypatch.setattr(torch, "save", half_then_full(1))
     with pytest.raises(OSError, match=r"\[Errno 28\]"):
-        save_checkpoint(checkpoint_path(tmp_path, 4), Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
+        save_checkpoint(checkpoint_path(tmp_path, 4),
+                        Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
     assert listing(first.parent) == [first.name] and digest(first) == before
     monkeypatch.undo()
     monkeypatch.setattr(os, "fsync", disk_full)  # the disk fills while the file is flushed
     with pytest.raises(OSError, match=r"\[Errno 28\]"):
-        save_checkpoint(checkpoint_path(tmp_path, 4), Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
+        save_checkpoint(checkpoint_path(tmp_path, 4),
+                        Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
     assert listing(first.parent) == [first.name] and digest(first) == before
 
 

@@ -30,7 +30,8 @@ MM = row("aten::mm", DeviceType.CPU, "cpu_op", 105.0, 110.0)                    
     ([STEP, GPU_STEP, MM, row("gemm", DeviceType.CUDA, "kernel", 120.0, 145.0)], 0.75),
     # two streams overlapping (120-160 and 150-180 is 60 busy), a copy, a warm-up kernel before the step
     ([STEP, MM, row("k1", DeviceType.CUDA, "kernel", 120.0, 160.0), row("k2", DeviceType.CUDA, "kernel", 150.0, 180.0),
-      row("Memcpy HtoD", DeviceType.CUDA, "gpu_memcpy", 190.0, 195.0), row("k0", DeviceType.CUDA, "kernel", 10.0, 90.0)],
+      row("Memcpy HtoD", DeviceType.CUDA, "gpu_memcpy", 190.0, 195.0),
+      row("k0", DeviceType.CUDA, "kernel", 10.0, 90.0)],
      0.35),
     # kernels the whole step: counting them twice (CPU op rows and device rows) gave busy = 2 x step, an idle
     # share of -1 that max(0, ...) showed as 0; from device rows only it is 0 because it is 0
@@ -71,7 +72,8 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     assert ranks["max_grad_norm_rel_diff"] == 0.0 and ranks["max_final_weight_diff"] == 0.0 and ranks["pass"] is True
     assert report["ddp"] == {"skipped": "CPU"} and report["compile_ddp"]["skipped"].startswith("CPU")
     assert report["pass"] is True
-    assert set(report["seconds_per_section"]) == {"throughput", "resume", "resume_ranks", "decode", "ddp", "compile_ddp"}
+    assert set(report["seconds_per_section"]) == {"throughput", "resume", "resume_ranks", "decode", "ddp",
+                                                  "compile_ddp"}
 
 
 def training(path, rows, weight):
@@ -97,14 +99,17 @@ REFERENCE = [(1, 0.5, 4.0, 2.0), (2, 0.25, 3.0, 1.0)]
     ([(1, 0.5, 4.0, 2.0), (2, 0.25, 3.0, 1.125)], 1.0,
      {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.125, "max_final_weight_diff": 0.0}, False),
     # same losses and norms, weights 0.125 apart, above a tenth of the summed learning rate (0.075)
-    (REFERENCE, 1.125, {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.0, "max_final_weight_diff": 0.125}, False),
+    (REFERENCE, 1.125, {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.0,
+                        "max_final_weight_diff": 0.125}, False),
     # weights 0.0625 apart, within 0.075
-    (REFERENCE, 1.0625, {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.0, "max_final_weight_diff": 0.0625}, True),
+    (REFERENCE, 1.0625, {"max_loss_rel_diff": 0.0, "max_grad_norm_rel_diff": 0.0,
+                         "max_final_weight_diff": 0.0625}, True),
     # a step missing from one log
     (REFERENCE[:1], 1.0, {"max_loss_rel_diff": float("inf"), "max_grad_norm_rel_diff": float("inf"),
                           "max_final_weight_diff": 0.0}, False),
 ])
 def test_ddp_comparison_judges_loss_gradient_norm_and_weights(tmp_path, other, weight, expected, ok):
-    diff = gpu_acceptance.compare_trainings(training(tmp_path / "one", REFERENCE, 1.0), training(tmp_path / "two", other, weight))
+    diff = gpu_acceptance.compare_trainings(training(tmp_path / "one", REFERENCE, 1.0),
+                                            training(tmp_path / "two", other, weight))
     assert diff == {"steps": 2, "summed_lr": 0.75, **expected}
     assert gpu_acceptance.ddp_verdict(diff) is ok

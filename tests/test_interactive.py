@@ -206,7 +206,8 @@ def test_run_errors_name_what_to_do(run_dir, tmp_path):
     (parser_run / "settings/decode.json").write_text("{}")
     manifest.write_manifest(str(parser_run / "inference.json"), "parsing", "words", "tree",
                             str(run_dir / "../data/spm.model"), None)
-    with pytest.raises(ValueError, match=r"parser: no checkpoint \(.*avg\.pt nor .*train/checkpoint_last\.pt\): has the run trained\?"):
+    with pytest.raises(ValueError, match=r"parser: no checkpoint \(.*avg\.pt nor .*train/checkpoint_last\.pt\): "
+                                         r"has the run trained\?"):
         manifest.read_run(parser_run)
     (parser_run / "train").mkdir()
     (parser_run / "train/checkpoint_last.pt").write_bytes((run_dir / "avg.pt").read_bytes())

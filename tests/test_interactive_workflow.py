@@ -31,7 +31,8 @@ def workdir(tmp_path_factory):
     overlay.write_text(yaml.safe_dump(TRAINING))
     targets = [f"{TRANSLATION}/test-avg.hyp.txt", f"{PARSER}/test-avg.trees",
                f"{TRANSLATION}/inference.json", f"{PARSER}/inference.json"]
-    configs = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml"), str(overlay)]
+    configs = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml"),
+               str(overlay)]
     workflow_helpers.snakemake(workdir, "--cores", "2", *targets, "--configfile", *configs)
     return workdir
 

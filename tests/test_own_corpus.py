@@ -102,7 +102,8 @@ def test_plain_files_run_through_the_chain_to_bleu(run):
 def test_experiments_table_reports_the_run(run):
     workdir = run[0]
     tables = workdir / "results/own/tables"
-    assert sorted(p.name for p in tables.iterdir()) == ["experiments.csv", "experiments.html", "experiments.md", "experiments.tex"]
+    assert sorted(p.name for p in tables.iterdir()) == ["experiments.csv", "experiments.html",
+                                                        "experiments.md", "experiments.tex"]
     (row,) = rows(tables / "experiments.csv")
     assert row["task"] == "mine" and row["experiment"] == "base" and row["changes"] == "(defaults)"
     assert float(row["dev_ppl"]) > 1 and 0 <= float(row["test_sacrebleu"]) <= 100

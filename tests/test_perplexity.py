@@ -38,7 +38,8 @@ def test_perplexity_matches_sentence_by_sentence_cross_entropy(tmp_path, checkpo
             tokens += len(tgt_out)
     out = tmp_path / "dev.ppl.json"
     # a small batch budget puts the sentences into several padded batches
-    assert main(["--checkpoint", str(path), "--data", str(data / "dev"), "--output", str(out), "--tokens-per-batch", "24"]) == 0
+    assert main(["--checkpoint", str(path), "--data", str(data / "dev"),
+                 "--output", str(out), "--tokens-per-batch", "24"]) == 0
     report = json.loads(out.read_text())
     assert report["sentences"] == 11 and report["tokens"] == tokens == int(dev.tgt_lengths.sum()) + 11
     assert report["nll_per_token"] == pytest.approx(nll / tokens, rel=1e-5)

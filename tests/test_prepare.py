@@ -113,7 +113,8 @@ def test_ldc_layout_counts(tmp_path):
     text = (out / "test.gold").read_text()
     assert "-NONE-" not in text and "NP-SBJ" not in text and (out / "test.gold").read_bytes() == (
         out / "dev.gold").read_bytes()
-    outcome = evaluate_lines(read_lines(out / "test.gold"), read_lines(out / "test.gold"), read_params(default_param_file()))
+    outcome = evaluate_lines(read_lines(out / "test.gold"), read_lines(out / "test.gold"),
+                             read_params(default_param_file()))
     assert metrics(outcome, EvalbParams())["f1"] == 100.0
 
 

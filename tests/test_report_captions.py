@@ -41,7 +41,8 @@ FIGURES = {"task": "en-de", "experiment": "base",
            "figure5": {"sentence": "A girl can find the blue shirt."}}
 
 
-@pytest.mark.parametrize("caption", ["workflow", "table2", "table3", "table4", "plots", "figure3", "figure4", "figure5"])
+@pytest.mark.parametrize("caption", ["workflow", "table2", "table3", "table4", "plots",
+                                     "figure3", "figure4", "figure5"])
 def test_caption_files_exist_and_are_plain_rst(caption):
     text = (CAPTIONS / f"{caption}.rst").read_text(encoding="utf-8")
     assert text.strip() and "\t" not in text

@@ -72,7 +72,8 @@ def test_table3_csv_keeps_mean_sd_and_n_numeric(seeded, tmp_path):
     path = tmp_path / "table3.csv"
     path.write_text(layout.render_csv(table3.build(config, results)))
     frame = pd.read_csv(path).set_index("row")
-    assert frame.loc["C1", "bleu_ours"] == pytest.approx(23.4) and frame.loc["C1", "bleu_ours_sd"] == pytest.approx(0.2828427)
+    assert (frame.loc["C1", "bleu_ours"] == pytest.approx(23.4)
+            and frame.loc["C1", "bleu_ours_sd"] == pytest.approx(0.2828427))
     assert frame.loc["base", "ppl_ours_sd"] == pytest.approx(0.2) and list(frame["seeds"]) == [3, 2]
     assert frame.loc["C1", "bleu_resolvable_at"] == pytest.approx(0.99509, abs=1e-5)
     assert frame.loc["C1", "ppl_resolved"] == "no" and frame.loc["C1", "bleu_paper_diff"] == pytest.approx(-2.1)

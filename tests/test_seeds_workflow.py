@@ -20,7 +20,8 @@ def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("seeds")
     overlay = workdir / "seeds.yaml"
     overlay.write_text(yaml.safe_dump(OVERLAY))
-    configs = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml"), str(overlay)]
+    configs = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml"),
+               str(overlay)]
     result = workflow_helpers.snakemake(workdir, "--cores", "2", "--configfile", *configs, check=False)
     if result.returncode != 0:
         logs = "\n".join(f"== {p}\n{p.read_text()[-3000:]}" for p in sorted(workdir.rglob("*.log"))[-6:])
@@ -37,7 +38,8 @@ def test_each_seed_trains_with_its_own_seed(run):
     for name, seed in (("base", 1), ("base.seed2", 2), ("C1", 1), ("C1.seed2", 2)):
         summary = yaml.safe_load((run / "en-de" / name / "train/summary.json").read_text())
         assert summary["settings"]["train"]["seed"] == seed and summary["experiment"] == name.split(".")[0]
-    first, second = (yaml.safe_load((run / "en-de" / n / "dev-last.ppl.json").read_text())["ppl"] for n in ("base", "base.seed2"))
+    first, second = (yaml.safe_load((run / "en-de" / n / "dev-last.ppl.json").read_text())["ppl"]
+                     for n in ("base", "base.seed2"))
     assert first != second   # another seed, another model
 
 

@@ -205,7 +205,8 @@ def test_flops_and_cells():
     assert layout.format_cell(None, "score") == "" and layout.format_cell(math.nan, "score") == "n/a"
     assert layout.format_cell(-0.3, "delta") == "-0.30" and layout.format_cell("5.00", "paper") == "5.00"
     assert layout.tex_escape("a_b & 50% #1") == r"a\_b \& 50\% \#1"
-    assert layout.tex_escape('„a“ «b» "c"') == (r"\quotedblbase{}a\textquotedblleft{} \guillemotleft{}b\guillemotright{} "
+    assert layout.tex_escape('„a“ «b» "c"') == (r"\quotedblbase{}a\textquotedblleft{} \guillemotleft{}b"
+                                               r"\guillemotright{} "
                                                r"\textquotedbl{}c\textquotedbl{}")
 
 

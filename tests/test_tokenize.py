@@ -132,7 +132,8 @@ def _run_stages(tmp_path, paths):
 
     for lang in ("en", "de"):
         assert tokenize.main(["--lang", lang, "--input", str(tmp_path / f"raw.{lang}"), "--output",
-                              str(tmp_path / f"tok.{lang}"), "--settings", str(paths[f"en-de/tokenize.{lang}.json"])]) == 0
+                              str(tmp_path / f"tok.{lang}"),
+                              "--settings", str(paths[f"en-de/tokenize.{lang}.json"])]) == 0
     assert clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "tok"), "--out-prefix",
                        str(tmp_path / "clean"), "--stats", str(tmp_path / "stats.json"),
                        "--settings", str(paths["clean.json"])]) == 0

@@ -121,7 +121,8 @@ def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_pat
     assert [r["step"] for r in one] == [r["step"] for r in many] == [str(s) for s in range(1, 21)]
     for key in ("loss", "grad_norm"):
         torch.testing.assert_close(torch.tensor([float(r[key]) for r in many], dtype=torch.float64),
-                                   torch.tensor([float(r[key]) for r in one], dtype=torch.float64), rtol=RTOL, atol=ATOL)
+                                   torch.tensor([float(r[key]) for r in one], dtype=torch.float64),
+                                   rtol=RTOL, atol=ATOL)
     weights = [last_weights(out) for out in runs.values()]
     for name, value in weights[0].items():
         torch.testing.assert_close(weights[1][name], value, rtol=RTOL, atol=ATOL)
@@ -238,7 +239,8 @@ def test_ranks_die_with_a_killed_torchrun(data, tmp_path):
 
 
 def test_several_nodes_meet_at_a_c10d_rendezvous():
-    assert first_host("gpu-a[07-09,12],cpu1") == "gpu-a07" and first_host("n1,n2") == "n1" and first_host("n[3]") == "n3"
+    assert (first_host("gpu-a[07-09,12],cpu1") == "gpu-a07" and first_host("n1,n2") == "n1"
+            and first_host("n[3]") == "n3")
     assert rendezvous_endpoint("10.0.0.5:29500", {"SLURM_JOB_NODELIST": "n[1-2]"}) == "10.0.0.5:29500"
     assert rendezvous_endpoint("", {"SLURM_JOB_NODELIST": "gpu[04-05]"}) == "gpu04:29400"
     with pytest.raises(ValueError, match="train.rendezvous"):

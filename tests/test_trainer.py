@@ -42,7 +42,8 @@ def test_cli_end_to_end(data, tmp_path):
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 6 and summary["world_size"] == 1 and summary["gpu_model"] == "cpu"
-    assert summary["tokens_tgt"] > 0 and summary["train_flops"] == pytest.approx(summary["flops_per_token"] * summary["tokens_tgt"])
+    assert (summary["tokens_tgt"] > 0
+            and summary["train_flops"] == pytest.approx(summary["flops_per_token"] * summary["tokens_tgt"]))
     assert math.isfinite(summary["final_train_loss"]) and 1.0 < summary["final_dev_ppl"] < 60
     assert summary["settings"]["train"]["train_steps"] == 6 and summary["experiment"] == "tiny"
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000004.pt", "ckpt_00000006.pt"]
@@ -53,7 +54,8 @@ def test_cli_end_to_end(data, tmp_path):
     rows = list(csv.DictReader(open(out / "log.csv")))
     train_rows, dev_rows = [r for r in rows if r["tokens_per_s"]], [r for r in rows if r["dev_ppl"]]
     assert [int(r["step"]) for r in train_rows] == [2, 4, 6] and all(float(r["tokens_per_s"]) > 0 for r in train_rows)
-    assert int(dev_rows[-1]["step"]) == 6 and float(dev_rows[-1]["dev_ppl"]) == pytest.approx(summary["final_dev_ppl"], rel=1e-5)
+    assert (int(dev_rows[-1]["step"]) == 6
+            and float(dev_rows[-1]["dev_ppl"]) == pytest.approx(summary["final_dev_ppl"], rel=1e-5))
     ppl_json = tmp_path / "dev.ppl.json"
     subprocess.run([sys.executable, "-m", "aiayn.evaluate.perplexity", "--checkpoint", str(out / "checkpoint_last.pt"),
                     "--data", str(data / "dev"), "--output", str(ppl_json), "--threads", "1"], check=True, timeout=60)
@@ -191,8 +193,10 @@ def test_a_stop_signal_on_one_rank_stops_every_rank_at_the_same_step(data, tmp_p
     assert ranks[0] == ranks[1] and ranks[0]["status"] == 143 and 5 <= ranks[0]["step"] < 12
     # rank 0's clock asked for a checkpoint during step 2: both ranks saved once for it, at one step
     assert ranks[0]["saves"] == [3, ranks[0]["step"]]
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000003.pt", f"ckpt_{ranks[0]['step']:08d}.pt"]
-    assert torch.load(out / "checkpoints" / f"ckpt_{ranks[0]['step']:08d}.pt", weights_only=True)["step"] == ranks[0]["step"]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000003.pt",
+                                                                       f"ckpt_{ranks[0]['step']:08d}.pt"]
+    assert torch.load(out / "checkpoints" / f"ckpt_{ranks[0]['step']:08d}.pt",
+                      weights_only=True)["step"] == ranks[0]["step"]
 
 
 def test_resume_onto_a_gpu_reads_the_checkpoint_on_the_cpu(data, tmp_path, monkeypatch):
@@ -288,7 +292,8 @@ def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
     assert summary["steps"] == 2 and math.isfinite(summary["final_dev_ppl"])
     # pairs with a side of 8 or more tokens (+ eos/bos > max_positions) are dropped from training
     kept = sum(len(b) for b in trainer.stream.sampler.batches)
-    longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths))
+    longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths),
+                            torch.from_numpy(trainer.train_data.tgt_lengths))
     assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)
 
 
@@ -384,7 +389,8 @@ def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
         trainer = Trainer(run, data, tmp_path / str(compiled), CPU)
         shapes = set()
         original = trainer.micro_step
-        trainer.micro_step = lambda batch: shapes.add(tuple(batch.src.shape) + tuple(batch.tgt_in.shape)) or original(batch)
+        trainer.micro_step = lambda batch: (shapes.add(tuple(batch.src.shape) + tuple(batch.tgt_in.shape))
+                                            or original(batch))
         assert trainer.run() == 0
         rows = list(csv.DictReader(open(tmp_path / str(compiled) / "log.csv")))
         losses[compiled] = [float(r["loss"]) for r in rows if r["loss"]]

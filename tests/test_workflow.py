@@ -118,5 +118,6 @@ def test_two_seeds_for_two_rows_train_four_runs(tmp_path):
     test = set(re.findall(r"--output results/en-de/(\S+)/test-avg\.bleu\.json", result.stdout))
     assert test == {"base", "base.seed2"}
     [settings] = [line for line in result.stdout.splitlines()
-                  if "python -m aiayn.settings" in line and "--output results/en-de/C1.seed2/settings/train.json" in line]
+                  if "python -m aiayn.settings" in line
+                     and "--output results/en-de/C1.seed2/settings/train.json" in line]
     assert '"seed": 2' in settings and '"experiment": "C1"' in settings

@@ -423,7 +423,8 @@ def settings_files(config: dict) -> dict[str, Any]:
         if spec["kind"] == "translation":
             for side, lang in (("source", spec["src"]), ("target", spec["tgt"])):
                 files[f"{data_dir}/settings/{task}/tokenize.{lang}.json"] = {
-                    **data["tokenize"], "normalize_punctuation": normalizes(data["tokenize"]["normalize_punctuation"], side)}
+                    **data["tokenize"],
+                    "normalize_punctuation": normalizes(data["tokenize"]["normalize_punctuation"], side)}
         if spec["kind"] == "parsing":
             files[f"{data_dir}/settings/{task}/treebank.json"] = {
                 key: spec[key] for key in ("splits", "linearization", "silver") if key in spec}

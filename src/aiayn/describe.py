@@ -44,7 +44,8 @@ def step_plan(train: TrainConfig, gpus: int, nodes: int = 1) -> dict:
             "tokens_per_pass": plan.tokens_per_pass}
 
 
-def describe(config: dict, vocab_size: int | None = None, gpus: int | None = None, nodes: int | None = None) -> list[dict]:
+def describe(config: dict, vocab_size: int | None = None, gpus: int | None = None,
+             nodes: int | None = None) -> list[dict]:
     """One dict per experiment that runs (on its first task) with the columns of :data:`COLUMNS`."""
     rows, first = [], {}
     for task, experiment in configlib.runs(config):
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aiayn-describe", description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="+", help="workflow config file (config.yaml), then any overlays")
     parser.add_argument("--vocab-size", type=int, default=None, help="count parameters with this vocabulary size")
-    parser.add_argument("--gpus", type=int, default=None, help="plan each step for N GPUs per node (default: train.gpus)")
+    parser.add_argument("--gpus", type=int, default=None,
+                        help="plan each step for N GPUs per node (default: train.gpus)")
     parser.add_argument("--nodes", type=int, default=None, help="plan each step for M nodes (default: train.nodes)")
     args = parser.parse_args(argv)
     if args.vocab_size is not None and args.vocab_size < 4:

@@ -23,7 +23,8 @@ ours does not, and a translation never depends on how sentences were batched). W
 its limit with nothing finished, its live hypotheses are finished as they are, scored with lp(max_len)
 (tensor2tensor returns the live hypotheses then; the ranking is the same).
 
-Early stop (tensor2tensor ``stop_early``, ``_is_finished`` in the same file): a sentence is done when its best finished score beats the
+Early stop (tensor2tensor ``stop_early``, ``_is_finished`` in the same file): a sentence is done when
+its best finished score beats the
 best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis grows and
 lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can still win.
 

@@ -82,7 +82,8 @@ def perplexity_report(totals: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aiayn.evaluate.perplexity", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", required=True, help="checkpoint (.pt) written by training or by aiayn.decode.average")
+    parser.add_argument("--checkpoint", required=True,
+                        help="checkpoint (.pt) written by training or by aiayn.decode.average")
     parser.add_argument("--data", required=True, help="binarized split directory, e.g. data/bin/en-de/dev")
     parser.add_argument("--output", required=True, help="JSON file to write (ppl, nll_per_token, tokens, sentences)")
     add_settings(parser, "the perplexity section (default: the definitions')")

@@ -111,7 +111,8 @@ class Transformer(nn.Module):
         """
         if cache is not None:
             if tgt_in.shape[1] != 1:
-                raise ValueError(f"incremental decoding takes one token per step, got tgt_in of shape {tuple(tgt_in.shape)}")
+                raise ValueError("incremental decoding takes one token per step, "
+                                 f"got tgt_in of shape {tuple(tgt_in.shape)}")
             enc, memory_kv, start = cache.enc, cache.cross_kv, cache.length
         else:
             memory_kv, start = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder], 0
@@ -135,7 +136,8 @@ class Transformer(nn.Module):
         weight = self._target_table().weight if self.cfg.share_softmax else self.out_proj.weight
         return linear(x, weight, onednn=self.onednn)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None, rows: Tensor | None = None) -> Tensor:
+    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
+                rows: Tensor | None = None) -> Tensor:
         """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V), or (R, V) at ``rows`` of the
         B * T positions (:meth:`decode`); ``src_padded`` as in :meth:`encode`."""
         return self.decode(tgt_in, self.encode(src, src_padded), rows=rows)

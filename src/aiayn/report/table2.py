@@ -95,7 +95,8 @@ def build(config: dict, results_dir: Path) -> Table:
         "Δ = ours - paper.",
         "Training cost, paper's method: training time × GPUs × the GPU's dense peak FLOP/s in the "
         "precision the run trained in (the GPU's data sheet, as listed in src/aiayn/runtime/gpus.py; for fp32 on "
-        "the paper's GPUs, the paper's own 2.8/3.7/6.0/9.5 TFLOPS for K80/K40/M40/P100): " + "; ".join(costs) + ". Measured: model "
+        "the paper's GPUs, the paper's own 2.8/3.7/6.0/9.5 TFLOPS for K80/K40/M40/P100): " + "; ".join(costs)
+        + ". Measured: model "
         "FLOPs per target token × target tokens seen (summary train_flops), in any precision.",
     ]
     if "en-fr" in tasks_and_experiments(config):

@@ -50,7 +50,8 @@ def provenance(config_path: Path, commit: str | None, when: datetime.datetime) -
 
 def inputs(config: dict, results_dir: Path, names: list[str] | None = None) -> list[Path]:
     """Every metric file tables ``names`` (default: all) read; the workflow's tables rule takes them."""
-    return list(dict.fromkeys(path for name in (names or BUILDERS) for path in BUILDERS[name].inputs(config, results_dir)))
+    return list(dict.fromkeys(path for name in (names or BUILDERS)
+                              for path in BUILDERS[name].inputs(config, results_dir)))
 
 
 def build_tables(config: dict, results_dir: Path, footer: str, names: list[str] | None = None) -> list[Table]:

@@ -202,7 +202,8 @@ def rotate(out_dir: Path, keep: int, checkpoint_steps: int = 0, final_step: int 
     """Delete all but the newest ``keep`` spaced checkpoints and the newest one of any kind (the one
     a resumed run starts from); returns the deleted paths. ``checkpoint_steps == 0``: the newest ``keep``."""
     found = list_checkpoints(out_dir)
-    kept = {path for _, path in spaced_checkpoints(found, checkpoint_steps, final_step)[-keep:]} | {path for _, path in found[-1:]}
+    kept = ({path for _, path in spaced_checkpoints(found, checkpoint_steps, final_step)[-keep:]}
+            | {path for _, path in found[-1:]})
     old = [path for _, path in found if path not in kept]
     for path in old:
         with contextlib.suppress(FileNotFoundError):

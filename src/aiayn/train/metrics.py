@@ -25,7 +25,8 @@ class MetricsLog:
         rows = []
         if self.path.exists() and resume_step > 0:
             with open(self.path, encoding="utf-8", newline="") as handle:
-                rows = [r for r in csv.DictReader(handle) if r.get("step", "").isdigit() and int(r["step"]) <= resume_step]
+                rows = [r for r in csv.DictReader(handle)
+                        if r.get("step", "").isdigit() and int(r["step"]) <= resume_step]
         with atomic_output(self.path) as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n", extrasaction="ignore")
             writer.writeheader()

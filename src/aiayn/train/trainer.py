@@ -405,7 +405,8 @@ class Trainer:
         """Final checkpoint, ``checkpoint_last.pt``, dev perplexity and ``summary.json`` (written last)."""
         if not self.env.is_main:
             return
-        if self.progress.dev_ppl is None or self.cfg.dev_every_steps == 0 or self.progress.step % self.cfg.dev_every_steps:
+        if (self.progress.dev_ppl is None or self.cfg.dev_every_steps == 0
+                or self.progress.step % self.cfg.dev_every_steps):
             ppl = self.dev_perplexity()
             if metrics:
                 metrics.dev(self.progress.step, ppl)
@@ -425,7 +426,8 @@ class Trainer:
                 "params": count_parameters(self.raw_model), "steps": p.step, "wall_seconds": p.wall_seconds,
                 "tokens_src": p.tokens_src, "tokens_tgt": p.tokens_tgt, "flops_per_token": self.flops_per_token,
                 "train_flops": self.flops_per_token * p.tokens_tgt, "device": self.env.device.type,
-                "precision": self.precision, "gpu_model": device_name(self.env.device), "world_size": self.env.world_size,
+                "precision": self.precision, "gpu_model": device_name(self.env.device),
+                "world_size": self.env.world_size,
                 "skipped_steps": p.skipped_steps, "final_train_loss": p.train_loss, "final_dev_ppl": p.dev_ppl,
                 "settings": self.settings}
 
