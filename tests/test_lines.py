@@ -1,4 +1,5 @@
 import gzip
+import signal
 
 import pytest
 
@@ -7,6 +8,23 @@ from aiayn.data.lines import DataError, check_aligned, chunked, count_lines, ite
 
 def _reverse_each(lines):
     return [line[::-1] for line in lines]
+
+
+def _default_sigterm(lines):
+    return [signal.getsignal(signal.SIGTERM) == signal.SIG_DFL for _ in lines]
+
+
+def test_pool_workers_die_on_sigterm_whatever_the_parent_handles(monkeypatch):
+    """A forked worker used to inherit the parent's Python SIGTERM handler (a training's stop flag, where
+    a test or notebook trained first): the pool's terminate() then waited forever for a worker idle in
+    a lock. Each worker has SIGTERM's default action."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        seen = [flag for flags in ordered_map(_default_sigterm, [["a"], ["b"], ["c"], ["d"]], processes=2)
+                for flag in flags]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == [True] * 4
 
 
 def test_count_and_iterate_plain_and_gzip(tmp_path):

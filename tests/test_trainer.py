@@ -263,7 +263,6 @@ def test_sigterm_and_a_first_sigint_stop_with_a_checkpoint(data, tmp_path, signa
     signum = getattr(signal, signame)
     trainer = Trainer(settings(dev_every_steps=0, checkpoint_steps=0), data, tmp_path, CPU)
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-    trainer.install_signal_handlers()
     original, sent = trainer.micro_step, []
 
     def micro_step(batch):
@@ -272,13 +271,12 @@ def test_sigterm_and_a_first_sigint_stop_with_a_checkpoint(data, tmp_path, signa
         return original(batch)
 
     trainer.micro_step = micro_step
-    try:
+    with trainer.stopping_on_signals():
         assert trainer.run() == 143
         if signum == signal.SIGINT:  # a second Ctrl-C interrupts at once
             assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    # the process goes on with its own handlers (a forked worker would otherwise inherit the stop flag's)
+    assert {sig: signal.getsignal(sig) for sig in previous} == previous
     assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == ["ckpt_00000002.pt"]
     assert not (tmp_path / "summary.json").exists()
 

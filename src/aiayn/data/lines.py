@@ -12,6 +12,7 @@ import gzip
 import logging
 import multiprocessing
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
@@ -112,6 +113,10 @@ _worker_job: Callable[[list], Any] | None = None
 def _init_worker(job: Callable[[list], Any]) -> None:
     global _worker_job  # per worker process: the job (e.g. a tokenizer) is built once, not per chunk
     _worker_job = job
+    # A forked worker inherits the parent's Python SIGTERM handler (a training's stop handler, where
+    # the parent is a test or a notebook that trained first), which only sets a flag: the pool's
+    # terminate() would then wait forever for a worker idle in a lock. A worker dies on SIGTERM.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _run_job(chunk: list) -> Any:

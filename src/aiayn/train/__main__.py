@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         if not env.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
         trainer = Trainer(run, args.data, args.out_dir, env, args.max_steps_this_run)
-        trainer.install_signal_handlers()
-        return trainer.run()
+        with trainer.stopping_on_signals():
+            return trainer.run()
     finally:
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()

@@ -23,7 +23,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import torch
 from tqdm import tqdm
@@ -430,6 +430,18 @@ class Trainer:
                 "world_size": self.env.world_size,
                 "skipped_steps": p.skipped_steps, "final_train_loss": p.train_loss, "final_dev_ppl": p.dev_ppl,
                 "settings": self.settings}
+
+    @contextlib.contextmanager
+    def stopping_on_signals(self) -> Iterator[None]:
+        """:meth:`install_signal_handlers` for the ``with`` block; the previous handlers afterwards, so
+        that a process that trains and goes on (a test, a notebook) does not keep a stop flag's handler."""
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.install_signal_handlers()
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def install_signal_handlers(self) -> None:
         """SIGTERM (SLURM pre-emption, a time limit) and a first SIGINT (Ctrl-C, also passed on by the
