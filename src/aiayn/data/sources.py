@@ -1,17 +1,11 @@
-"""Where each side of a corpus comes from: a member of an archive, or a plain file of its own.
+"""Where each side of a corpus lands when the workflow fetches it.
 
-A source in the config's ``sources`` is one of
-
-- an archive (the WMT layout): ``{url: URL, members: {<task>: {<lang>: <path inside the archive>}}}``;
-- plain files, one per side: ``{files: {<lang>: PATH_OR_URL}}``. A file is a local path (relative to
-  the working directory) or a ``file://``, ``http://`` or ``https://`` URL; its name says its format:
-  ``.gz``, ``.xz`` or ``.bz2`` are decompressed, ``.sgm`` (also compressed) is a WMT SGML test set
-  (one ``<seg>`` per line), anything else is text, one sentence per line.
+A source of the config's ``sources`` is an archive (the WMT layout) or plain files, one per side; their
+keys and file formats are defined, and checked without a download, in :mod:`aiayn.options.sources`.
 
 Every file the workflow fetches lands under ``D/downloads/``: an archive as ``<archive file name>``,
 a plain file as ``<corpus>/<lang>/<file name>`` (:func:`downloads`), verified by the download stage
-against the lock (``aiayn.data.download``). What a source may be, and the checks the config makes of it:
-:mod:`aiayn.options.sources`.
+against the lock (``aiayn.data.download``).
 """
 
 from __future__ import annotations
