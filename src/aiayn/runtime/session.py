@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from aiayn.model import Transformer
-from aiayn.options import ModelConfig
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.runtime.checkpoint import Checkpoint, load_checkpoint
 from aiayn.runtime.devices import resolve_device
 from aiayn.runtime.precision import autocast_for, set_up_arithmetic
@@ -57,8 +57,9 @@ class InferenceSession:
 
 
 @contextlib.contextmanager
-def inference_session(checkpoint_path: str | os.PathLike, device: str = "auto", precision: str | None = "auto",
-                      threads: int | None = None, cpu_matmul: str | None = "onednn", lock_dir: Path | None = None,
+def inference_session(checkpoint_path: str | os.PathLike, device: str = "auto",
+                      precision: str | None = DecodeConfig.precision, threads: int | None = None,
+                      cpu_matmul: str | None = DecodeConfig.cpu_matmul, lock_dir: Path | None = None,
                       matmul_key: str = "decode.cpu_matmul") -> Iterator[InferenceSession]:
     """The model of ``checkpoint_path`` on ``device`` (see the module docstring).
 
