@@ -54,7 +54,7 @@ class FakeModel:
             row[token] = math.log(prob)
         return row
 
-    def encode(self, src: torch.Tensor) -> FakeEncoderOut:
+    def encode(self, src: torch.Tensor, padded: bool | None = None) -> FakeEncoderOut:
         return FakeEncoderOut(src.float().unsqueeze(-1), src.eq(PAD))
 
     def new_cache(self, enc: FakeEncoderOut, beam_size: int = 1, max_len: int | None = None) -> FakeCache:

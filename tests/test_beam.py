@@ -168,8 +168,8 @@ class EosBias:
     def __init__(self, model, bias):
         self.model, self.bias = model, bias
 
-    def encode(self, src):
-        return self.model.encode(src)
+    def encode(self, src, padded=None):
+        return self.model.encode(src, padded)
 
     def new_cache(self, enc, beam_size=1, max_len=None):
         return self.model.new_cache(enc, beam_size, max_len)

@@ -66,7 +66,7 @@ class DecoderCache(Protocol):
 class IncrementalModel(Protocol):
     """What beam search needs of a model (``aiayn.model.Transformer`` provides it)."""
 
-    def encode(self, src: torch.Tensor) -> Any: ...
+    def encode(self, src: torch.Tensor, padded: bool | None = None) -> Any: ...
     def new_cache(self, enc: Any, beam_size: int = 1, max_len: int | None = None) -> DecoderCache: ...
     def decode(self, tgt_in: torch.Tensor, enc: Any, cache: DecoderCache | None = None) -> torch.Tensor: ...
 
@@ -245,7 +245,8 @@ def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: 
         raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty}")
     batch, device = src.size(0), src.device
     max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
-    cache = model.new_cache(model.encode(src), 1, int(max_len.max()))  # one row per sentence at first
+    padded = min(src_lengths) != max(src_lengths)  # known on the host: the encoder need not read it back
+    cache = model.new_cache(model.encode(src, padded), 1, int(max_len.max()))  # one row per sentence at first
     beams = _Beams(torch.arange(batch), torch.zeros(batch, 1, device=device), torch.empty(batch, 0, dtype=torch.long),
                    max_len, gnmt_length_penalty(max_len.double(), length_penalty).float())
     finished = _Finished(batch, beam_size)
@@ -348,8 +349,8 @@ class UncachedDecoding:
     def __init__(self, model: IncrementalModel):
         self.model = model
 
-    def encode(self, src: torch.Tensor) -> Any:
-        return self.model.encode(src)
+    def encode(self, src: torch.Tensor, padded: bool | None = None) -> Any:
+        return self.model.encode(src, padded)
 
     def new_cache(self, enc: Any, beam_size: int = 1, max_len: int | None = None) -> _PrefixCache:
         return _PrefixCache(enc, beam_size)

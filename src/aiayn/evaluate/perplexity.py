@@ -59,16 +59,17 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, tokens_per_batch: int, d
     if dropped:
         log.warning("%s: %d sentence pair(s) longer than max_positions=%s left out of the perplexity",
                     corpus.dir, dropped, max_len)
-    nll, tokens = 0.0, 0
+    pin = device.type == "cuda"  # pinned batches copy asynchronously
+    nll = torch.zeros((), dtype=torch.float64, device=device)  # summed on the device: read once, at the end
+    tokens = 0
     for indices in batches:
-        batch = collate(corpus, indices).to(device)
+        batch = collate(corpus, indices, pin).to(device)
         with autocast or contextlib.nullcontext():
             logits = model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows)  # (R, V)
-        _, batch_nll, n = label_smoothed_loss(logits, batch.gold(), 0.0)
-        nll += float(batch_nll)
-        tokens += int(n)
+        nll += label_smoothed_loss(logits, batch.gold(), 0.0)[1].double()
+        tokens += batch.tgt_tokens
     model.train(was_training)
-    return {"nll": nll, "tokens": tokens, "sentences": len(corpus) - dropped}
+    return {"nll": nll.item(), "tokens": tokens, "sentences": len(corpus) - dropped}
 
 
 def perplexity_report(totals: dict) -> dict:

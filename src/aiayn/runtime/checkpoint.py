@@ -133,8 +133,11 @@ def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
 
 def non_finite(model_state: dict) -> list[str]:
     """Names of the floating-point tensors of a state_dict that hold a NaN or an infinity."""
-    return [key for key, tensor in model_state.items()
-            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    floats = [(key, tensor) for key, tensor in model_state.items() if tensor.is_floating_point()]
+    if not floats:
+        return []
+    finite = torch.stack([torch.isfinite(tensor).all() for _, tensor in floats]).tolist()  # one read from a GPU
+    return [key for (key, _), ok in zip(floats, finite) if not ok]
 
 
 # What torch.load raises on a truncated or overwritten file.
