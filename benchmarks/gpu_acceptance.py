@@ -23,6 +23,11 @@ Sections of the JSON (each with ``pass`` where there is a criterion):
   bf16 autocast: the share of identical hypotheses (pass: >= 0.9, and on a CPU or where bf16 is
   emulated it is reported only), and beam-4 sentences/s of the base model (fp32 and the device's
   ``auto`` precision, outputs of the source's length).
+- ``host_syncs``: CUDA's own count of synchronizing operations (``torch.cuda.set_sync_debug_mode``)
+  over training steps (the step and the reading of its statistics a step late) and over a beam
+  search, by the line that caused each. Pass: none in training, and in decoding only the
+  candidates' copy to the host, one per step (``aiayn/decode/beam.py`` ``_to_host``); the same
+  inventory ``tests/test_cuda_path.py`` takes on a CPU. Skipped on a CPU.
 - ``ddp``: with 2 or more GPUs, ``train.gpus: 2`` (torchrun, NCCL) against one GPU with the same
   step: the loss and gradient norm of every step (pass: within 1e-3 relative) and the final weights
   (pass: largest difference within a tenth of the summed learning rate). Skipped with one GPU or on a CPU.
@@ -48,6 +53,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -247,6 +254,48 @@ def decode_speed(args, device: torch.device) -> dict:
     return {"model": "tiny" if args.tiny else "base", "sentences_per_s": out, "beam_size": 4, "batch": 128}
 
 
+def sync_lines(caught: list[warnings.WarningMessage]) -> Counter:
+    """``file:line`` of each synchronizing-operation warning of ``set_sync_debug_mode("warn")``."""
+    return Counter(f"{Path(w.filename).name}:{w.lineno}" for w in caught if "synchroniz" in str(w.message))
+
+
+def counting_syncs(work: callable) -> Counter:
+    """The synchronizing CUDA operations ``work()`` ran, by line (:func:`sync_lines`)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            work()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sync_lines(caught)
+
+
+def host_sync_check(work: Path, args, device: torch.device) -> dict:
+    """Synchronizing operations in training steps and in a beam search (the module docstring)."""
+    if device.type != "cuda":
+        return {"skipped": "CPU: tests/test_cuda_path.py counts the host's waits on a pretend device"}
+    trainer = Trainer(run_settings(TINY_MODEL, 1024, 512, 10**6, 1, precision="auto"), work / "data-tiny",
+                      work / "syncs", DistEnv(0, 1, device))
+    time_updates(trainer, 2)  # warm-up: the first steps allocate
+
+    def steps():
+        for _ in range(5):
+            trainer.train_step()
+            trainer.take_results(None, None, 0.0)
+    training = counting_syncs(steps)
+    trainer.batches.close()
+    torch.manual_seed(1)
+    model = Transformer(ModelConfig.from_dict(TINY_MODEL | {"dropout": 0.0}), 200).to(device).eval()
+    sources = random_sentences(16, 200, torch.Generator().manual_seed(3))
+    decoding = counting_syncs(lambda: translate_sentences(
+        model, sources, max_sentences=16, device=device, ids=IDS, beam_size=4, length_penalty=0.6,
+        max_len_a=1.0, max_len_b=5.0, early_stop=True))
+    beam_lines = {line for line in decoding if line.startswith("beam.py:")}
+    return {"training_steps": 5, "training": dict(training), "decoding": dict(decoding),
+            "pass": not training and len(beam_lines) <= 1 and set(decoding) == beam_lines}
+
+
 def max_rel_diff(a: dict[int, float], b: dict[int, float]) -> float:
     """Largest ``|a - b| / |a|`` over the steps; infinite when the two logs do not have the same steps."""
     if sorted(a) != sorted(b) or not a:
@@ -332,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             "resume": lambda: resume_check(work, tiny_data, TINY_MODEL, args, gpus),
             "resume_ranks": lambda: resume_ranks_check(work, tiny_data, args, gpus),
             "decode": lambda: decode_check(args, device),
+            "host_syncs": lambda: host_sync_check(work, args, device),
             "ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args)
                             if gpus else {"skipped": "CPU"}),
             "compile_ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args, compiled=True)

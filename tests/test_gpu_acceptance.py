@@ -71,9 +71,10 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     assert ranks["exit_status_resumed"] == 0 and ranks["max_loss_rel_diff"] == 0.0, ranks
     assert ranks["max_grad_norm_rel_diff"] == 0.0 and ranks["max_final_weight_diff"] == 0.0 and ranks["pass"] is True
     assert report["ddp"] == {"skipped": "CPU"} and report["compile_ddp"]["skipped"].startswith("CPU")
+    assert report["host_syncs"]["skipped"].startswith("CPU")
     assert report["pass"] is True
-    assert set(report["seconds_per_section"]) == {"throughput", "resume", "resume_ranks", "decode", "ddp",
-                                                  "compile_ddp"}
+    assert set(report["seconds_per_section"]) == {"throughput", "resume", "resume_ranks", "decode", "host_syncs",
+                                                  "ddp", "compile_ddp"}
 
 
 def training(path, rows, weight):
@@ -113,3 +114,34 @@ def test_ddp_comparison_judges_loss_gradient_norm_and_weights(tmp_path, other, w
                                             training(tmp_path / "two", other, weight))
     assert diff == {"steps": 2, "summed_lr": 0.75, **expected}
     assert gpu_acceptance.ddp_verdict(diff) is ok
+
+
+def test_sync_lines_counts_synchronizing_warnings_by_line():
+    import warnings
+
+    def caught(message, filename, lineno):
+        return warnings.WarningMessage(UserWarning(message), UserWarning, filename, lineno)
+
+    lines = gpu_acceptance.sync_lines([caught("called a synchronizing CUDA operation", "/x/beam.py", 156),
+                                       caught("called a synchronizing CUDA operation", "/x/beam.py", 156),
+                                       caught("something else", "/x/step.py", 3)])
+    assert lines == {"beam.py:156": 2}
+
+
+def test_host_sync_check_runs_its_training_and_decoding_on_a_cuda_device(tmp_path, monkeypatch):
+    """The section's code on the pretend device (CUDA's sync debug mode itself exists only on a GPU)."""
+    import torch
+    from pretend_cuda import CUDA, PretendCuda
+    from train_throughput import synthetic_task
+
+    synthetic_task(tmp_path / "data-tiny", 200, 200, (5, 20))
+    modes = []
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+    args = SimpleNamespace(threads=1)
+    with PretendCuda() as runtime:
+        report = gpu_acceptance.host_sync_check(tmp_path, args, CUDA)
+    assert modes == ["warn", "default", "warn", "default"]
+    assert report == {"training_steps": 5, "training": {}, "decoding": {}, "pass": True}
+    # the only waits: the warm-up's timing (torch.cuda.synchronize), the statistics a step late, the beam's reads
+    assert {e.where.split(":")[0] for e in runtime.waits()} == {"train_throughput.py", "aiayn/train/step.py",
+                                                                "aiayn/decode/beam.py"}
