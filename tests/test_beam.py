@@ -86,6 +86,29 @@ def test_search_goes_on_while_a_live_hypothesis_can_still_win():
     assert hyp.score == pytest.approx(math.log(0.48 * 0.95 ** 2) / lp(4, 1.0), rel=1e-6)
 
 
+# Sentence 11 (alpha 0, beam 2): after step 2 the finished set is [a] (P .45) and [] (P .15), the best
+# live [b b] has P .24: above the lowest finished, below the best. At step 3 [b b] finishes and
+# displaces [].
+LOWEST_TABLE = {
+    (11, ()): {A: 0.5, B: 0.3, EOS: 0.15, C: 0.05},
+    (11, (A,)): {EOS: 0.9, A: 0.1},
+    (11, (B,)): {EOS: 0.2, B: 0.8},
+}
+
+
+def test_early_stop_waits_until_the_lowest_finished_beats_every_live_hypothesis():
+    """tensor2tensor's rule (utils/beam_search.py at 3d9c62f2, _is_finished): comparing the best
+    finished score would have stopped after step 2 with the n-best list [a], []."""
+    model = FakeModel(LOWEST_TABLE)
+    [hyps] = beam_search_n_best(model, pad_sources([[11]], IDS), [1], n_best=2, beam_size=2, length_penalty=0.0,
+                                max_len_b=3.0, early_stop=True, ids=IDS)
+    assert [h.tokens for h in hyps] == [[A], [B, B]] and model.calls == 3
+    assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.45), math.log(0.24)], rel=1e-6)
+    [full] = beam_search_n_best(FakeModel(LOWEST_TABLE), pad_sources([[11]], IDS), [1], n_best=2, beam_size=2,
+                                length_penalty=0.0, max_len_b=3.0, early_stop=False, ids=IDS)
+    assert full == hyps
+
+
 def test_length_limit_finishes_live_hypotheses():
     [hyp] = search(FakeModel(NO_EOS_TABLE), [[9]], max_len_b=2.0)   # max_len = 1 + 2
     assert hyp.tokens == [A, A, A]

@@ -3,7 +3,7 @@
 "We used beam search with a beam size of 4 and length penalty alpha = 0.6 [...] We set the maximum
 output length during inference to input length + 50, but terminate early when possible."
 
-Scoring (tensor2tensor ``utils/beam_search.py`` at f8b951a3, ``grow_topk``; Wu et al. 2016):
+Scoring (tensor2tensor ``utils/beam_search.py`` at 3d9c62f2, 2017, ``grow_topk``; Wu et al. 2016):
 
     score(Y) = log P(Y | X) / lp(Y),   lp(Y) = ((5 + |Y|) / 6) ** alpha
 
@@ -23,10 +23,13 @@ ours does not, and a translation never depends on how sentences were batched). W
 its limit with nothing finished, its live hypotheses are finished as they are, scored with lp(max_len)
 (tensor2tensor returns the live hypotheses then; the ranking is the same).
 
-Early stop (tensor2tensor ``stop_early``, ``_is_finished`` in the same file): a sentence is done when
-its best finished score beats the
-best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis grows and
-lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can still win.
+Early stop (tensor2tensor ``stop_early``, ``_is_finished`` in ``utils/beam_search.py`` at 3d9c62f2 and
+still at v1.3.0): a sentence is done when the *lowest* score in its finished set (of at most K) beats
+the best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis
+grows and lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can
+still enter the finished set. Comparing the best finished score instead would stop sooner with the
+same best hypothesis but other n-best lists (``--n-best``). tensor2tensor stops the whole batch when
+every sentence is done; here each sentence leaves when it is, so a result does not depend on its batch.
 
 pad and bos are never generated: they mean nothing inside an output (tensor2tensor has no bos symbol
 and leaves pad, which a trained model never predicts, unmasked).
@@ -102,13 +105,13 @@ class _Finished:
 
     def __init__(self, n_sentences: int, beam_size: int):
         self.hyps: list[list[Hypothesis]] = [[] for _ in range(n_sentences)]
-        self.best = torch.full((n_sentences,), -math.inf)
+        self.lowest = torch.full((n_sentences,), -math.inf)  # of the kept ones; -inf while none finished
         self.beam_size = beam_size
 
     def add(self, sentence: int, hyp: Hypothesis) -> None:
         kept = sorted([*self.hyps[sentence], hyp], key=lambda h: -h.score)[: self.beam_size]
         self.hyps[sentence] = kept
-        self.best[sentence] = kept[0].score
+        self.lowest[sentence] = kept[-1].score
 
     def result(self, sentence: int, n_best: int = 1) -> list[Hypothesis]:
         """The ``n_best`` best finished hypotheses of ``sentence``, best first (fewer if fewer finished)."""
@@ -207,14 +210,14 @@ def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int
           early_stop: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(at_max, done) masks over active sentences after a step that generated ``length`` tokens.
 
-    Done: at the length limit, or no live hypothesis left (all log P = -inf), or (early stop) the best
+    Done: at the length limit, or no live hypothesis left (all log P = -inf), or (early stop) the lowest
     finished score beats the best live log P / lp(max_len).
     """
     best_live = live_lp[:, 0]
     at_max = beams.max_len <= length
     done = at_max | ~torch.isfinite(best_live)
     if early_stop:
-        done |= finished.best[beams.active] > best_live / beams.max_lp
+        done |= finished.lowest[beams.active] > best_live / beams.max_lp
     return at_max, done
 
 
