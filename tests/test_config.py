@@ -88,7 +88,7 @@ def test_parser_uses_tensor2tensors_parsing_preset(paper):
     parser, base = cfg.resolve(paper, "parser", "wsj"), cfg.resolve(paper, "base", "en-de")
     assert parser["model"] == {**base["model"], "n_layers": 4, "d_model": 1024, "d_k": 128, "d_v": 128,
                                "dropout": 0.2, "attention_dropout": 0.2, "share_softmax": False}
-    assert parser["train"] == {**base["train"], "warmup_steps": 16000, "lr_scale": 0.5}
+    assert parser["train"] == {**base["train"], "warmup_steps": 16000, "lr_scale": 0.5, "max_length": 512}
     assert parser["decode"] == {**base["decode"], "beam_size": 21, "length_penalty": 0.3, "max_len_b": 300}
 
 

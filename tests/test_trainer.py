@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
@@ -361,6 +362,23 @@ def test_resume_skips_a_corrupt_newest_checkpoint(data, toy_run, tmp_path, caplo
     assert (split / "checkpoints" / "ckpt_00000004.pt.corrupt").exists()
     whole, resumed = final_state(toy_run), final_state(split)
     assert all(torch.equal(value, resumed["model"][key]) for key, value in whole["model"].items())
+
+
+@pytest.mark.parametrize("max_length", [0, 10, 6])
+def test_pairs_longer_than_max_length_are_not_trained_on_and_counted(data, tmp_path, caplog, max_length):
+    """tensor2tensor's training reader dropped examples with a side over max_length (eos included)."""
+    from aiayn.data.shards import ShardedCorpus
+
+    corpus = ShardedCorpus(data / "train")
+    longest = np.maximum(corpus.src_lengths, corpus.tgt_lengths) + 1  # ids + eos (or bos + ids)
+    too_long = int((longest > max_length).sum()) if max_length else 0
+    assert (too_long > 0) == (max_length == 6)  # the toy task's sides have 2 to 9 ids: at most 10 with eos
+    with caplog.at_level(logging.INFO):
+        trainer = Trainer(settings(max_length=max_length), data, tmp_path / "out", CPU)
+    kept = np.concatenate(trainer.stream.sampler.batches)
+    assert len(kept) == len(corpus) - too_long and not (max_length and (longest[kept] > max_length).any())
+    assert f"{too_long} of {len(corpus)} sentence pairs dropped: {too_long} with a side longer than" in caplog.text
+    trainer.batches.close()
 
 
 def test_a_near_empty_training_set_is_refused_before_training(tmp_path):

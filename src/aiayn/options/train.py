@@ -34,6 +34,10 @@ class TrainConfig(Section):
     tokens_per_pass: int = option(12500, help="padded tokens per side of one forward pass on one device "
                                   "(accumulation makes up the step; also the dev evaluation's batch)",
                                   minimum=1, renamed_from="max_tokens_per_batch")
+    max_length: int = option(256, help="training pairs with a side longer than this many subwords, eos or bos "
+                             "included, are not trained on and counted in the log (0: none dropped)",
+                             source="tensor2tensor transformer_base max_length = 256, dropped in training "
+                             "(utils/data_reader.py, utils/trainer_utils.py at 3d9c62f2)", minimum=0)
     adam_betas: tuple[float, float] = option((0.9, 0.98), help="Adam's beta_1, beta_2", source="paper 5.3",
                                              minimum=0.0, exclusive_maximum=1.0)
     adam_eps: float = option(1e-9, help="Adam's epsilon", source="paper 5.3", exclusive_minimum=0.0)
@@ -72,6 +76,12 @@ class TrainConfig(Section):
         host, _, port = self.rendezvous.rpartition(":")
         if self.rendezvous and not (host and port.isdigit()):
             raise ValueError(f"train.rendezvous must be HOST:PORT (or empty), got {self.rendezvous!r}")
+
+    def length_limit(self, position_limit: int | None) -> int | None:
+        """The longest side (with eos or bos) a training pair may have: ``max_length`` and the model's
+        ``position_limit`` (:attr:`ModelConfig.position_limit`), the smaller of those that are set."""
+        limits = [limit for limit in (self.max_length, position_limit) if limit]
+        return min(limits) if limits else None
 
     @property
     def local_ranks(self) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -145,13 +146,16 @@ class Trainer:
         self.last_save, self.saved_step = time.perf_counter(), 0
 
     def _batches(self) -> list:
-        batches, dropped = make_batches(self.train_data.src_lengths, self.train_data.tgt_lengths,
-                                        self.plan.tokens_per_pass, self.max_len)
-        check_at_least_one_batch(str(self.train_data.dir), self.train_data.tgt_lengths, batches,
-                                 self.plan.tokens_per_pass)
-        log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped "
-                 "(a side longer than the batch budget%s)", len(batches), self.plan.tokens_per_pass,
-                 dropped, len(self.train_data), f" or max_positions={self.max_len}" if self.max_len else "")
+        """Token-budget batches of the training pairs; those with a side over ``train.max_length`` (or
+        the learned positions' limit) or over the batch budget are dropped, and counted in the log."""
+        data, limit = self.train_data, self.cfg.length_limit(self.max_len)
+        batches, dropped = make_batches(data.src_lengths, data.tgt_lengths, self.plan.tokens_per_pass, limit)
+        check_at_least_one_batch(str(data.dir), data.tgt_lengths, batches, self.plan.tokens_per_pass)
+        too_long = int((np.maximum(data.src_lengths, data.tgt_lengths) + 1 > limit).sum()) if limit else 0
+        log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped: %d with a "
+                 "side longer than %s, %d longer than the batch budget", len(batches), self.plan.tokens_per_pass,
+                 dropped, len(data), too_long, f"{limit} tokens (train.max_length={self.cfg.max_length}, "
+                 f"max_positions={self.max_len})" if limit else "no limit", dropped - too_long)
         return batches
 
     # ---- one optimizer step -------------------------------------------------------------------
