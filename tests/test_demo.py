@@ -41,11 +41,12 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def _extracted(built: Path, config: dict, tmp_path: Path) -> dict[tuple[str, str, str], list[str]]:
-    """(corpus, task, lang) -> lines, read back by the workflow's own extract stage."""
+    """(corpus, task, lang) -> lines of every member a task reads, back through the workflow's own extract stage."""
     out = {}
+    used = mirror.used_members({n: t for n, t in config["tasks"].items() if t["kind"] == "translation"})
     for corpus, source in config["sources"].items():
         for task, paths in source["members"].items():
-            for lang, member in paths.items():
+            for lang, member in paths.items() if (corpus, task) in used else ():
                 target = tmp_path / f"{corpus}.{task}.{lang}"
                 extract(str(built / archive_name(source["url"])), member, str(target))
                 out[corpus, task, lang] = target.read_text(encoding="utf-8").splitlines()
@@ -127,6 +128,20 @@ def test_held_out_sets_are_drawn_excluding_all_training_english(config, monkeypa
     train = {s.en for (corpus, name), group in out.items() if corpus in tasks[name]["train"] for s in group}
     held = [(exclude, unique) for what, exclude, unique in calls if "newstest" in what]
     assert len(held) == 3 and all(unique and train <= exclude for exclude, unique in held)
+
+
+def test_only_the_archives_a_task_reads_are_written(config, tmp_path):
+    """config.yaml defines News Commentary v11, which no task reads until tasks.en-de.train names it."""
+    assert "news_commentary_v11" in config["sources"]
+    lock = mirror.build(config, tmp_path / "v9", seed=1, train_pairs=10, eval_pairs=5, trees=TREES)
+    assert "training-parallel-nc-v11.tgz" not in lock and "training-parallel-nc-v9.tgz" in lock
+    en_de = {**config["tasks"]["en-de"], "train": ["europarl_v7", "commoncrawl", "news_commentary_v11"]}
+    lock = mirror.build({**config, "tasks": {**config["tasks"], "en-de": en_de}}, tmp_path / "v11", seed=1,
+                        train_pairs=10, eval_pairs=5, trees=TREES)
+    assert "training-parallel-nc-v11.tgz" in lock and "training-parallel-nc-v9.tgz" in lock  # EN-FR still reads v9
+    with tarfile.open(tmp_path / "v11" / "training-parallel-nc-v11.tgz") as archive:
+        assert sorted(archive.getnames()) == ["training-parallel-nc-v11/news-commentary-v11.de-en.de",
+                                              "training-parallel-nc-v11/news-commentary-v11.de-en.en"]
 
 
 def test_bad_sizes_and_sources_fail_before_any_work(config, tmp_path):

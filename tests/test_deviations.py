@@ -21,7 +21,7 @@ def marks() -> Counter:
 def readme_entries() -> dict[str, list[str]]:
     """``{entry name: [the backticked items of its parenthesis]}`` of the README's deviation list."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Deviations from the paper", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Deviations from the paper", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     entries = re.findall(r"^- \*\*(?P<name>[^*]+)\*\* \((?P<refs>[^)]*)\)", section, flags=re.M)
     return {name: re.findall(r"`([^`]+)`", refs) for name, refs in entries}
 
@@ -39,6 +39,33 @@ def test_every_key_an_entry_names_is_in_the_config():
     for name, refs in readme_entries().items():
         for key in [r for r in refs[:-1] if "/" not in r and " " not in r]:
             node = config if key.split(".")[0] in config else config["defaults"]
+            for part in key.split("."):
+                assert isinstance(node, dict) and part in node, (name, key)
+                node = node[part]
+
+
+def code_differences() -> dict[str, tuple[str, list[str]]]:
+    """``{entry name: (its text, [its backticked items])}`` of README's "Where the paper's code did otherwise"."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Where the paper's code did otherwise", 1)[1].split("\n\n", 2)[1]
+    entries = re.split(r"^- ", section, flags=re.M)[1:]
+    return {re.match(r"\*\*([^*]+)\*\*", e).group(1): (e, re.findall(r"`([^`]+)`", e.split(")", 1)[0]))
+            for e in entries}
+
+
+def test_every_difference_from_the_papers_code_names_its_file_and_a_commit():
+    """Each entry names the file that holds it (last item of its parenthesis), and cites a tensorflow/
+    tensor2tensor commit, itself or in that file; a key it names is in the config."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    entries = code_differences()
+    assert len(entries) >= 7
+    commit = re.compile(r"\b[0-9a-f]{8,40}\b")
+    for name, (text, refs) in entries.items():
+        path = ROOT / refs[-1]
+        assert path.is_file(), (name, refs)
+        assert commit.search(text) or commit.search(path.read_text(encoding="utf-8")), name
+        for key in refs[:-1]:
+            node = config["defaults"]
             for part in key.split("."):
                 assert isinstance(node, dict) and part in node, (name, key)
                 node = node[part]

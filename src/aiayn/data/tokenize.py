@@ -12,13 +12,17 @@ trained on:
   ``wmt16_en_de.tar.gz``. Those are the outputs of google/seq2seq ``bin/data/wmt16_en_de.sh`` (commit
   d5bb7a1a): Europarl v7, CommonCrawl and News Commentary v11 (WMT16's); newstest sets from the sgm
   files; ``tokenizer.perl -q -l LANG -threads 8``; ``clean-corpus-n.perl ... 1 80`` (1 to 80 tokens a
-  side, no ratio; :mod:`aiayn.data.clean`); subword-nmt ``learn_bpe.py -s 32000`` on the tokenized,
-  cleaned German and English training text together (one shared BPE; :mod:`aiayn.data.bpe`).
+  side and, without ``-ratio``, the script's default length ratio 9; :mod:`aiayn.data.clean`);
+  subword-nmt ``learn_bpe.py -s 32000`` on the tokenized, cleaned German and English training text
+  together (one shared BPE; :mod:`aiayn.data.bpe`).
 - EN-FR: ``enfr_wordpiece_token_generator`` (the same ``wmt.py``) encodes the raw training text with
-  tensor2tensor's own ``SubwordTextEncoder``, which ``get_or_generate_vocab``
-  (``generator_utils.py`` at 743b17fe) learns from the raw training files: no Moses step, no
-  cleaning. Deviation from paper: EN-FR goes through the same Moses tokenization, cleaning and
-  sentencepiece model as EN-DE; no key restores tensor2tensor's subword encoder.
+  tensor2tensor's own ``SubwordTextEncoder``: no Moses step, no cleaning. Its vocabulary
+  (``get_or_generate_vocab``, ``generator_utils.py`` at b9f4754e) is built from the first lines, about
+  350,000 characters, of each file of a fixed list, ``_DATA_FILE_URLS``: News Commentary v11 DE-EN,
+  CommonCrawl and Europarl DE-EN and FR-EN, Giga FR-EN and UN FR-EN, English, German and French files
+  alike (the budget is 700,000 for a path without "en", but every path there has one).
+  Deviation from paper: EN-FR goes through the same Moses tokenization, cleaning and sentencepiece
+  model as EN-DE; no key restores tensor2tensor's subword encoder.
 
 For comparison, fairseq's ``examples/translation/prepare-wmt14en2de.sh`` (facebookresearch/fairseq at
 cecdd97f) runs ``normalize-punctuation.perl``, ``remove-non-printing-char.perl`` and

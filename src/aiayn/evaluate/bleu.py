@@ -1,15 +1,17 @@
 """BLEU two ways: detokenized sacreBLEU and the paper's tokenized, compound-split BLEU (section 6.1).
 
-The paper's EN-DE numbers come from tensor2tensor's ``utils/get_ende_bleu.sh`` (tokenizer.perl,
-``##AT##`` compound split and multi-bleu.perl at c886a73d) run against a
-newstest2014 reference whose Unicode double quotes had been straightened by hand (tensor2tensor issue
-#317: "convert all unicode quotes including „ to \"", which ``tokenizer.perl`` then escapes as
+The paper's EN-DE numbers come from tensor2tensor's ``utils/get_ende_bleu.sh`` as it stood in 2017
+(tensorflow/tensor2tensor, every version from 75f398d8 of 2017-06-29 to e1bde977 of 2017-11-08:
+tokenizer.perl on the hypothesis, the ``##AT##`` compound split on both sides, multi-bleu.perl; no
+Unicode step, which arrived in fc9335c0 of 2018-04-05, v1.5.6) run against a newstest2014 reference
+whose Unicode quotes had been straightened by hand (tensor2tensor issue #317, martinpopel,
+2018-04-12: "convert all unicode quotes including „ to \"", which ``tokenizer.perl`` then escapes as
 ``&quot;``). The paper method here is that procedure, step by step, on hypothesis and reference alike:
 
-1. straighten the double quotation marks „ “ ” « » to ASCII ``"`` (:data:`DOUBLE_QUOTES`); single
-   quotes ‚ ‘ ’ ‹ › are left as they are: the documented tweak names double quotes, ’ is also the
-   apostrophe, and in the EN-DE reference the 7 single quotes (5 ‘, one ‹ ›) are one token each
-   either way, so the choice moves at most 7 of its 64,496 tokens;
+1. straighten the double quotation marks „ “ ” « » to ASCII ``"`` (:data:`DOUBLE_QUOTES`). Single
+   quotes ‚ ‘ ’ ‹ › are left as they are, our reading of "all unicode quotes": the target named is
+   the double quote, ’ is also the apostrophe, and in the EN-DE reference the 7 single quotes (5 ‘,
+   one ‹ ›) are one token each either way, so the choice moves at most 7 of its 64,496 tokens;
 2. Moses ``tokenizer.perl -l <lang>`` (no ``-a``: no aggressive hyphen splitting; default escaping,
    so ``"`` becomes ``&quot;``, ``&`` becomes ``&amp;`` and so on), run once;
 3. ``perl -ple 's{(\\S)-(\\S)}{$1 ##AT##-##AT## $2}g'`` (compound splitting, one left-to-right pass);
@@ -26,10 +28,10 @@ the hypothesis by default (``bleu.straighten_quotes: both``) and to every target
 charged for writing the reference's own quotes: the raw newstest2014 reference scored as a
 hypothesis gets 100 this way and 97.79 with the reference straightened alone (EN-FR: 98.29;
 ``tests/test_bleu.py``). ``bleu.straighten_quotes: reference`` straightens the reference only, as
-the paper; ``none`` is ``get_ende_bleu.sh`` on the raw reference. (tensorflow/tensor2tensor
-``utils/get_ende_bleu.sh`` at c886a73d also passes the hypothesis through Moses
-``replace-unicode-punctuation.perl`` before tokenizing it, quotes included; which version scored the
-paper is not known here.)
+the paper; ``none`` is ``get_ende_bleu.sh`` on the raw reference. (From fc9335c0, 2018, the script
+also passes the hypothesis through Moses ``replace-unicode-punctuation.perl``; the 2017 script, which
+scored the paper, does not. Its last line in 2017 reads ``$decodes_file.tok.atat``, a file it never
+writes; 7d1c9ea3 of 2018-04-05 corrected it to the ``.atat`` file the line before makes.)
 
 CLI: ``aiayn-bleu --hyp FILE --ref FILE --lang L [--settings F.json] [--straighten-quotes MODE]
 [--output F.json] [--log F]`` prints one JSON object (``--settings``: the ``bleu`` section,

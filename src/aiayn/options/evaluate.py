@@ -17,7 +17,8 @@ class BleuConfig(Section):
 
     straighten_quotes: str = option("both", help="straighten double quotes in both files, the reference "
                                     "only (as the paper), or none", choices=STRAIGHTEN_MODES,
-                                    source="tensor2tensor utils/get_ende_bleu.sh")
+                                    source="tensor2tensor issue #317 (the reference's quotes straightened "
+                                    "by hand; double quotes only is our reading, aiayn.evaluate.bleu)")
 
 
 

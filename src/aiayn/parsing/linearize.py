@@ -1,8 +1,9 @@
 """Trees as token sequences (Vinyals et al. 2015, "Grammar as a Foreign Language"; paper section 6.3).
 
 Depth-first: a constituent ``X`` becomes ``(X``, its children, ``)X``; a preterminal becomes one
-token: ``XX`` (``xx``, the paper's choice: the words are the input, the tags carry no structure)
-or its real tag (``pos``: the same brackets with the POS tags kept). Example::
+token: ``XX`` (``xx``, Vinyals et al.'s choice and the default: the words are the input, the tags
+carry no structure; the paper's section 6.3 names no format) or its real tag (``pos``: the same
+brackets with the POS tags kept). Example::
 
     (TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))
     xx:  (S (NP XX XX )NP (VP XX )VP XX )S
