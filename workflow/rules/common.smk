@@ -25,7 +25,9 @@ PARSING = [t for t, spec in TASKS.items() if spec["kind"] == "parsing"]
 RUNS = aiayn_config.run_names(config)  # run directories: experiments, then extra seeds (<exp>.seed<S>)
 ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if is_archive(source)]
 FILE_CORPORA = [c for c in SOURCES if c not in ARCHIVE_CORPORA]
-ARCHIVE_URLS = data_sources.downloads(SOURCES, ARCHIVE_CORPORA)
+# The archives some translation task reads (what the demo generates; a source no task names has none).
+READ_ARCHIVES = data_sources.downloads(SOURCES, [c for c in ARCHIVE_CORPORA if any(
+    c in (*TASKS[t]["train"], TASKS[t]["dev"], TASKS[t]["test"]) for t in TRANSLATION)])
 DOWNLOADS = data_sources.downloads(SOURCES)
 SETTINGS = {path: json.dumps(value, sort_keys=True) for path, value in aiayn_config.settings_files(config).items()}
 

@@ -23,7 +23,7 @@ if "demo" in config:
         input:
             config=ancient(f"{R}/config.json"),
         output:
-            archives=[f"{_mirror}/{name}" for name in ARCHIVE_URLS],
+            archives=[f"{_mirror}/{name}" for name in READ_ARCHIVES],
             lock=f"{_mirror}/sources.lock",
             treebank=directory(f"{_mirror}/treebank"),
         params:
