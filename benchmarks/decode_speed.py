@@ -1,4 +1,4 @@
-"""Beam-search speed on CPU, side by side with fairseq-generate (and, optionally, without the cache).
+"""Beam-search speed on CPU, side by side with fairseq-generate or CTranslate2 (and, optionally, without the cache).
 
 Model: d_model 256, 3 + 3 layers, 4 heads (d_k = d_v = 64), d_ff 1024, shared embeddings, word-level
 synthetic vocabulary; sources of 10-40 random words. The same 500 sentences are decoded with beam 4,
@@ -7,6 +7,11 @@ alpha 0.6, early stop, batches of 64, products as ``aiayn.decode.translate`` com
 (ours, fairseq, ours, fairseq, ...) so that load from other jobs hits both alike, and reports each
 round's ratio and their median, with the load average before and after. ``--uncached`` also decodes
 once recomputing the prefix every step (the reference the cache must match: same hypotheses).
+``--ctranslate2`` exports the same weights (:mod:`aiayn.export.ct2`) and decodes the same sentences
+with CTranslate2 in each round (float32, the same threads, beam 4, batches of ``--batch``, its
+length penalty 0.6 in its own form, log P / |Y|^0.6, and at least 0 tokens): the same model on the
+same machine, so the ratio is the decoder's alone; ``same_hypotheses_ctranslate2`` counts the
+sentences where both give the same output.
 
 Output length: a randomly initialised model (``--train-steps 0``, the default) almost never ends a
 sentence, so the limit is |x| + 0: every hypothesis has the source's length, as a trained model's
@@ -30,6 +35,7 @@ import platform
 import statistics
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -119,26 +125,59 @@ def load_or_make_model(args) -> tuple[Transformer, bool]:
     return model, trained
 
 
+def ctranslate2_translator(model, vocab: int, work: Path, threads: int):
+    """``model`` exported to CTranslate2 (float32 on the CPU, ``threads`` threads) and its pieces."""
+    import ctranslate2
+
+    from aiayn.export.ct2 import write
+
+    pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, vocab)]
+    write(model, pieces, work / "ct2")
+    return ctranslate2.Translator(str(work / "ct2"), device="cpu", compute_type="float32",
+                                  intra_threads=threads, inter_threads=1), pieces
+
+
+def ctranslate2_time(translator, pieces: list[str], sources: list[list[int]], batch: int, max_len_b: float):
+    """CTranslate2's beam-4 outputs (ids) of ``sources`` and the seconds they took."""
+    tokens = [[pieces[i] for i in s] for s in sources]
+    start = time.perf_counter()
+    results = translator.translate_batch(tokens, max_batch_size=batch, beam_size=4, length_penalty=0.6,
+                                         min_decoding_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
+                                         max_decoding_length=max(len(s) for s in sources) + int(max_len_b))
+    seconds = time.perf_counter() - start
+    index = {piece: i for i, piece in enumerate(pieces)}
+    return [SimpleNamespace(tokens=[index[p] for p in r.hypotheses[0]]) for r in results], seconds
+
+
 def side_by_side(args, model, sources: list[list[int]], max_len_b: float) -> dict:
-    """``--rounds`` alternations of our cached beam search and fairseq-generate (if given)."""
+    """``--rounds`` alternations of our cached beam search and fairseq-generate or CTranslate2 (if given)."""
     if args.fairseq_python:
         from fairseq_peer import fairseq_prepare, fairseq_time
 
         fairseq_prepare(args.fairseq_python, Path(args.work), sources, args.vocab, args.threads)
-    load_before, rounds, ratios = os.getloadavg(), [], []
+    if args.ctranslate2:
+        translator, pieces = ctranslate2_translator(model, args.vocab, Path(args.work), args.threads)
+    load_before, rounds, ratios, peer = os.getloadavg(), [], [], None
     for _ in range(args.rounds):
         hyps, seconds = timed_decode(model, sources, args.batch, max_len_b)
         entry = {"aiayn": summary(hyps, seconds, sources)}
         if args.fairseq_python:
-            entry["fairseq"] = fairseq_time(args.fairseq_python, Path(args.work), args.batch,
-                                            args.threads, int(max_len_b))
-            ratios.append(entry["aiayn"]["sentences_per_s"] / entry["fairseq"]["sentences_per_s"])
+            peer = "fairseq"
+            entry[peer] = fairseq_time(args.fairseq_python, Path(args.work), args.batch, args.threads,
+                                       int(max_len_b))
+        if args.ctranslate2:
+            peer = "ctranslate2"
+            theirs, their_seconds = ctranslate2_time(translator, pieces, sources, args.batch, max_len_b)
+            entry[peer] = summary(theirs, their_seconds, sources)
+            entry["same_hypotheses_ctranslate2"] = sum(a.tokens == b.tokens for a, b in zip(hyps, theirs))
+        if peer:
+            ratios.append(entry["aiayn"]["sentences_per_s"] / entry[peer]["sentences_per_s"])
         rounds.append(entry)
     result = {"rounds": rounds, "load_average_before": load_before, "load_average_after": os.getloadavg(),
               "hypotheses": hyps}
     if ratios:
-        result |= {"aiayn_vs_fairseq_per_round": [round(r, 3) for r in ratios],
-                   "aiayn_vs_fairseq_median": round(statistics.median(ratios), 3)}
+        result |= {f"aiayn_vs_{peer}_per_round": [round(r, 3) for r in ratios],
+                   f"aiayn_vs_{peer}_median": round(statistics.median(ratios), 3)}
     return result
 
 
@@ -153,11 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uncached", action="store_true", help="also decode without the cache (the reference)")
     parser.add_argument("--trained", help="reuse (or save) the trained copy model here")
     parser.add_argument("--fairseq-python", help="python of a fairseq virtualenv: add fairseq-generate")
-    parser.add_argument("--work", default="/tmp/decode_speed", help="scratch directory for fairseq")
+    parser.add_argument("--ctranslate2", action="store_true", help="add CTranslate2 on the same weights")
+    parser.add_argument("--work", default="/tmp/decode_speed", help="scratch directory for the peers")
     parser.add_argument("--cpu-matmul", choices=["onednn", "mkl"], default="onednn",
                         help="decode.cpu_matmul: our products through oneDNN (the default) or MKL")
     parser.add_argument("--log")
     args = parser.parse_args(argv)
+    if args.fairseq_python and args.ctranslate2:
+        parser.error("one peer at a time: --fairseq-python or --ctranslate2")
     setup_logging(args.log)
     torch.set_num_threads(args.threads)
     model, trained = load_or_make_model(args)

@@ -28,6 +28,7 @@ CONTRACT: dict[str, set[str]] = {
     "decode": {"evaluate", "runtime", "model", "data", "io", "settings"},
     "train": {"evaluate", "runtime", "model", "data", "io", "settings"},
     "parsing": {"decode", "evaluate", "runtime", "model", "data", "io", "settings"},
+    "export": {"decode", "runtime", "model", "data", "io", "settings"},
     "report": {"config", "parsing", "decode", "evaluate", "runtime", "model", "data", "io", "settings"},
     "config": {"io", "settings"},
     "describe": {"config", "model", "io", "settings"},

@@ -120,7 +120,7 @@ class Transformer(nn.Module):
         else:
             memory_kv, start = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder], 0
         mask = enc.key_mask()  # (B, 1, 1, S) or None
-        x = self._embed(tgt_in, self._target_table(), self.tgt_pos, start)
+        x = self._embed(tgt_in, self.target_table(), self.tgt_pos, start)
         for i, layer in enumerate(self.decoder):
             x = layer(x, memory_kv[i], mask, cache, i)
         if cache is not None:
@@ -130,13 +130,14 @@ class Transformer(nn.Module):
             x = x.reshape(-1, x.shape[-1]).index_select(0, rows)  # (R, d_model)
         return self.project(x)
 
-    def _target_table(self) -> nn.Embedding:
+    def target_table(self) -> nn.Embedding:
+        """The target embedding: the source's under ``share_embeddings``, else its own."""
         return self.embed if self.cfg.share_embeddings else self.tgt_embed
 
     def project(self, x: Tensor) -> Tensor:
         """Pre-softmax linear: (..., d_model) -> (..., V), the target embedding matrix unscaled
         (section 3.4), or its own matrix without ``share_softmax``."""
-        weight = self._target_table().weight if self.cfg.share_softmax else self.out_proj.weight
+        weight = self.target_table().weight if self.cfg.share_softmax else self.out_proj.weight
         return linear(x, weight, onednn=self.onednn)
 
     def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
