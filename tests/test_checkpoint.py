@@ -156,3 +156,12 @@ def test_a_checkpoint_written_before_a_key_was_renamed_resumes_under_the_new_nam
     assert ck.trajectory_changes(before, now, vocab) == []
     changed = {"model": {}, "train": {"tokens_per_step": 2048, "warmup_steps": 4000}}
     assert ck.trajectory_changes(before, changed, vocab) == ["train settings (tokens_per_step)"]
+
+
+def test_a_checkpoint_written_before_a_key_existed_resumes_under_the_value_that_behaves_as_before():
+    """train.max_length came later: a run written without it dropped no long pair (max_length 0)."""
+    vocab = {"size": 8}
+    before = Checkpoint(model={}, settings={"model": {}, "train": {"warmup_steps": 4000}}, vocab=vocab)
+    assert ck.trajectory_changes(before, {"model": {}, "train": {"warmup_steps": 4000, "max_length": 0}}, vocab) == []
+    assert ck.trajectory_changes(before, {"model": {}, "train": {"warmup_steps": 4000, "max_length": 256}},
+                                 vocab) == ["train settings (max_length)"]

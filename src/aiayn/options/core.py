@@ -22,6 +22,9 @@ from typing import Any, Mapping
 KEY = "aiayn.option"
 
 
+NOT_GIVEN = object()  # an Option's absent_means when it has none
+
+
 @dataclass(frozen=True)
 class Option:
     """What :func:`option` records of one field (see there)."""
@@ -38,6 +41,7 @@ class Option:
     key_pattern: str | None = None
     source: str | None = None
     renamed_from: tuple[str, ...] = ()
+    absent_means: Any = NOT_GIVEN
     partial: bool = False
     in_config: bool = True
 
@@ -48,8 +52,10 @@ def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices
     ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum``, ``pattern`` and
     ``min_length`` (strings), ``min_items`` (lists, tuples, mappings), ``key_pattern`` (mapping keys),
     ``source`` (where the paper or its code sets the value), ``renamed_from`` (former names: a config
-    using one gets an error naming the new name), ``partial`` (a nested section whose keys are all
-    optional: it overrides defaults) and ``in_config=False`` (set by the workflow, not a config key)."""
+    using one gets an error naming the new name), ``absent_means`` (the value that behaves as the
+    project did before the key existed: what a checkpoint written then is compared as), ``partial``
+    (a nested section whose keys are all optional: it overrides defaults) and ``in_config=False`` (set
+    by the workflow, not a config key)."""
     renamed = (renamed_from,) if isinstance(renamed_from, str) else tuple(renamed_from)
     spec = Option(help=help, choices=tuple(choices) if choices is not None else None, renamed_from=renamed,
                   **constraints)
@@ -76,6 +82,12 @@ def members(kind: Any) -> tuple | None:
 def renames(cls: type) -> dict[str, str]:
     """``{former name: name}`` of the fields of ``cls``."""
     return {old: f.name for f in dataclasses.fields(cls) for old in spec(f).renamed_from}
+
+
+def absent_values(cls: type) -> dict[str, Any]:
+    """``{name: value}`` of the fields of ``cls`` added after settings were first written: the value
+    that behaves as the project did without them (``absent_means``)."""
+    return {f.name: spec(f).absent_means for f in dataclasses.fields(cls) if spec(f).absent_means is not NOT_GIVEN}
 
 
 def check_keys(cls: type, values: Mapping[str, Any], section: str) -> None:

@@ -37,7 +37,8 @@ class TrainConfig(Section):
     max_length: int = option(256, help="training pairs with a side longer than this many subwords, eos or bos "
                              "included, are not trained on and counted in the log (0: none dropped)",
                              source="tensor2tensor transformer_base max_length = 256, dropped in training "
-                             "(utils/data_reader.py, utils/trainer_utils.py at 3d9c62f2)", minimum=0)
+                             "(utils/data_reader.py, utils/trainer_utils.py at 3d9c62f2)", minimum=0,
+                             absent_means=0)
     adam_betas: tuple[float, float] = option((0.9, 0.98), help="Adam's beta_1, beta_2", source="paper 5.3",
                                              minimum=0.0, exclusive_maximum=1.0)
     adam_eps: float = option(1e-9, help="Adam's epsilon", source="paper 5.3", exclusive_minimum=0.0)

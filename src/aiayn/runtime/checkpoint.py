@@ -35,7 +35,7 @@ import torch
 
 from aiayn.io import atomic_path
 from aiayn.options import TrainConfig
-from aiayn.options.core import renames
+from aiayn.options.core import absent_values, renames
 
 CKPT_RE = re.compile(r"^ckpt_(\d{8})\.pt$")
 log = logging.getLogger(__name__)
@@ -287,8 +287,10 @@ def trajectory_changes(checkpoint: Checkpoint, settings: dict, vocab: dict) -> l
     if checkpoint.vocab != vocab:
         changed.append("vocabulary")
     renamed = renames(TrainConfig)  # a checkpoint written before a key's rename resumes under the new name
-    old = {renamed.get(key, key): value for key, value in checkpoint.settings["train"].items()}
+    written = {renamed.get(key, key): value for key, value in checkpoint.settings["train"].items()}
     new = settings["train"]
+    # a key added since the checkpoint was written compares as the value that behaves as before it
+    old = {key: value for key, value in absent_values(TrainConfig).items() if key in new} | written
     keys = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_TRAIN_KEYS and old.get(k) != new.get(k))
     if keys:
         changed.append("train settings (" + ", ".join(keys) + ")")
