@@ -11,7 +11,8 @@ once recomputing the prefix every step (the reference the cache must match: same
 with CTranslate2 in each round (float32, the same threads, beam 4, batches of ``--batch``, its
 length penalty 0.6 in its own form, log P / |Y|^0.6, and at least 0 tokens): the same model on the
 same machine, so the ratio is the decoder's alone; ``same_hypotheses_ctranslate2`` counts the
-sentences where both give the same output.
+sentences where both give the same output. ``--profile N`` adds where our decoding's CPU time goes: one
+more decode under torch's profiler, the N operators of most self CPU time, each with its share.
 
 Output length: a randomly initialised model (``--train-steps 0``, the default) almost never ends a
 sentence, so the limit is |x| + 0: every hypothesis has the source's length, as a trained model's
@@ -181,6 +182,18 @@ def side_by_side(args, model, sources: list[list[int]], max_len_b: float) -> dic
     return result
 
 
+def profile_ours(model, sources: list[list[int]], batch: int, max_len_b: float, top: int) -> list[dict]:
+    """The ``top`` operators by self CPU time of one decode of ``sources``, with their share of it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        timed_decode(model, sources, batch, max_len_b)
+    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in rows)
+    return [{"op": e.key, "self_cpu_share": round(e.self_cpu_time_total / total, 3), "calls": e.count}
+            for e in rows[:top]]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab", type=int, default=1000, help="words + 4 specials")
@@ -193,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trained", help="reuse (or save) the trained copy model here")
     parser.add_argument("--fairseq-python", help="python of a fairseq virtualenv: add fairseq-generate")
     parser.add_argument("--ctranslate2", action="store_true", help="add CTranslate2 on the same weights")
+    parser.add_argument("--profile", type=int, default=0, help="also list our decoding's N costliest operators")
     parser.add_argument("--work", default="/tmp/decode_speed", help="scratch directory for the peers")
     parser.add_argument("--cpu-matmul", choices=["onednn", "mkl"], default="onednn",
                         help="decode.cpu_matmul: our products through oneDNN (the default) or MKL")
@@ -212,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
               "torch": torch.__version__, "shape": SHAPE, "vocab": args.vocab, "sentences": args.sentences,
               "batch": args.batch, "cpu_matmul": args.cpu_matmul, "trained_steps": args.train_steps,
               "max_len": f"|x| + {max_len_b:g}", **runs}
+    if args.profile:
+        result["profile_ours"] = profile_ours(model, sources, args.batch, max_len_b, args.profile)
     if args.uncached:
         uncached, uncached_s = timed_decode(UncachedDecoding(model), sources, args.batch, max_len_b)
         result["uncached"] = summary(uncached, uncached_s, sources)
