@@ -11,7 +11,11 @@ once recomputing the prefix every step (the reference the cache must match: same
 with CTranslate2 in each round (float32, the same threads, beam 4, batches of ``--batch``, its
 length penalty 0.6 in its own form, log P / |Y|^0.6, and at least 0 tokens): the same model on the
 same machine, so the ratio is the decoder's alone; ``same_hypotheses_ctranslate2`` counts the
-sentences where both give the same output. ``--profile N`` adds where our decoding's CPU time goes: one
+sentences where both give the same output. CTranslate2's translator is made anew for each round and
+released after it (load time not counted): a live translator's worker threads kept a core busy
+after its run, and our next decode ran at a one-thread pace (seen: ours 44 to 46 sentences/s before
+CTranslate2's first run, 31 to 36 after it, with a pause between the two or not).
+``--profile N`` adds where our decoding's CPU time goes: one
 more decode under torch's profiler, the N operators of most self CPU time, each with its share.
 
 Output length: a randomly initialised model (``--train-steps 0``, the default) almost never ends a
@@ -127,25 +131,30 @@ def load_or_make_model(args) -> tuple[Transformer, bool]:
 
 
 def ctranslate2_translator(model, vocab: int, work: Path, threads: int):
-    """``model`` exported to CTranslate2 (float32 on the CPU, ``threads`` threads) and its pieces."""
+    """``model`` exported to CTranslate2 and its pieces; the first returned value makes a translator
+    of it (float32 on the CPU, ``threads`` threads)."""
     import ctranslate2
 
     from aiayn.export.ct2 import write
 
     pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, vocab)]
     write(model, pieces, work / "ct2")
-    return ctranslate2.Translator(str(work / "ct2"), device="cpu", compute_type="float32",
-                                  intra_threads=threads, inter_threads=1), pieces
+    return (lambda: ctranslate2.Translator(str(work / "ct2"), device="cpu", compute_type="float32",
+                                           intra_threads=threads, inter_threads=1)), pieces
 
 
-def ctranslate2_time(translator, pieces: list[str], sources: list[list[int]], batch: int, max_len_b: float):
-    """CTranslate2's beam-4 outputs (ids) of ``sources`` and the seconds they took."""
+def ctranslate2_time(make_translator, pieces: list[str], sources: list[list[int]], batch: int, max_len_b: float):
+    """CTranslate2's beam-4 outputs (ids) of ``sources`` and the seconds they took (a new translator,
+    released afterwards: see the module docstring)."""
     tokens = [[pieces[i] for i in s] for s in sources]
+    translator = make_translator()
     start = time.perf_counter()
     results = translator.translate_batch(tokens, max_batch_size=batch, beam_size=4, length_penalty=0.6,
                                          min_decoding_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
                                          max_decoding_length=max(len(s) for s in sources) + int(max_len_b))
     seconds = time.perf_counter() - start
+    translator.unload_model()
+    del translator
     index = {piece: i for i, piece in enumerate(pieces)}
     return [SimpleNamespace(tokens=[index[p] for p in r.hypotheses[0]]) for r in results], seconds
 
