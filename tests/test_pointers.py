@@ -1,0 +1,82 @@
+"""Every pointer the prose gives resolves: a path (``src/aiayn/...``, ``tests/...``, ``benchmarks/...``,
+``workflow/...``, ``configs/...``, ``profiles/...``, ``docs/...``, ``envs/...``) names a file or folder
+of the checkout, and a dotted name (``aiayn.x.y``) a module or an attribute of one.
+
+Read: README.md, docs/, config.yaml, configs/, profiles/, benchmarks/RESULTS.md, and the comments and
+docstrings of src/ and workflow/ (string values in code are data, not pointers). A moved module or a
+renamed function then fails here, naming the file that still points at it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import io
+import re
+import tokenize
+from pathlib import Path
+
+from paths import ROOT
+
+PATH = re.compile(r"(?<![\w/.-])((?:src/aiayn|tests|benchmarks|workflow|configs|profiles|docs|envs)/[\w./-]*\w)")
+NAME = re.compile(r"(?<![\w./-])(aiayn(?:\.[A-Za-z_]\w*)+)")
+
+
+def python_prose(path: Path) -> str:
+    """The comments and docstrings of a Python (or Snakemake) file."""
+    text = path.read_text(encoding="utf-8")
+    parts = [tok.string for tok in tokenize.generate_tokens(io.StringIO(text).readline) if tok.type == tokenize.COMMENT]
+    if path.suffix == ".py":
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                parts.append(ast.get_docstring(node) or "")
+    return "\n".join(parts)
+
+
+def prose() -> dict[str, str]:
+    """``{file: the text whose pointers must resolve}``."""
+    whole = [ROOT / "README.md", ROOT / "config.yaml", ROOT / "benchmarks" / "RESULTS.md",
+             *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "configs").glob("*.yaml")),
+             *sorted(p for p in (ROOT / "profiles").rglob("*") if p.is_file())]
+    code = [*sorted((ROOT / "src" / "aiayn").rglob("*.py")), *sorted((ROOT / "workflow").rglob("*.smk")),
+            ROOT / "Snakefile"]
+    texts = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in whole}
+    texts |= {str(p.relative_to(ROOT)): python_prose(p) for p in code}
+    return texts
+
+
+def resolves(name: str) -> bool:
+    """``aiayn.a.b.c``: the longest importable module prefix, then attributes."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        module = ".".join(parts[:i])
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            obj = importlib.import_module(module)
+            for attribute in parts[i:]:
+                if not hasattr(obj, attribute):
+                    return False
+                obj = getattr(obj, attribute)
+            return True
+    return False
+
+
+def test_every_path_and_name_the_prose_gives_resolves():
+    stale = []
+    for where, text in prose().items():
+        stale += [f"{where}: path {p}" for p in PATH.findall(text)
+                  if not any(c in p for c in "<*{") and not (ROOT / p).exists()]
+        stale += [f"{where}: name {n}" for n in sorted(set(NAME.findall(text))) if not resolves(n)]
+    assert not stale, "\n".join(stale)
+
+
+def test_a_stale_pointer_is_found():
+    assert PATH.findall("see src/aiayn/train/precision.py, (src/aiayn/runtime/) and ../../envs/x") == [
+        "src/aiayn/train/precision.py", "src/aiayn/runtime/"[:-1]]
+    assert not (ROOT / "src/aiayn/train/precision.py").exists() and (ROOT / "src/aiayn/runtime").is_dir()
+    assert NAME.findall("aiayn.data.tokenize.normalizes and envs/aiayn.yaml") == ["aiayn.data.tokenize.normalizes"]
+    assert not resolves("aiayn.data.tokenize.normalizes") and resolves("aiayn.options.data.normalizes")
