@@ -128,8 +128,11 @@ def run_dir(tmp_path_factory):
     return run
 
 
+HF_FILES = {"config.json", "model.safetensors", "vocab.json", "source.spm", "tokenizer_config.json"}
+
+
 @pytest.mark.parametrize("engine, files", [("ctranslate2", {"model.bin", "shared_vocabulary.json"}),
-                                           ("huggingface", {"config.json", "model.safetensors", "vocab.json"})])
+                                           ("huggingface", HF_FILES)])
 def test_export_cli_writes_the_model_its_pieces_and_its_text_processing(run_dir, tmp_path, engine, files):
     out = tmp_path / engine
     assert main(["--run", str(run_dir), "--to", engine, str(out)]) == 0
@@ -140,6 +143,12 @@ def test_export_cli_writes_the_model_its_pieces_and_its_text_processing(run_dir,
     assert pre["moses_tokenize"] == {"normalize_punctuation": False, "remove_non_printing": False,
                                      "aggressive_dash_splits": True, "escape": False}
     assert pre["decode"]["beam_size"] == 4 and pre["decode"]["length_penalty"] == 0.6
+    if engine == "huggingface":   # its MarianTokenizer gives the workflow's pieces, then </s>
+        import sentencepiece
+
+        tokenizer = transformers.MarianTokenizer.from_pretrained(out)
+        sp = sentencepiece.SentencePieceProcessor(model_file=str(out / "spm.model"))
+        assert tokenizer("a stitch in time")["input_ids"] == sp.encode("a stitch in time") + [3]
     with pytest.raises(SystemExit) as refused:   # never over an existing directory
         main(["--run", str(run_dir), "--to", engine, str(out)])
     assert refused.value.code == 1

@@ -30,6 +30,7 @@ from typing import Callable
 from aiayn import settings
 from aiayn.cli import add_log
 from aiayn.decode.manifest import RunFiles, read_run
+from aiayn.export import ct2, hf
 from aiayn.io import setup_logging, write_json
 from aiayn.model import Transformer
 from aiayn.options import DecodeConfig, ModelConfig, TokenizeConfig
@@ -81,17 +82,11 @@ def preprocessing(files: RunFiles, decode: DecodeConfig) -> dict:
                        "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b}}
 
 
-def writers() -> dict[str, Callable[[Transformer, list[str], Path], None]]:
-    """Each engine's writer (imported on use: the engines are optional extras)."""
-    def ct2(model, vocab, out):
-        from aiayn.export.ct2 import write
-        write(model, vocab, out)
-
-    def hf(model, vocab, out):
-        from aiayn.export.hf import write
-        write(model, vocab, out)
-
-    return {"ctranslate2": ct2, "huggingface": hf}
+# engine -> writer(model, pieces, directory, sentencepiece model); each imports its library on use
+WRITERS: dict[str, Callable[[Transformer, list[str], Path, Path], None]] = {
+    "ctranslate2": lambda model, vocab, out, spm: ct2.write(model, vocab, out),
+    "huggingface": hf.write,
+}
 
 
 def export(run_dir: Path, engine: str, out: Path, which: str = "avg") -> Path:
@@ -111,7 +106,7 @@ def export(run_dir: Path, engine: str, out: Path, which: str = "avg") -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        writers()[engine](model, vocab, work)
+        WRITERS[engine](model, vocab, work, files.spm)
         shutil.copyfile(files.spm, work / "spm.model")
         write_json(work / "preprocessing.json",
                    preprocessing(files, settings.read(files.decode, DecodeConfig, "decode")))
