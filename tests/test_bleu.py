@@ -178,3 +178,12 @@ def test_multi_bleu_agrees_with_sacrebleu_without_tokenization_or_smoothing():
     assert 30 < ours.bleu < 90
     assert ours.bleu == pytest.approx(theirs.score, abs=1e-9)
     assert (ours.hyp_len, ours.ref_len) == (theirs.sys_len, theirs.ref_len)
+
+
+def test_multi_bleu_splits_on_ascii_spaces_only_where_sacrebleu_splits_on_all():
+    """Why multi_bleu is not sacreBLEU: Perl's split leaves a no-break space inside its token."""
+    hyp, ref = "a b\u00a0c d", "a b c d"
+    assert bleu.perl_split(hyp) == ["a", "b\u00a0c", "d"]
+    assert bleu.multi_bleu([bleu.perl_split(hyp)], [bleu.perl_split(ref)]).bleu == 0.0   # no 4-gram matches
+    theirs = sacrebleu.corpus_bleu([hyp], [[ref]], tokenize="none", smooth_method="none", force=True)
+    assert theirs.score == pytest.approx(100.0) and theirs.sys_len == 4
