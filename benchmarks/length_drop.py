@@ -22,7 +22,7 @@ import logging
 from pathlib import Path
 
 import sentencepiece as spm
-from preprocessing_effect import TASKS, WMT, training_text
+from preprocessing_effect import TASKS, WMT, print_table, training_text
 
 from aiayn.data.bpe import learn
 from aiayn.data.clean import filter_pairs, new_counts
@@ -73,11 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging()
     args.work.mkdir(parents=True, exist_ok=True)
     rows = [row for task in TASKS for row in measure(task, args.work, args.vocab_size)]
-    columns = list(rows[0])
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
-    for row in rows:
-        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
+    print_table(rows)
     return 0
 
 

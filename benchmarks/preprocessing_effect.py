@@ -55,6 +55,15 @@ SETTINGS = {
 }
 
 
+def print_table(rows: list[dict]) -> None:
+    """``rows`` (dicts with the same keys) as one markdown table, the keys as its header."""
+    columns = list(rows[0])
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
+
+
 def pipeline(lang: str, flags: dict, source: bool) -> MosesPipeline:
     steps = {key: value for key, value in flags.items() if key != "normalize_source"}
     return MosesPipeline(lang, normalize_punctuation=source and flags["normalize_source"], **steps)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 
-from preprocessing_effect import WMT
+from preprocessing_effect import WMT, print_table
 
 from aiayn.data.detokenize import MosesDetok
 from aiayn.evaluate.bleu import (
@@ -82,11 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [measure_output(args.hypothesis, args.reference, args.lang)]
     else:
         rows = [measure(task, lang) for task, lang in TESTS]
-    columns = list(rows[0])
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
-    for row in rows:
-        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
+    print_table(rows)
     return 0
 
 
