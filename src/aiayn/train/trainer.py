@@ -152,11 +152,10 @@ class Trainer:
         batches, dropped = make_batches(data.src_lengths, data.tgt_lengths, self.plan.tokens_per_pass, limit)
         check_at_least_one_batch(str(data.dir), data.tgt_lengths, batches, self.plan.tokens_per_pass)
         too_long = int((np.maximum(data.src_lengths, data.tgt_lengths) + 1 > limit).sum()) if limit else 0
+        keys = f"train.max_length={self.cfg.max_length}" + (f", max_positions={self.max_len}" if self.max_len else "")
         log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped: %d with a "
                  "side longer than %s, %d longer than the batch budget", len(batches), self.plan.tokens_per_pass,
-                 dropped, len(data), too_long, f"{limit} tokens (train.max_length={self.cfg.max_length}"
-                 + (f", max_positions={self.max_len})" if self.max_len else ")") if limit else "no limit",
-                 dropped - too_long)
+                 dropped, len(data), too_long, f"{limit} tokens ({keys})" if limit else "no limit", dropped - too_long)
         return batches
 
     # ---- one optimizer step -------------------------------------------------------------------
