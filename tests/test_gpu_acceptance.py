@@ -128,6 +128,7 @@ def test_sync_lines_counts_synchronizing_warnings_by_line():
     assert lines == {"beam.py:156": 2}
 
 
+@pytest.mark.slow
 def test_host_sync_check_runs_its_training_and_decoding_on_a_cuda_device(tmp_path, monkeypatch):
     """The section's code on the pretend device (CUDA's sync debug mode itself exists only on a GPU)."""
     import torch
