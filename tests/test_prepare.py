@@ -8,7 +8,7 @@ from aiayn.evaluate.evalb import metrics, read_lines
 from aiayn.evaluate.evalb_params import EvalbParams, default_param_file, read_params
 from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.parsing import prepare, treebank
-from aiayn.parsing.linearize import delinearize
+from aiayn.parsing.repair import delinearize
 from aiayn.parsing.trees import parse_tree
 
 SAMPLE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ptb" / "wsj_sample"
@@ -72,6 +72,17 @@ def test_pos_linearization_and_silver(tmp_path):
     assert read(tmp_path / "again" / "train.words") == words
     # the silver trees' brackets count too (3 SQ, 2 + 3 NP)
     assert read(tmp_path / "out" / "train.symbols") == ["(NP", "(VP", ")NP", ")VP", "(SQ", ")SQ", "(S", ")S"]
+
+
+def test_t2t_linearization_keeps_only_its_closes_whole(tmp_path):
+    """tensor2tensor's format: bare labels and tags, /X closes; only the closes go to the subword model
+    whole (a bare label kept whole would split the words that start with it)."""
+    assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", linearization="t2t") == 0
+    out = tmp_path / "out"
+    assert read(out / "train.tree") == ["S NP DT NN /NP VP VBZ /VP . /S", "S NP PRP /NP VP VBD /VP . /S"]
+    assert read(out / "train.symbols") == ["/NP", "/S", "/VP"]
+    for line, words, tree in zip(read(out / "test.gold"), read(out / "test.words"), read(out / "test.tree")):
+        assert str(delinearize(tree.split(), words.split())) == line
 
 
 def test_errors_name_the_file_and_line(tmp_path, capfd):

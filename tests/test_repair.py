@@ -8,8 +8,8 @@ import pytest
 from aiayn.evaluate.evalb_params import EvalbParams
 from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.parsing.clean import clean_tree
-from aiayn.parsing.linearize import delinearize, is_close, is_open, linearize
-from aiayn.parsing.repair import KINDS, repair
+from aiayn.parsing.linearize import is_close, is_label_close, is_leaf, is_open, linearize
+from aiayn.parsing.repair import KINDS, delinearize, repair
 from aiayn.parsing.treebank import read_mrg_file
 from aiayn.parsing.trees import Tree, parse_tree
 
@@ -45,24 +45,30 @@ def test_valid_input_is_unchanged():
     ("( (S (NP XX XX )NP (ADJP )ADJP (VP XX )VP XX )S", "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
      {"garbage": 1, "empty_constituent": 1}),
     (")S XX XX XX XX", "(TOP (XX the) (XX dog) (XX barks) (XX .))", {"extra_close": 1}),
+    ("S NP DT NN /NP VP VBZ /VP . /S /S", "(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))",
+     {"extra_close": 1}),
+    ("S NP DT NN /NP /VP . /S", "(TOP (S (NP (DT the) (NN dog)) (. barks)) (XX .))",
+     {"extra_close": 1, "missing_leaf": 1}),
+    ("NP DT NN /NP VBZ .", "(TOP (NP (DT the) (NN dog)) (VBZ barks) (. .))", {}),
+    ("S NP /NP DT NN VBZ . /S", "(TOP (S (DT the) (NN dog) (VBZ barks) (. .)))", {"empty_constituent": 1}),
 ])
 def test_repair_golden(tokens, tree, repairs):
     assert repaired(tokens) == (tree, repairs)
 
 
 def mutilate(tokens: list[str], rng: random.Random) -> list[str]:
-    """One to three random damages of the kinds a decoder makes."""
+    """One to three random damages of the kinds a decoder makes (of any linearization)."""
     tokens = list(tokens)
     labels = ["NP", "VP", "S", "PP", "SBAR"]
     for _ in range(rng.randint(1, 3)):
         kind = rng.randrange(7)
         at = rng.randint(0, len(tokens))
-        brackets = [i for i, t in enumerate(tokens) if is_open(t) or is_close(t)]
-        leaves = [i for i, t in enumerate(tokens) if t == "XX"]
+        brackets = [i for i, t in enumerate(tokens) if is_open(t) or is_close(t) or is_label_close(t)]
+        leaves = [i for i, t in enumerate(tokens) if is_leaf(t)]
         if kind == 0 and brackets:
             del tokens[rng.choice(brackets)]
         elif kind == 1:
-            tokens.insert(at, rng.choice(["(", ")"]) + rng.choice(labels))
+            tokens.insert(at, rng.choice(["(", ")", "/"]) + rng.choice(labels))
         elif kind == 2 and leaves:
             del tokens[rng.choice(leaves)]
         elif kind == 3:
@@ -72,7 +78,7 @@ def mutilate(tokens: list[str], rng: random.Random) -> list[str]:
         elif kind == 5:
             tokens.insert(at, rng.choice(["(", ")", "((", "))NP", "<unk>", "foo", "(S(", "XX)"]))
         else:
-            tokens.extend([")" + rng.choice(labels)] * rng.randint(1, 3))
+            tokens.extend([rng.choice([")", "/"]) + rng.choice(labels)] * rng.randint(1, 3))
     return tokens
 
 
@@ -95,7 +101,7 @@ def test_repair_always_gives_a_valid_tree_over_the_words():
     gold_lines, test_lines = [], []
     for tree in rng.sample(trees, 600):
         words = tree.words()
-        tokens = mutilate(linearize(tree, rng.choice(["xx", "pos"])), rng)
+        tokens = mutilate(linearize(tree, rng.choice(["xx", "pos", "t2t"])), rng)
         fixed, repairs = repair(tokens, words)
         assert_valid(fixed, words)
         assert str(parse_tree(str(fixed))) == str(fixed)

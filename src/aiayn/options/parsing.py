@@ -39,14 +39,15 @@ class Silver:
 @dataclass(frozen=True)
 class TreebankConfig(Section):
     """A parsing task's keys that shape its data: WSJ sections per split, the linearization (``xx``:
-    tags as XX, Vinyals et al.; ``pos``: real tags) and ``{path, ratio}`` of silver trees."""
+    tags as XX, Vinyals et al.; ``pos``: real tags; ``t2t``: tensor2tensor's bare labels and ``/X``
+    closes, :mod:`aiayn.parsing.linearize`) and ``{path, ratio}`` of silver trees."""
 
     SECTION = "treebank"
 
     splits: Splits = option(help="WSJ sections per split",
                             factory=lambda: Splits(train=(2, 21), dev=(22, 22), test=(23, 23)))
-    linearization: str = option("xx", help="tags as XX (Vinyals et al.) or the real tags (pos)",
-                                choices=("xx", "pos"))
+    linearization: str = option("xx", help="tags as XX (Vinyals et al.), the real tags in the same brackets (pos), "
+                                "or tensor2tensor's bare labels with /X closes (t2t)", choices=("xx", "pos", "t2t"))
     silver: Silver | None = option(None, help="silver trees (null: WSJ only)", source="paper 6.3")
 
 

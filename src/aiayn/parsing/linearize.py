@@ -11,15 +11,19 @@ brackets with the POS tags kept). Example::
 
 The ``TOP`` node is not linearized: every tree has it, so it carries no information and would only
 lengthen the target by two tokens. The sequence is the linearization of ``TOP``'s children (one
-constituent in the WSJ), and :func:`delinearize` wraps what it reads in ``TOP`` again.
+constituent in the WSJ), and :func:`aiayn.parsing.repair.delinearize` wraps what it reads in ``TOP`` again.
 
-Neither is tensor2tensor's format (the paper's code): its ``words_and_tags_from_wsj_tree``
+``t2t`` is tensor2tensor's format (the paper's code): its ``words_and_tags_from_wsj_tree``
 (tensorflow/tensor2tensor, tensor2tensor/data_generators/wsj_parsing.py, the same at af52f5fa4f80 of
 2017 and 02fa80bd3f94 of 2018) writes every label bare where its bracket opens, phrase labels and
 POS tags alike, a closing ``/X`` for each phrase (a word closes its POS tag silently) and strips
-``TOP``'s pair: the tree above becomes ``S NP DT NN /NP VP VBZ /VP . /S``. There an opening label
-and a POS tag look alike until a matching ``/X`` comes or does not; here every token says what it
-is (open, close or leaf) on its own, which :mod:`aiayn.parsing.repair` relies on.
+``TOP``'s pair::
+
+    t2t: S NP DT NN /NP VP VBZ /VP . /S
+
+There an opening label and a POS tag look alike until a matching ``/X`` comes or does not: a bare
+label is a leaf unless a later ``/X`` of the same constituent claims it
+(:func:`aiayn.parsing.repair.repair` reads all three formats that way).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from __future__ import annotations
 from aiayn.parsing.clean import ROOT
 from aiayn.parsing.trees import Tree
 
-MODES = ("xx", "pos")
+MODES = ("xx", "pos", "t2t")
 XX = "XX"
 
 
@@ -41,16 +45,30 @@ def is_open(token: str) -> bool:
 
 
 def is_close(token: str) -> bool:
+    """``)X``: closes the innermost open ``(`` constituent."""
     return token.startswith(")")
 
 
+def is_label_close(token: str) -> bool:
+    """``/X`` (``t2t``): closes the nearest bare label ``X`` before it."""
+    return len(token) > 1 and token.startswith("/") and _plain(token)
+
+
 def is_leaf(token: str) -> bool:
-    """A preterminal slot: ``XX``, or any tag (without brackets) in the ``pos`` linearization."""
-    return _plain(token)
+    """A preterminal slot: ``XX``, a tag (``pos``), or a bare label (``t2t``: a leaf unless a ``/X`` closes it)."""
+    return _plain(token) and not is_label_close(token)
+
+
+def kept_whole(token: str, mode: str) -> bool:
+    """Whether the subword model keeps ``token`` of a ``mode`` linearization in one piece
+    (:mod:`aiayn.data.bpe` ``--symbols``): every bracket, and ``t2t``'s ``/X``. Not ``t2t``'s bare
+    labels: a kept-whole piece matches at the start of any word (``NP`` in ``NPR``, ``S`` in
+    ``Sales``), so those are left to BPE, which learns the frequent ones as pieces."""
+    return is_label_close(token) if mode == "t2t" else is_open(token) or is_close(token)
 
 
 def linearize(tree: Tree, mode: str = "xx") -> list[str]:
-    """Tokens of ``tree`` (TOP-rooted) below its root: ``(S (NP XX )NP ... )S``."""
+    """Tokens of ``tree`` (TOP-rooted) below its root: ``(S (NP XX )NP ... )S`` or ``S NP DT /NP ... /S``."""
     if mode not in MODES:
         raise ValueError(f"unknown linearization {mode!r}; expected one of {MODES}")
     tokens: list[str] = []
@@ -62,38 +80,8 @@ def linearize(tree: Tree, mode: str = "xx") -> list[str]:
         elif item.is_preterminal():
             tokens.append(XX if mode == "xx" else item.label)
         else:
-            tokens.append("(" + item.label)
-            stack.append(")" + item.label)
+            tokens.append(item.label if mode == "t2t" else "(" + item.label)
+            stack.append(("/" if mode == "t2t" else ")") + item.label)
             stack.extend(reversed(item.children))
     return tokens
 
-
-def delinearize(tokens: list[str], words: list[str]) -> Tree:
-    """The ``TOP``-rooted tree of a well-formed linearization, leaves filled with ``words``.
-
-    Preterminals take the leaf token as their tag (``XX`` or the real tag). Malformed input (a
-    close that does not match, an unclosed bracket, an empty constituent, more or fewer leaves
-    than words) raises ValueError: :func:`aiayn.parsing.repair.repair` handles model outputs.
-    """
-    root = Tree(ROOT)
-    stack = [root]
-    n_leaves = 0
-    for i, token in enumerate(tokens):
-        if is_open(token):
-            node = Tree(token[1:])
-            stack[-1].children.append(node)
-            stack.append(node)
-        elif is_close(token):
-            if len(stack) == 1 or token[1:] != stack[-1].label or not stack[-1].children:
-                raise ValueError(f"token {i} {token!r} does not close an open, non-empty constituent")
-            stack.pop()
-        elif is_leaf(token):
-            if n_leaves == len(words):
-                raise ValueError(f"more leaves than the {len(words)} words")
-            stack[-1].children.append(Tree(token, [words[n_leaves]]))
-            n_leaves += 1
-        else:
-            raise ValueError(f"token {i} {token!r} is neither a bracket nor a leaf")
-    if len(stack) > 1 or n_leaves != len(words) or not root.children:
-        raise ValueError(f"{len(stack) - 1} unclosed brackets, {n_leaves} leaves for {len(words)} words")
-    return root

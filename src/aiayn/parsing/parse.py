@@ -12,7 +12,7 @@ brackets are escaped. Each line goes through exactly the workflow's stages: the 
 sentencepiece pieces, the translate rule's beam search with the run's decode settings, and the trees rule's repair
 (:func:`aiayn.parsing.repair.repair`: whatever the model writes becomes a ``TOP``-rooted tree over
 exactly the input words). Output: one tree a line in Penn Treebank bracketing. The leaves' tags are
-the model's (``XX`` under the paper's ``xx`` linearization, the predicted tags under ``pos``); the
+the model's (``XX`` under the ``xx`` linearization, the predicted tags under ``pos`` and ``t2t``); the
 workflow's ``<split>-avg.trees`` carry the gold tags instead for EVALB, and are otherwise the same.
 
 Options, batching, ``--scores`` and ``--n-best`` formats, and the defined outputs for bad input are

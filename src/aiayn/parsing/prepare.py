@@ -12,8 +12,9 @@ Every tree is cleaned (:mod:`aiayn.parsing.clean`) and written as
 * ``DIR/{train,dev,test}.words``: the words, space separated (the model's input);
 * ``DIR/{train,dev,test}.tree``: the linearization (:mod:`aiayn.parsing.linearize`, the target);
 * ``DIR/{dev,test}.gold``: the cleaned ``TOP``-rooted trees, one per line, for EVALB;
-* ``DIR/train.symbols``: every bracket token of the training linearizations (``(NP``, ``)NP``), most
-  frequent first: the shared subword model keeps each one whole (``bpe learn --symbols``).
+* ``DIR/train.symbols``: every bracket token of the training linearizations (``(NP``, ``)NP``; ``t2t``:
+  ``/NP``), most frequent first: the shared subword model keeps each one whole (``bpe learn --symbols``,
+  :func:`aiayn.parsing.linearize.kept_whole`).
 
 ``silver: {path: FILE, ratio: R}`` (one tree per line, e.g. parses of unlabeled text by another
 parser) adds ``round(R x gold train sentences)`` silver trees, drawn without replacement with ``--seed``, after
@@ -43,7 +44,7 @@ from aiayn.cli import add_log, add_settings
 from aiayn.io import atomic_output, open_text, setup_logging
 from aiayn.options import TreebankConfig
 from aiayn.parsing.clean import clean_tree
-from aiayn.parsing.linearize import is_close, is_open, linearize
+from aiayn.parsing.linearize import kept_whole, linearize
 from aiayn.parsing.treebank import SPLITS, find_wsj, is_line_layout, read_split, section_files
 from aiayn.parsing.trees import Tree, parse_tree
 
@@ -82,7 +83,7 @@ def write_split(trees: Iterable[Tree], out_dir: Path, split: str, mode: str, gol
             tokens = linearize(tree, mode)
             handles[0].write(" ".join(words) + "\n")
             handles[1].write(" ".join(tokens) + "\n")
-            stats.brackets.update(token for token in tokens if is_open(token) or is_close(token))
+            stats.brackets.update(token for token in tokens if kept_whole(token, mode))
             if gold:
                 handles[2].write(f"{tree}\n")
             stats.trees += 1
