@@ -65,7 +65,7 @@ def test_every_difference_from_the_papers_code_names_its_file_and_a_commit():
         assert path.is_file(), (name, refs)
         assert commit.search(text) or commit.search(path.read_text(encoding="utf-8")), name
         for key in refs[:-1]:
-            node = config["defaults"]
+            node = config if key.split(".")[0] in config else config["defaults"]
             for part in key.split("."):
                 assert isinstance(node, dict) and part in node, (name, key)
                 node = node[part]

@@ -14,7 +14,10 @@ Every tree is cleaned (:mod:`aiayn.parsing.clean`) and written as
 * ``DIR/{dev,test}.gold``: the cleaned ``TOP``-rooted trees, one per line, for EVALB;
 * ``DIR/train.symbols``: every bracket token of the training linearizations (``(NP``, ``)NP``; ``t2t``:
   ``/NP``), most frequent first: the shared subword model keeps each one whole (``bpe learn --symbols``,
-  :func:`aiayn.parsing.linearize.kept_whole`).
+  :func:`aiayn.parsing.linearize.kept_whole`). Words and trees share that one vocabulary, where
+  tensorflow/tensor2tensor had two (``wsj_parsing_tokens(p, 2**14, 2**9)``,
+  ``data_generators/problem_hparams.py`` at 006ecb50); docs/parsing.md, "Vocabulary", measures what
+  two would change.
 
 ``silver: {path: FILE, ratio: R}`` (one tree per line, e.g. parses of unlabeled text by another
 parser) adds ``round(R x gold train sentences)`` silver trees, drawn without replacement with ``--seed``, after
