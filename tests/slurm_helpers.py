@@ -56,12 +56,13 @@ def snakemake_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "snakemake", *args]
 
 
-def start_snakemake(workdir: Path, *args: str) -> subprocess.Popen:
-    """Start Snakemake in ``workdir`` (its output goes to ``workdir/snakemake.out``)."""
+def start_snakemake(workdir: Path, *args: str, on: tuple[str, ...] = ()) -> subprocess.Popen:
+    """Start Snakemake in ``workdir`` (its output goes to ``workdir/snakemake.out``), through the command
+    prefix ``on`` if given (another host: ``.ci/slurm-two-nodes.sh run``)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     with open(workdir / "snakemake.out", "w", encoding="utf-8") as out:  # the child keeps its own copy
-        return subprocess.Popen(snakemake_command(*args), cwd=workdir, stdout=out, stderr=subprocess.STDOUT,
-                                env=env)
+        return subprocess.Popen([*on, *snakemake_command(*args)], cwd=workdir, stdout=out,
+                                stderr=subprocess.STDOUT, env=env)
 
 
 def finish(process: subprocess.Popen, workdir: Path, timeout: float) -> str:
@@ -74,9 +75,10 @@ def finish(process: subprocess.Popen, workdir: Path, timeout: float) -> str:
     return (workdir / "snakemake.out").read_text(encoding="utf-8")
 
 
-def run_snakemake(workdir: Path, *args: str, timeout: float = 300) -> tuple[int, str]:
-    """Run Snakemake to the end; returns its exit status and its output."""
-    process = start_snakemake(workdir, *args)
+def run_snakemake(workdir: Path, *args: str, timeout: float = 300, on: tuple[str, ...] = ()) -> tuple[int, str]:
+    """Run Snakemake to the end (through the prefix ``on``, as :func:`start_snakemake`); returns its exit
+    status and its output."""
+    process = start_snakemake(workdir, *args, on=on)
     output = finish(process, workdir, timeout)
     return process.returncode, output
 

@@ -43,7 +43,8 @@ def test_two_nodes_of_eight_gpus_one_agent_per_node():
     assert line == ("sbatch --parsable --job-name JOB --output LOG --export=ALL --comment rule_train -p gpu"
                     " -t 2880 --mem 64000 --nodes=2 --ntasks=2 --cpus-per-task=8 --signal=TERM@300"
                     " -D /work --gres=gpu:8")
-    assert train_launcher({"gpus": 8, "nodes": 2}) == SRUN_ONE_AGENT_PER_NODE
+    assert train_launcher({"gpus": 8, "nodes": 2}) == SRUN_ONE_AGENT_PER_NODE.format(nodes=2)
+    assert train_launcher({"gpus": 8, "nodes": 2}).startswith("srun --nodes=2 --ntasks=2 ")
 
 
 def test_two_nodes_of_cpu_ranks():

@@ -10,7 +10,11 @@ snakemake-executor-plugin-slurm-jobstep 0.6.1 (``__init__.py``):
   ``gres: gpu:N`` asks for N on every node;
 - a GPU job turns ``tasks`` into ``--ntasks-per-gpu`` unless ``tasks_per_gpu`` is given; a value below 1
   writes nothing;
-- ``cpus_per_task`` becomes ``--cpus-per-task`` (else the rule's threads do).
+- ``cpus_per_task`` becomes ``--cpus-per-task`` (else the rule's threads do);
+- the jobstep runs that command with every ``SLURM_*`` variable removed but the allocation's identity
+  (``SLURM_JOB_ID``, ``SLURM_SUBMIT_DIR``, ...: ``keep_slurm`` in its ``__init__.py``), so an ``srun``
+  there no longer knows the allocation's node count and starts one task on one node: the launcher
+  names ``--nodes`` and ``--ntasks`` itself.
 
 A resource whose function returns None is left out of the job (Snakemake 9.27), so one node asks for
 exactly what it asked for before: ``gpu: train.gpus`` and the rule's threads.
@@ -18,7 +22,7 @@ exactly what it asked for before: ``gpu: train.gpus`` and the rule's threads.
 
 from __future__ import annotations
 
-SRUN_ONE_AGENT_PER_NODE = "srun --ntasks-per-node=1 --kill-on-bad-exit=1"
+SRUN_ONE_AGENT_PER_NODE = "srun --nodes={nodes} --ntasks={nodes} --ntasks-per-node=1 --kill-on-bad-exit=1"
 
 
 def train_resources(train: dict, threads: int) -> dict:
@@ -36,5 +40,7 @@ def train_resources(train: dict, threads: int) -> dict:
 
 
 def train_launcher(train: dict) -> str:
-    """The prefix of the train rule's command: one torchrun agent per node via srun, else nothing."""
-    return SRUN_ONE_AGENT_PER_NODE if int(train.get("nodes", 1)) > 1 else ""
+    """The prefix of the train rule's command: one torchrun agent on each of ``train.nodes`` nodes via
+    srun, else nothing."""
+    nodes = int(train.get("nodes", 1))
+    return SRUN_ONE_AGENT_PER_NODE.format(nodes=nodes) if nodes > 1 else ""

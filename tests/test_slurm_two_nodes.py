@@ -1,0 +1,122 @@
+"""Training across two SLURM nodes: hosts node1 and node2 of their own, in network namespaces
+(``.ci/slurm-two-nodes.sh up``, as root; CI starts it).
+
+The workflow's train rule with ``train.nodes: 2`` goes through ``profiles/slurm`` from node1: one
+``sbatch --nodes=2``, one torchrun agent per node through ``srun``, the c10d rendezvous on the first
+node's hostname, gloo between the two hosts' addresses.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from slurm_helpers import ROOT, ci_profile, run_snakemake
+
+CLUSTER = ROOT / ".ci" / "slurm-two-nodes.sh"
+ON_NODE1 = (str(CLUSTER), "run")
+PROJECT_CONFIGS = [ROOT / "config.yaml", ROOT / "configs" / "demo.yaml", ROOT / "configs" / "test.yaml"]
+TRAIN_DIR = "results/test/wsj/parser/train"
+SUMMARY = f"{TRAIN_DIR}/summary.json"
+
+
+def two_nodes_answer() -> bool:
+    """True when node1's controller lists node1 and node2."""
+    try:
+        done = subprocess.run([*ON_NODE1, "sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True,
+                              timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and sorted(set(done.stdout.split())) == ["node1", "node2"]
+
+
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.slow,
+    pytest.mark.skipif(not two_nodes_answer(), reason="no two-node SLURM cluster (.ci/slurm-two-nodes.sh up, as root)"),
+    pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+                       reason="snakemake-executor-plugin-slurm is not installed (pip install -e '.[slurm]')"),
+]
+
+
+def set_up(workdir: Path, train: dict, profile_changes: dict | None = None) -> tuple[tuple[str, ...], Path]:
+    """configs/test.yaml's parser with ``train`` overrides: its data stages run here; returns Snakemake's
+    common arguments and a CI-sized profile for these nodes (with ``profile_changes``)."""
+    workdir.mkdir(parents=True)
+    overlay = workdir / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({"run": {"tasks": ["wsj"], "experiments": ["parser"]},
+                                       "experiments": {"parser": {"train": {"log_every_steps": 1, **train}}}}))
+    common = ("-s", str(ROOT / "Snakefile"), "--configfile", *map(str, PROJECT_CONFIGS), str(overlay),
+              "--directory", str(workdir))
+    data = ("results/test/wsj/parser/settings/train.json", "data/test/bin/wsj/train/manifest.json",
+            "data/test/bin/wsj/dev/manifest.json")
+    code, output = run_snakemake(workdir, *common, "--cores", "2", *data, timeout=900)
+    assert code == 0, output[-5000:]
+    profile = ci_profile(workdir / "profile", mem_mb=1000)
+    settings = yaml.safe_load((profile / "config.yaml").read_text())
+    settings["slurm-status-command"] = "squeue"  # no accounting database on these nodes
+    for key, value in (profile_changes or {}).items():
+        if key == "train":
+            settings["set-resources"]["train"].update(value)
+        else:
+            settings[key] = value
+    (profile / "config.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+    return common, profile
+
+
+def train_parser(workdir: Path, train: dict, through_slurm: bool, profile_changes: dict | None = None) -> Path:
+    """:func:`set_up`, then the training here or through the profile from node1; returns its folder."""
+    common, profile = set_up(workdir, train, profile_changes)
+    where = ("--profile", str(profile)) if through_slurm else ("--cores", "2")
+    code, output = run_snakemake(workdir, *common, *where, SUMMARY, timeout=900, on=ON_NODE1 if through_slurm else ())
+    assert code == 0, output[-5000:]
+    return workdir / TRAIN_DIR
+
+
+def rows(train_dir: Path) -> list[tuple[str, str, str]]:
+    with open(train_dir / "log.csv", encoding="utf-8") as handle:
+        return [(r["step"], r["loss"], r["grad_norm"]) for r in csv.DictReader(handle) if r["tokens_per_s"]]
+
+
+def test_two_nodes_train_what_one_host_of_two_ranks_trains(tmp_path):
+    """One CPU rank on each of node1 and node2 (gloo between their addresses) gives the losses and
+    gradient norms of one host running two ranks, bit for bit: the same global ranks see the same
+    batches, one thread each."""
+    across = train_parser(tmp_path / "nodes", {"gpus": 0, "cpu_ranks": 1, "nodes": 2}, through_slurm=True)
+    log = (across.parent / "logs" / "train.log").read_text(encoding="utf-8")
+    assert "--nnodes=2" in log and "--rdzv-endpoint=node1:29400" in log, log[-3000:]
+    assert json.loads((across / "summary.json").read_text())["world_size"] == 2
+    jobs = list((tmp_path / "nodes" / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log"))
+    assert jobs, "the training did not go through SLURM"
+    one = train_parser(tmp_path / "host", {"gpus": 0, "cpu_ranks": 2}, through_slurm=False)
+    assert rows(across) == rows(one) and len(rows(one)) == 24
+
+
+def test_a_time_limit_stops_the_training_with_a_checkpoint_and_the_resubmission_finishes_it(tmp_path):
+    """A two-minute time limit with the profile's warning scaled to it (``--signal=TERM@60``): SIGTERM
+    reaches the training in its step, which writes a stop checkpoint and exits; Snakemake submits the job
+    again (``restart-times``) and it resumes there, at the step it stopped at (a step off the
+    ``checkpoint_steps`` grid: no step is lost). The finished run's losses are an uninterrupted run's,
+    bit for bit. Each submission's record is its SLURM log (Snakemake starts train.log afresh)."""
+    # A submission trains 300-750 steps between its start and the signal on this machine: 1,200 steps
+    # need two to four of them, and restart-times leaves room for slower ones.
+    steps = {"train_steps": 1200, "checkpoint_steps": 500, "dev_every_steps": 0}
+    changes = {"restart-times": 6, "train": {"runtime": 2, "slurm_extra": "'--signal=TERM@60'"}}
+    across = train_parser(tmp_path / "nodes", {"gpus": 0, "cpu_ranks": 1, "nodes": 2, **steps}, through_slurm=True,
+                          profile_changes=changes)
+    jobs = sorted((tmp_path / "nodes" / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log"),
+                  key=lambda path: int(path.stem))
+    assert len(jobs) >= 2, f"the training was not submitted again: {jobs}"
+    texts = [path.read_text(encoding="utf-8") for path in jobs]
+    resumed = [int(re.search(r"resumed from \S+ \(step (\d+),", text).group(1)) for text in texts[1:]]
+    assert all(step % steps["checkpoint_steps"] for step in resumed), resumed  # stop checkpoints, not the grid's
+    assert resumed == sorted(set(resumed)), resumed
+    assert json.loads((across / "summary.json").read_text())["steps"] == steps["train_steps"]
+    one = train_parser(tmp_path / "host", {"gpus": 0, "cpu_ranks": 2, **steps}, through_slurm=False)
+    assert rows(across) == rows(one) and len(rows(one)) == steps["train_steps"]
