@@ -6,8 +6,8 @@
 #   .ci/slurm-two-nodes.sh on NODE CMD...  run CMD on node1 or node2
 # The hosts node1 and node2 are network namespaces joined by a veth pair, with the private addresses
 # 10.77.0.1 and 10.77.0.2 (each also has its loopback; nothing else is reachable from them). Each runs
-# its slurmd under its own hostname (a UTS namespace); node1 also runs slurmctld. munged is the host's:
-# its socket is a file, which the namespaces share. Inside the namespaces /etc/hosts names both nodes and
+# its slurmd under its own hostname (a UTS namespace); node1 also runs slurmctld. munged is the host's
+# (.ci/slurm-up.sh starts it): its socket is a file, which the namespaces share. Inside the namespaces /etc/hosts names both nodes and
 # /etc/slurm is this cluster's configuration, while the host keeps its own (the one-node CI cluster of
 # .ci/slurm-up.sh can run beside this one).
 #   SLURM2_DIR   state, spool, logs and pid files   (default ${TMPDIR:-/tmp}/slurm-2n)
@@ -93,22 +93,17 @@ CONF
   for node in "${NODES[@]}"; do cp "$DIR/slurm.conf" "/etc/netns/$node/slurm/slurm.conf"; done
 }
 
-start_munge() {
-  mkdir -p /run/munge && chown munge:munge /run/munge
-  if [ ! -s /etc/munge/munge.key ]; then mungekey --create; chown munge:munge /etc/munge/munge.key; fi
-  [ -s /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null && return 0
-  runuser -u munge -- /usr/sbin/munged
-}
+munge_answers() { [ -s /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }
 
 up() {
   if ip netns list | grep -qw node1 && answers; then say "the two-node cluster already answers"; on node1 sinfo; return 0; fi
   [ "$(id -u)" = 0 ] || { echo "slurm-two-nodes.sh: run as root (namespaces and daemons)" >&2; exit 1; }
-  command -v slurmd >/dev/null || { echo "slurm-two-nodes.sh: slurmd is not installed (.ci/slurm-up.sh installs it)" >&2; exit 1; }
+  command -v slurmd >/dev/null && munge_answers \
+    || { echo "slurm-two-nodes.sh: needs slurmd installed and munged running (.ci/slurm-up.sh does both)" >&2; exit 1; }
   down >/dev/null 2>&1 || true
   local t0=$SECONDS
   make_hosts
   write_configs
-  start_munge
   on node1 /usr/sbin/slurmctld -c -i
   for node in "${NODES[@]}"; do on "$node" /usr/sbin/slurmd -N "$node"; done
   wait_for 60 "two idle nodes" nodes_idle
