@@ -1,5 +1,6 @@
 import os
 import tempfile
+import time
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ from torch import nn
 from aiayn.runtime import devices
 from aiayn.runtime.devices import GpuUnavailableError, check_cuda, default_lock_dir, resolve_device
 from aiayn.train import distributed
-from aiayn.train.distributed import DistEnv, wrap_model
+from aiayn.train.distributed import DistEnv, RankLost, rank_lost, wrap_model
 
 
 def fake_cuda(monkeypatch, available: bool, count: int = 0, built: str | None = "12.8") -> None:
@@ -121,3 +122,42 @@ def test_the_process_group_waits_long_enough_for_rank_zeros_writes(monkeypatch):
     assert distributed.init_from_environment(0) == DistEnv(1, 2, torch.device("cpu"))
     assert seen == {"backend": "gloo", "timeout": distributed.PROCESS_GROUP_TIMEOUT}
     assert distributed.PROCESS_GROUP_TIMEOUT.total_seconds() >= 3600
+
+
+def _all_reduce_after_peer_exits(rank: int, store_file: str, errors) -> None:
+    """Rank 1 leaves right after joining; rank 0's next all-reduce reports what gloo says of that."""
+    torch.distributed.init_process_group("gloo", init_method=f"file://{store_file}", rank=rank, world_size=2)
+    torch.distributed.all_reduce(torch.ones(1))
+    if rank == 1:
+        os._exit(0)
+    time.sleep(1)
+    try:
+        torch.distributed.all_reduce(torch.ones(1000))
+    except RuntimeError as error:
+        errors.put(str(error))
+    else:
+        errors.put(None)
+
+
+def test_a_rank_whose_peer_is_gone_says_so_and_names_the_checkpoint_to_resume(tmp_path):
+    """gloo's own message for a peer that exited (a real two-process group) is recognised; the error names
+    the newest checkpoint; other errors and one-rank runs pass through."""
+    context = torch.multiprocessing.get_context("spawn")
+    errors = context.Queue()
+    processes = [context.Process(target=_all_reduce_after_peer_exits, args=(rank, str(tmp_path / "store"), errors))
+                 for rank in (0, 1)]
+    for process in processes:
+        process.start()
+    message = errors.get(timeout=120)
+    for process in processes:
+        process.join(timeout=60)
+    assert message is not None, "the all-reduce with a departed peer did not fail"
+    checkpoints = [(100, tmp_path / "ckpt_00000100.pt"), (200, tmp_path / "ckpt_00000200.pt")]
+    lost = rank_lost(RuntimeError(message), 2, checkpoints)
+    assert isinstance(lost, RankLost) and isinstance(lost, OSError), message
+    assert "lost another rank of this 2-rank training" in str(lost)
+    assert str(lost).endswith(f"resume from {tmp_path / 'ckpt_00000200.pt'} (step 200)")
+    assert "start over" in str(rank_lost(RuntimeError(message), 2, []))
+    assert rank_lost(RuntimeError(message), 1, checkpoints) is None
+    assert rank_lost(RuntimeError("CUDA out of memory"), 2, checkpoints) is None
+    assert rank_lost(ValueError(message), 2, checkpoints) is None

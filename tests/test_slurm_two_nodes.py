@@ -11,13 +11,18 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import os
 import re
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from slurm_helpers import ROOT, ci_profile, run_snakemake
+from slurm_helpers import ROOT, ci_profile, finish, run_snakemake, start_snakemake
+
+from aiayn.runtime.checkpoint import list_checkpoints, load_checkpoint
 
 CLUSTER = ROOT / ".ci" / "slurm-two-nodes.sh"
 ON_NODE1 = (str(CLUSTER), "run")
@@ -70,6 +75,20 @@ def set_up(workdir: Path, train: dict, profile_changes: dict | None = None) -> t
     return common, profile
 
 
+def training_processes(node: str) -> dict[int, str]:
+    """pid: command line of each training process (torchrun agent or rank) in ``node``'s network namespace."""
+    pids = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True, timeout=30).stdout.split()
+    found = {}
+    for pid in pids:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # ended meanwhile
+            continue
+        if "torch.distributed.run" in command or "aiayn.train" in command:
+            found[int(pid)] = command
+    return found
+
+
 def train_parser(workdir: Path, train: dict, through_slurm: bool, profile_changes: dict | None = None) -> Path:
     """:func:`set_up`, then the training here or through the profile from node1; returns its folder."""
     common, profile = set_up(workdir, train, profile_changes)
@@ -120,3 +139,48 @@ def test_a_time_limit_stops_the_training_with_a_checkpoint_and_the_resubmission_
     assert json.loads((across / "summary.json").read_text())["steps"] == steps["train_steps"]
     one = train_parser(tmp_path / "host", {"gpus": 0, "cpu_ranks": 2, **steps}, through_slurm=False)
     assert rows(across) == rows(one) and len(rows(one)) == steps["train_steps"]
+
+
+def test_a_lost_node_fails_the_job_on_both_nodes_and_the_rerun_resumes_from_the_newest_checkpoint(tmp_path):
+    """The torchrun agent on node2 is killed (SIGKILL) mid-run: node1's rank loses its peer and says so,
+    naming the checkpoint to resume from; srun's ``--kill-on-bad-exit`` ends the step on both nodes, the
+    job and Snakemake fail; no training process is left on either node and every checkpoint on disk
+    loads. Running Snakemake again resumes from the newest of them, and the finished run's losses are an
+    uninterrupted run's, bit for bit."""
+    steps = {"train_steps": 900, "checkpoint_steps": 100, "keep_checkpoints": 3, "dev_every_steps": 0}
+    workdir = tmp_path / "nodes"
+    common, profile = set_up(workdir, {"gpus": 0, "cpu_ranks": 1, "nodes": 2, **steps})
+    arguments = (*common, "--profile", str(profile), SUMMARY)
+    train_dir = workdir / TRAIN_DIR
+    process = start_snakemake(workdir, *arguments, on=ON_NODE1)
+    deadline = time.monotonic() + 600
+    while not any(step >= 200 for step, _ in list_checkpoints(train_dir)):
+        assert process.poll() is None, finish(process, workdir, 0)[-5000:]
+        assert time.monotonic() < deadline, "no checkpoint of step 200 within 10 minutes"
+        time.sleep(0.5)
+    agents = [pid for pid, command in training_processes("node2").items() if "torch.distributed.run" in command]
+    assert agents and training_processes("node1"), (training_processes("node1"), training_processes("node2"))
+    for pid in agents:
+        os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    output = finish(process, workdir, 300)
+    assert process.returncode not in (0, None), output[-5000:]
+    failed_after = time.monotonic() - killed
+    left = {node: training_processes(node) for node in ("node1", "node2")}
+    assert not any(left.values()), f"left behind {failed_after:.0f} s after the kill: {left}"
+    assert failed_after < 120, f"Snakemake took {failed_after:.0f} s to fail"
+    assert not subprocess.run([*ON_NODE1, "squeue", "-h"], capture_output=True, text=True, timeout=30).stdout.strip()
+    found = list_checkpoints(train_dir)
+    for step, path in found:
+        assert load_checkpoint(path).progress["step"] == step
+    newest = found[-1][0]
+    failed_log = next((workdir / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log")).read_text(encoding="utf-8")
+    assert "lost another rank of this 2-rank training" in failed_log and "internal error" not in failed_log, \
+        failed_log[-3000:]
+    assert f"resume from {TRAIN_DIR}/checkpoints/ckpt_{newest:08d}.pt (step {newest})" in failed_log, failed_log[-3000:]
+    code, output = run_snakemake(workdir, *arguments, timeout=900, on=ON_NODE1)
+    assert code == 0, output[-5000:]
+    log = (train_dir.parent / "logs" / "train.log").read_text(encoding="utf-8")
+    assert re.search(rf"resumed from \S+ckpt_{newest:08d}\.pt \(step {newest},", log), log[-3000:]
+    one = train_parser(tmp_path / "host", {"gpus": 0, "cpu_ranks": 2, **steps}, through_slurm=False)
+    assert rows(train_dir) == rows(one) and len(rows(one)) == steps["train_steps"]

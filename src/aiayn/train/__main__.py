@@ -26,10 +26,12 @@ import torch
 from aiayn.cli import add_log, add_settings
 from aiayn.io import setup_logging
 from aiayn.options import RunSettings
+from aiayn.runtime.checkpoint import list_checkpoints
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
 from aiayn.train.distributed import (
     die_with_parent,
     init_from_environment,
+    rank_lost,
     relaunch_under_torchrun,
     should_relaunch,
     threads_per_rank,
@@ -98,7 +100,13 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
         trainer = Trainer(run, args.data, args.out_dir, env, args.max_steps_this_run)
         with trainer.stopping_on_signals():
-            return trainer.run()
+            try:
+                return trainer.run()
+            except RuntimeError as error:
+                lost = rank_lost(error, env.world_size, list_checkpoints(args.out_dir))
+                if lost is None:
+                    raise
+                raise lost from error
     finally:
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()

@@ -162,6 +162,30 @@ def threads_per_rank(cpus: int | None, local_ranks: int) -> int | None:
     return max(1, total // local_ranks)
 
 
+# What a collective raises in a rank whose peer's process ended (killed, out of memory, its node gone):
+# gloo's TCP pairs fail with "Read error <peer>: Connection reset by peer", "Connection closed by peer
+# <peer>", "writev <peer>: Broken pipe" or "Socket closed <peer>" (facebookincubator/gloo at 01e2c266,
+# gloo/transport/tcp/pair.cc), which torch raises as RuntimeError.
+PEER_GONE = re.compile(r"Connection reset by peer|Connection closed by peer|Broken pipe|Socket (unexpectedly )?closed")
+
+
+class RankLost(ConnectionError):
+    """Another rank of the run went away mid-training: not a bug of this rank, and resumable."""
+
+
+def rank_lost(error: BaseException, world_size: int, checkpoints: list[tuple[int, object]]) -> RankLost | None:
+    """The user's error for ``error`` when it says a peer rank's process is gone (:data:`PEER_GONE`) in a
+    run of ``world_size`` ranks, naming the newest of ``checkpoints`` ((step, path), oldest first) to
+    resume from; None for any other error."""
+    if world_size < 2 or not isinstance(error, RuntimeError) or not PEER_GONE.search(str(error)):
+        return None
+    cause = str(error).strip().splitlines()[0]
+    resume = (f"run the same command again to resume from {checkpoints[-1][1]} (step {checkpoints[-1][0]})"
+              if checkpoints else "no checkpoint was written yet: run the same command again to start over")
+    return RankLost(f"lost another rank of this {world_size}-rank training ({cause}): a rank's process, its "
+                    f"node or the network between them went away; {resume}")
+
+
 @dataclass(frozen=True)
 class DistEnv:
     """Where this process trains: its rank among ``world_size`` and its device."""
