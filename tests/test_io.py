@@ -50,25 +50,34 @@ def test_uncaught_errors_reach_the_log_file(tmp_path):
     assert "bad token" in result.stderr
 
 
-def test_progress_log_says_how_far_at_most_every_interval(caplog):
+def test_progress_is_a_bar_on_a_terminal_and_log_lines_in_a_log_file(caplog):
+    """Where stderr is a file, a tqdm loop's progress is log lines (at the start, at most every 30 s, at
+    the end): with a total, done/total, the percentage, the rate and the ETA; without one, the count."""
+    import io
     import logging
 
-    from aiayn.io import ProgressLog
+    from aiayn.io import progress
 
-    now = [0.0]
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
     logger = logging.getLogger("aiayn.test.progress")
-    every = ProgressLog(logger, 1000, "beam search, sentences", every_seconds=30, clock=lambda: now[0])
     with caplog.at_level(logging.INFO, logger="aiayn.test.progress"):
-        for _ in range(9):        # 100 sentences every 10 s: a line at 30 s, 60 s, 90 s
-            now[0] += 10
-            every(100)
-        now[0] += 1
-        every(100)                # the last batch always logs
+        with progress(1000, "beam search", "sent", unit_scale=False, logger=logger, stream=io.StringIO()) as bar:
+            for _ in range(10):
+                bar.update(100)
+        with progress(None, "archive.tgz", "B", logger=logger, stream=io.StringIO()) as bar:
+            bar.update(12_345_678)
+        terminal = Terminal()
+        with progress(10, "lines", "lines", logger=logger, stream=terminal) as bar:
+            bar.update(10)
     lines = [r.getMessage() for r in caplog.records]
-    assert lines == ["beam search, sentences: 300/1000 (30%), 10.0/s, ETA 0:01:10",
-                     "beam search, sentences: 600/1000 (60%), 10.0/s, ETA 0:00:40",
-                     "beam search, sentences: 900/1000 (90%), 10.0/s, ETA 0:00:10",
-                     "beam search, sentences: 1000/1000 (100%), 11.0/s, ETA 0:00:00"]
+    assert len(lines) == 4, lines
+    assert lines[0] == "beam search: 0/1000 (0%), ?sent/s, ETA ?"
+    assert lines[1].startswith("beam search: 1000/1000 (100%), ") and "sent/s, ETA 00:00" in lines[1]
+    assert lines[2] == "archive.tgz: 0.00, ?B/s" and lines[3].startswith("archive.tgz: 12.3M, ")
+    assert "100%|" in terminal.getvalue() and "\r" in terminal.getvalue()
 
 
 def corpora(tmp_path, src: bytes, tgt: bytes):

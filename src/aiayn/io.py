@@ -7,7 +7,8 @@ leaves a file that looks complete, and the previous complete file stays until th
 Every CLI calls :func:`setup_logging`, which also decides how an uncaught error ends the process
 (exit status 1): bad input (``ValueError``, ``OSError``: a file, line, key or disk at fault) is one
 line in the log that says what is wrong and where, without a traceback unless ``AIAYN_DEBUG=1``;
-anything else is a bug, logged with its traceback after the line.
+anything else is a bug, logged with its traceback after the line. A long loop shows its progress
+through :func:`progress` (tqdm on a terminal, log lines in a log file).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import logging
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import IO, Any, Iterator
+
+from tqdm import tqdm
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DEBUG_ENV = "AIAYN_DEBUG"
@@ -152,27 +154,31 @@ def _log_uncaught(exc_type, exc, tb) -> None:
                     exc_info=(exc_type, exc, tb))
 
 
-class ProgressLog:
-    """A log line about a long loop at most every ``every_seconds``: ``what: done/total (pct), rate/s, ETA``.
+class _LogLines:
+    """A file for tqdm that logs each redraw as one line (where stderr is a log file, not a terminal)."""
 
-    Call it with the count of items just finished (e.g. as a decoder's per-batch callback), so that a stage
-    whose stderr is a log file (no progress bar) still says how far it is. ``clock`` is injectable for tests.
-    """
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
 
-    def __init__(self, logger: logging.Logger, total: int, what: str, every_seconds: float = 30.0,
-                 clock=None) -> None:
-        self.logger, self.total, self.what, self.every = logger, total, what, every_seconds
-        self.clock = clock or time.monotonic
-        self.done, self.start = 0, self.clock()
-        self.last = self.start
+    def write(self, text: str) -> None:
+        text = text.strip()
+        if text:
+            self.logger.info("%s", text)
 
-    def __call__(self, finished: int) -> None:
-        self.done += finished
-        now = self.clock()
-        if now - self.last < self.every and self.done < self.total:
-            return
-        self.last = now
-        rate = self.done / max(now - self.start, 1e-9)
-        left = (self.total - self.done) / rate if rate > 0 else 0.0
-        self.logger.info("%s: %d/%d (%.0f%%), %.1f/s, ETA %d:%02d:%02d", self.what, self.done, self.total,
-                         100.0 * self.done / max(self.total, 1), rate, left // 3600, left % 3600 // 60, left % 60)
+    def flush(self) -> None:
+        pass
+
+
+def progress(total: int | None, desc: str, unit: str, unit_scale: bool = True, logger: logging.Logger | None = None,
+             stream: IO[str] | None = None) -> tqdm:
+    """A tqdm bar for a long loop (``stream``: stderr). On a terminal it is redrawn in place every second;
+    where stderr is a log file, ``logger`` (``aiayn``) writes ``desc: done/total (pct), rate, ETA`` as one
+    line at the start, at most every 30 s, and at the end, so that a stage's log says how far it is."""
+    stream = sys.stderr if stream is None else stream
+    if stream.isatty():
+        return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, dynamic_ncols=True, mininterval=1,
+                    file=stream)
+    shape = "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%), {rate_fmt}, ETA {remaining}" if total else \
+        "{desc}: {n_fmt}, {rate_fmt}"
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, mininterval=30, bar_format=shape,
+                file=_LogLines(logger or logging.getLogger("aiayn")))

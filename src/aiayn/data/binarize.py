@@ -20,9 +20,9 @@ import sentencepiece as spm
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data.lines import check_aligned, chunked, iter_lines, ordered_map, progress
+from aiayn.data.lines import check_aligned, chunked, iter_lines, ordered_map
 from aiayn.data.shards import ShardWriter, _sha256
-from aiayn.io import setup_logging
+from aiayn.io import progress, setup_logging
 from aiayn.options import ShardsConfig
 
 log = logging.getLogger(__name__)

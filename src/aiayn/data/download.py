@@ -40,8 +40,7 @@ from typing import IO
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data.lines import progress
-from aiayn.io import atomic_output, setup_logging
+from aiayn.io import atomic_output, progress, setup_logging
 from aiayn.options import DownloadConfig
 from aiayn.options.sources import archive_name
 

@@ -13,13 +13,10 @@ import logging
 import multiprocessing
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
-from tqdm import tqdm
-
-from aiayn.io import open_text
+from aiayn.io import open_text, progress
 
 log = logging.getLogger(__name__)
 
@@ -141,12 +138,6 @@ def ordered_map(job: Callable[[list[T]], Any], chunks: Iterable[list[T]], proces
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
-
-
-def progress(total: int | None, desc: str, unit: str) -> tqdm:
-    """A tqdm bar on stderr; redrawn every 30 s instead of every second when stderr is a log file."""
-    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, dynamic_ncols=True,
-                mininterval=1 if sys.stderr.isatty() else 30)
 
 
 def map_file(job: Callable[[list[str]], list[str]], src: str | os.PathLike, out: IO[str],

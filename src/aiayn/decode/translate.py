@@ -29,12 +29,11 @@ from typing import Any
 
 import sentencepiece as spm
 import torch
-from tqdm import tqdm
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
-from aiayn.io import ProgressLog, atomic_output, open_text, setup_logging
+from aiayn.io import atomic_output, open_text, progress, setup_logging
 from aiayn.options import DecodeConfig
 from aiayn.runtime.session import inference_session
 
@@ -90,11 +89,9 @@ def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: Spe
               device: torch.device) -> list[Hypothesis | None]:
     """Best hypothesis per source in input order; ``None`` for an empty source (no decoding)."""
     todo = [i for i, sentence in enumerate(sources) if sentence]
-    every = ProgressLog(log, len(todo), "beam search, sentences")
-    with tqdm(total=len(todo), unit="sent", disable=None, desc="beam search") as progress:
-        hyps = translate_sentences(
-            model, [sources[i] for i in todo], device=device, ids=ids,
-            on_batch=lambda n: (progress.update(n), every(n)), **search_options(opts))
+    with progress(len(todo), "beam search", "sent", unit_scale=False, logger=log) as bar:
+        hyps = translate_sentences(model, [sources[i] for i in todo], device=device, ids=ids, on_batch=bar.update,
+                                   **search_options(opts))
     results: list[Hypothesis | None] = [None] * len(sources)
     for i, hyp in zip(todo, hyps):
         results[i] = hyp
