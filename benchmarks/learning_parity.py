@@ -17,8 +17,12 @@ shared embeddings, label smoothing 0.1, Adam (0.9, 0.98, 1e-9), the paper's sche
 (end-of-sentence included, no smoothing, measured in the training forward pass with dropout) as the
 mean over the ``--window`` steps ending at each reported step, and dev perplexity (no dropout, per
 target token with end-of-sentence) at every ``--dev-every`` steps and the last: each system's mean
-over seeds with the [min, max] of its seeds. Finished runs are kept under ``--work/runs`` (keyed by
-every setting) and not rerun. Curves are deterministic per seed: they are valid on a loaded machine.
+and standard deviation over seeds with the [min, max] of its seeds; at the last step, each run against
+the first by Welch's t-test and the seeds per run that would resolve the difference
+(``seed_stats.py``). Run seeds side by side as separate invocations on one ``--work`` (one thread
+each), then once more with every seed to print the tables from the kept runs. Finished runs are kept
+under ``--work/runs`` (keyed by every setting) and not rerun. Curves are deterministic per seed: they
+are valid on a loaded machine.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import hashlib
 import json
 import logging
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -37,6 +42,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import run_fairseq  # noqa: E402
+from seed_stats import seeds_needed, welch  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
 from aiayn.model.init import SCHEMES, InitScheme, initialize  # noqa: E402
@@ -158,23 +164,31 @@ def truncate(curve: dict, steps: int) -> dict:
             for key, values in curve.items()} | {"steps": steps}
 
 
-def summarize(curves: list[dict], key: str, step: int) -> tuple[float, float, float] | None:
-    """(mean, min, max) over seeds of one curve's value at ``step``; None when a seed lacks it."""
+def values_at(curves: list[dict], key: str, step: int) -> list[float] | None:
+    """Each seed's value of one curve at ``step``; None when a seed lacks it."""
     values = [c[key].get(str(step)) for c in curves]
-    if not values or any(v is None for v in values):
+    return None if not values or any(v is None for v in values) else values
+
+
+def summarize(curves: list[dict], key: str, step: int) -> tuple[float, float, float, float] | None:
+    """(mean, sd, min, max) over seeds of one curve's value at ``step`` (sd 0 for one seed); None when a
+    seed lacks it."""
+    values = values_at(curves, key, step)
+    if values is None:
         return None
-    return sum(values) / len(values), min(values), max(values)
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return statistics.fmean(values), sd, min(values), max(values)
 
 
-def cell(stats: tuple[float, float, float] | None, digits: int) -> str:
+def cell(stats: tuple[float, float, float, float] | None, digits: int) -> str:
     if stats is None:
         return "-"
-    mean, low, high = stats
-    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+    mean, sd, low, high = stats
+    return f"{mean:.{digits}f} ± {sd:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def table(results: dict[str, list[dict]], key: str, steps: list[int], digits: int) -> str:
-    """A markdown table: one row per step, one column per run name (mean [min, max] over seeds)."""
+    """A markdown table: one row per step, one column per run name (mean ± sd [min, max] over seeds)."""
     names = list(results)
     lines = ["| step | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for step in steps:
@@ -198,8 +212,26 @@ def verdict(results: dict[str, list[dict]], steps: list[int]) -> str:
                     overlaps.append("-")
                     continue
                 cells.append(f"{own[0] - ref[0]:+.{digits}f}")
-                overlaps.append("yes" if own[1] <= ref[2] and ref[1] <= own[2] else "no")
+                overlaps.append("yes" if own[2] <= ref[3] and ref[2] <= own[3] else "no")
             lines.append(f"| {name} | {step} | {cells[0]} | {cells[1]} | {', '.join(overlaps)} |")
+    return "\n".join(lines)
+
+
+def tests_at(results: dict[str, list[dict]], step: int) -> str:
+    """Each run against the first at ``step``: Welch's t-test over seeds (two-sided) and the seeds per run
+    that would find the observed difference of means at 5% with 80% power (``seed_stats``)."""
+    names = list(results)
+    lines = [f"| run | measure | difference to {names[0]} | Welch t | df | p | seeds per run for 80% power |",
+             "|---|---|---|---|---|---|---|"]
+    for name in names[1:]:
+        for key, label, digits in (("train_nll", "train NLL", 3), ("dev_ppl", "dev PPL", 2)):
+            ref, own = values_at(results[names[0]], key, step), values_at(results[name], key, step)
+            if ref is None or own is None or len(ref) < 2 or len(own) < 2:
+                lines.append(f"| {name} | {label} | - | - | - | - | - |")
+                continue
+            test, needed = welch(ref, own), seeds_needed(ref, own)
+            lines.append(f"| {name} | {label} | {test.difference:+.{digits}f} | {test.t:+.2f} | {test.df:.1f} | "
+                         f"{test.p:.3f} | {needed if needed is not None else '-'} |")
     return "\n".join(lines)
 
 
@@ -212,14 +244,16 @@ def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
     return "\n\n".join([
         f"target tokens per step (end-of-sentence included), mean over the run and seeds: {tokens}",
         f"train NLL (nats per target token, mean of the {args.window} steps up to each step), "
-        "mean [min, max] over seeds",
+        "mean ± sd [min, max] over seeds",
         table(results, "train_nll", train_steps, 3),
-        "dev perplexity (per target token, end-of-sentence included), mean [min, max] over seeds",
+        "dev perplexity (per target token, end-of-sentence included), mean ± sd [min, max] over seeds",
         table(results, "dev_ppl", dev_steps, 2),
         "learning rate of the update after each step (fairseq: as logged)",
         table(results, "lr", lr_steps, 7),
         "against the first run at the dev steps",
-        verdict(results, dev_steps)])
+        verdict(results, dev_steps),
+        f"against the first run at step {args.steps} (the last), over seeds",
+        tests_at(results, args.steps)])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

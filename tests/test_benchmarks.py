@@ -28,3 +28,20 @@ def test_a_benchmark_answers_help(script):
 
 def test_the_benchmarks_with_a_main_are_found():
     assert {"learning_parity.py", "demo_learnability.py", "train_memory.py"} <= {path.name for path in SCRIPTS}
+
+
+def test_seed_statistics_equal_scipys():
+    """Welch's t-test and Student's t tail as scipy.stats 1.17 gives them (values computed there); the
+    seeds for 80% power by the normal approximation, 2 (z_0.975 + z_0.8)^2 s^2 / d^2 (+1): here 4.1 + 1."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from seed_stats import seeds_needed, t_two_sided, welch
+
+    test = welch([5.90554, 6.10774, 5.95, 6.02], [5.80, 5.71, 5.93, 5.77])
+    assert test.difference == pytest.approx(-0.19332) and test.t == pytest.approx(-3.0180561035736106, rel=1e-12)
+    assert test.df == pytest.approx(5.984394034133806, rel=1e-12)
+    assert test.p == pytest.approx(0.02353144295048961, rel=1e-9)
+    for t, df, p in ((2.0, 10, 0.07338803477074037), (0.3, 3.2, 0.7826201981900558), (8, 5.5, 0.00031310583438347094),
+                     (-1.5, 40, 0.14146677687914816)):
+        assert t_two_sided(t, df) == pytest.approx(p, rel=1e-9)
+    assert seeds_needed([5.90554, 6.10774, 5.95, 6.02], [5.80, 5.71, 5.93, 5.77]) == 5
+    assert seeds_needed([1.0, 2.0], [1.0, 2.0]) is None
