@@ -42,7 +42,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import run_fairseq  # noqa: E402
-from seed_stats import seeds_needed, welch  # noqa: E402
+from seed_stats import paired, seeds_needed, welch  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
 from aiayn.model.init import SCHEMES, InitScheme, initialize  # noqa: E402
@@ -218,20 +218,21 @@ def verdict(results: dict[str, list[dict]], steps: list[int]) -> str:
 
 
 def tests_at(results: dict[str, list[dict]], step: int) -> str:
-    """Each run against the first at ``step``: Welch's t-test over seeds (two-sided) and the seeds per run
-    that would find the observed difference of means at 5% with 80% power (``seed_stats``)."""
+    """Each run against the first at ``step``: Welch's t-test over seeds (two-sided), the seeds per run that
+    would find the observed difference of means at 5% with 80% power, and the paired t-test seed by seed
+    (runs of one seed share the batch order and dropout masks: only the run's change differs)."""
     names = list(results)
-    lines = [f"| run | measure | difference to {names[0]} | Welch t | df | p | seeds per run for 80% power |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"| run | measure | difference to {names[0]} | Welch t | df | p | seeds per run for 80% power | "
+             "paired t | paired p |", "|---|---|---|---|---|---|---|---|---|"]
     for name in names[1:]:
         for key, label, digits in (("train_nll", "train NLL", 3), ("dev_ppl", "dev PPL", 2)):
             ref, own = values_at(results[names[0]], key, step), values_at(results[name], key, step)
             if ref is None or own is None or len(ref) < 2 or len(own) < 2:
-                lines.append(f"| {name} | {label} | - | - | - | - | - |")
+                lines.append(f"| {name} | {label} | - | - | - | - | - | - | - |")
                 continue
-            test, needed = welch(ref, own), seeds_needed(ref, own)
+            test, needed, pairs = welch(ref, own), seeds_needed(ref, own), paired(ref, own)
             lines.append(f"| {name} | {label} | {test.difference:+.{digits}f} | {test.t:+.2f} | {test.df:.1f} | "
-                         f"{test.p:.3f} | {needed if needed is not None else '-'} |")
+                         f"{test.p:.3f} | {needed if needed is not None else '-'} | {pairs.t:+.2f} | {pairs.p:.3f} |")
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""Statistics for learning curves over seeds: Welch's t-test and how many seeds a difference needs.
+"""Statistics for learning curves over seeds: Welch's and the paired t-test, and how many seeds a
+difference needs.
 
 Standard library only (the benchmarks need no scipy). Checked against scipy.stats in
 ``tests/test_benchmarks.py``.
@@ -64,6 +65,17 @@ def welch(a: list[float], b: list[float]) -> Welch:
     t = difference / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
     return Welch(difference, t, df, t_two_sided(t, df))
+
+
+def paired(a: list[float], b: list[float]) -> Welch:
+    """Student's paired t-test of b - a, seed by seed (``a[i]`` and ``b[i]`` trained with the same seed:
+    the same batch order and dropout masks, only what the runs differ in changes). ``df`` is n - 1."""
+    differences = [y - x for x, y in zip(a, b, strict=True)]
+    mean, n = statistics.fmean(differences), len(differences)
+    spread = statistics.stdev(differences) / math.sqrt(n)
+    if spread == 0.0:
+        return Welch(mean, math.inf if mean else 0.0, n - 1.0, 0.0 if mean else 1.0)
+    return Welch(mean, mean / spread, n - 1.0, t_two_sided(mean / spread, n - 1.0))
 
 
 def seeds_needed(a: list[float], b: list[float], alpha: float = 0.05, power: float = 0.8) -> int | None:

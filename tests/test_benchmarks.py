@@ -34,7 +34,7 @@ def test_seed_statistics_equal_scipys():
     """Welch's t-test and Student's t tail as scipy.stats 1.17 gives them (values computed there); the
     seeds for 80% power by the normal approximation, 2 (z_0.975 + z_0.8)^2 s^2 / d^2 (+1): here 4.1 + 1."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from seed_stats import seeds_needed, t_two_sided, welch
+    from seed_stats import paired, seeds_needed, t_two_sided, welch
 
     test = welch([5.90554, 6.10774, 5.95, 6.02], [5.80, 5.71, 5.93, 5.77])
     assert test.difference == pytest.approx(-0.19332) and test.t == pytest.approx(-3.0180561035736106, rel=1e-12)
@@ -45,3 +45,6 @@ def test_seed_statistics_equal_scipys():
         assert t_two_sided(t, df) == pytest.approx(p, rel=1e-9)
     assert seeds_needed([5.90554, 6.10774, 5.95, 6.02], [5.80, 5.71, 5.93, 5.77]) == 5
     assert seeds_needed([1.0, 2.0], [1.0, 2.0]) is None
+    pairs = paired([5.906, 6.108, 5.750], [5.879, 5.918, 5.599])  # scipy.stats.ttest_rel(b, a)
+    assert pairs.t == pytest.approx(-2.496249429777169, rel=1e-9)
+    assert pairs.p == pytest.approx(0.12992881359226652, rel=1e-9)

@@ -30,10 +30,9 @@ Schemes (``SCHEMES``):
     reproduces its earlier fused ``in_proj_weight``), their biases (when present) and the FFN as
     PyTorch's default ``nn.Linear``: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 
-The default is ``t2t``, the paper's code's scheme (the paper states none). On real WMT text
-(``benchmarks/learning_parity.py``, ``benchmarks/RESULTS.md``, "Learning parity with fairseq") it is
-within the spread of two seeds of ``fairseq`` to step 500, and equal to it at the paper's base shape
-to step 200; ``xavier`` (q, k, v at gain 1) is slower.
+The default is ``t2t``, the paper's code's scheme (the paper states none). How the schemes learn on
+real WMT text, over seeds: ``benchmarks/RESULTS.md``, "Learning parity with fairseq" (measured by
+``benchmarks/learning_parity.py``).
 
 Initialisation draws from torch's global generator: seed it (``torch.manual_seed``) first.
 """
