@@ -6,7 +6,8 @@ Both models: 3+3 layers, d_model 256, 4 heads, d_ff 1024, shared embeddings, dro
 10,000-symbol vocabulary; the same batch of 128 x 32 target tokens (4096), label smoothing 0.1 and
 fused Adam. Steps alternate (ABBA) so that whatever else runs on the machine hits both alike;
 prints the median target tokens/s (real target tokens) from the third step on. Ours runs as the
-Trainer runs it on a CPU: oneDNN products (``train.cpu_matmul``), logits of the gold positions only.
+Trainer runs it on a CPU: MKL's products (``train.cpu_matmul``; ``--cpu-matmul onednn``: oneDNN's), logits
+of the gold positions only, formed in blocks by the loss (:func:`aiayn.runtime.loss.projected_label_smoothed_loss`).
 
 ``--padded``: the batch is padded as a length-sorted training batch is (128 sentences, source
 lengths 25-32, each target within 20% of its source, padding on the right), so both models mask.
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 from aiayn.model import Transformer
 from aiayn.model.functional import onednn_available
 from aiayn.options import ModelConfig
-from aiayn.runtime.loss import label_smoothed_loss
+from aiayn.runtime.loss import projected_label_smoothed_loss
 
 
 def fairseq_model(vocab: int):
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--padded", action="store_true", help="a padded batch of varied lengths")
     parser.add_argument("--profile", action="store_true", help="then print both models' operator times")
+    parser.add_argument("--cpu-matmul", choices=("mkl", "onednn"), default="mkl",
+                        help="our model's float32 products, as train.cpu_matmul")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     theirs, dictionary = fairseq_model(10000)
     shape = ModelConfig(n_layers=3, d_model=256, d_ff=1024, n_heads=4, d_k=64, d_v=64)
     ours = Transformer(shape, len(dictionary), dictionary.pad()).train()
-    ours.use_onednn(onednn_available())  # as the Trainer does on a CPU (train.cpu_matmul: onednn)
+    ours.use_onednn(args.cpu_matmul == "onednn" and onednn_available())  # as the Trainer does (train.cpu_matmul)
     g = torch.Generator().manual_seed(0)
     src, tgt = (torch.randint(4, len(dictionary), (128, 32), generator=g) for _ in range(2))
     lengths = torch.full((128,), 32)
@@ -84,9 +87,10 @@ def main(argv: list[str] | None = None) -> int:
 
     gold_rows = tgt.view(-1).ne(dictionary.pad()).nonzero().squeeze(1)  # as collate lists them
 
-    def loss_aiayn():
-        logits = ours(src, tgt, args.padded, gold_rows)
-        return label_smoothed_loss(logits, tgt.view(-1)[gold_rows], 0.1, dictionary.pad())[0]
+    def loss_aiayn():  # as the Trainer's on a CPU in float32: the loss forms the gold rows' logits in blocks
+        hidden = ours(src, tgt, args.padded, gold_rows, project=False)
+        return projected_label_smoothed_loss(hidden, ours.output_matrix(), tgt.view(-1)[gold_rows], 0.1,
+                                             dictionary.pad())[0]
 
     def step(name: str) -> None:
         losses[name]().backward()

@@ -11,9 +11,10 @@ per update (its tokens/s covers everything the loop does between two rows: batch
 bookkeeping), the median of updates 11-50. With ``--fairseq-bin DIR`` (a virtual environment's
 ``bin`` holding ``fairseq-preprocess`` and ``fairseq-train``) fairseq-train runs the same data and
 shape, its own ``wps`` per update (log interval 1) over updates 11-50 (``--updates`` changes 50);
-``--rounds N`` alternates the
-two N times (ours, fairseq, ours, fairseq, ...) so that load from other jobs hits both alike, and
-reports each round's ratio and their median, with the load average before and after.
+``--rounds N`` alternates the two N times (ours, fairseq, ours, fairseq, ...) so that load from other
+jobs hits both alike, and reports each round's ratio and their median, with the load average before
+and after. ``--cpu-matmul mkl onednn``: ours once with each value of ``train.cpu_matmul`` per round (the
+first's ratio is ``aiayn_vs_fairseq``). The output names the CPU and the instruction set torch uses.
 GPU: the paper's base and big models at 25,000 target tokens per step (two forward passes of
 12,500), bf16 autocast; prints tokens/s, MFU and a torch.profiler summary of a few steps.
 Run it on an idle machine: other jobs on the same cores change the figures a lot.
@@ -83,21 +84,22 @@ def time_updates(trainer: Trainer, updates: int) -> list[float]:
     return rates
 
 
-def cpu_benchmark(work: Path, threads: int, round_: int = 0, updates: int = 50) -> dict:
+def cpu_benchmark(work: Path, threads: int, round_: int = 0, updates: int = 50, cpu_matmul: str = "mkl") -> dict:
     """``Trainer.run`` for ``updates`` updates; tokens/s per update from its ``log.csv``, median from update 11."""
     torch.set_num_threads(threads)
     data = work / "data"
     if not (data / "train" / "manifest.json").exists():
         synthetic_task(data, 20000, 10000, (10, 41))
     run = settings(CPU_MODEL, 4096, 4096, "fp32")
-    run["train"].update(train_steps=updates, log_every_steps=1, checkpoint_steps=0)
-    out = work / f"out-{round_}"
+    run["train"].update(train_steps=updates, log_every_steps=1, checkpoint_steps=0, cpu_matmul=cpu_matmul)
+    out = work / f"out-{round_}-{cpu_matmul}"
     Trainer(run, data, out, DistEnv(0, 1, torch.device("cpu"))).run()
     with open(out / "log.csv", encoding="utf-8") as handle:
         rates = {int(r["step"]): float(r["tokens_per_s"]) for r in csv.DictReader(handle) if r["tokens_per_s"]}
     window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
-    return {"device": "cpu", "toolkit": "aiayn", "threads": threads, "updates": f"11-{updates}",
-            "median_tokens_per_s": statistics.median(window), "min": min(window), "max": max(window)}
+    return {"device": "cpu", "toolkit": "aiayn", "cpu_matmul": cpu_matmul, "threads": threads,
+            "updates": f"11-{updates}", "median_tokens_per_s": statistics.median(window), "min": min(window),
+            "max": max(window)}
 
 
 def export_text(split_dir: Path, prefix: Path) -> None:
@@ -161,21 +163,42 @@ def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
     return result
 
 
-def side_by_side(work: Path, threads: int, rounds: int, fairseq_bin: Path | None, updates: int = 50) -> dict:
-    """``rounds`` alternations of ours and fairseq's (if given) on the same data; ratios per round."""
-    runs, ratios = [], []
+def cpu_identity() -> dict:
+    """What the figures depend on beyond the code: the CPU (``/proc/cpuinfo``'s model name, family and
+    model) and the instruction set torch's kernels use; oneDNN against MKL reversed between two CPUs."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "cpu family", "model") and key.strip() not in info:
+                    info[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return {"cpu": info, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
+def side_by_side(work: Path, threads: int, rounds: int, fairseq_bin: Path | None, updates: int = 50,
+                 cpu_matmuls: tuple[str, ...] = ("mkl",)) -> dict:
+    """``rounds`` alternations of ours (once per ``cpu_matmuls`` entry) and fairseq's (if given) on the
+    same data; each of ours' ratio to the fairseq run of its round."""
+    runs, ratios = [], {m: [] for m in cpu_matmuls}
     load_before = os.getloadavg()
     for round_ in range(rounds):
-        ours = cpu_benchmark(work, threads, round_, updates) | {"round": round_ + 1}
-        runs.append(ours)
+        ours = {m: cpu_benchmark(work, threads, round_, updates, m) | {"round": round_ + 1} for m in cpu_matmuls}
+        runs.extend(ours.values())
         if fairseq_bin:
             theirs = fairseq_benchmark(work, fairseq_bin, threads, updates) | {"round": round_ + 1}
             runs.append(theirs)
-            ratios.append(ours["median_tokens_per_s"] / theirs["median_tokens_per_s"])
-    result = {"runs": runs, "load_average_before": load_before, "load_average_after": os.getloadavg()}
-    if ratios:
-        result |= {"aiayn_vs_fairseq_per_round": [round(r, 3) for r in ratios],
-                   "aiayn_vs_fairseq_median": round(statistics.median(ratios), 3)}
+            for m in cpu_matmuls:
+                ratios[m].append(ours[m]["median_tokens_per_s"] / theirs["median_tokens_per_s"])
+    result = {"runs": runs, "load_average_before": load_before, "load_average_after": os.getloadavg(),
+              **cpu_identity()}
+    for m, values in ratios.items():
+        if values:
+            name = "aiayn_vs_fairseq" if m == cpu_matmuls[0] else f"aiayn_{m}_vs_fairseq"
+            result |= {f"{name}_per_round": [round(r, 3) for r in values],
+                       f"{name}_median": round(statistics.median(values), 3)}
     return result
 
 
@@ -184,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1, help="CPU: alternate ours and fairseq's this many times")
     parser.add_argument("--updates", type=int, default=50, help="CPU: updates per run (the median is from update 11)")
+    parser.add_argument("--cpu-matmul", nargs="+", default=["mkl"], choices=("mkl", "onednn"),
+                        help="CPU: our float32 products (train.cpu_matmul); several run one after the other per round")
     parser.add_argument("--gpu", action="store_true", help="benchmark the paper's models on CUDA instead")
     parser.add_argument("--models", nargs="+", default=["base", "big"], choices=sorted(PAPER_MODELS))
     parser.add_argument("--no-profile", action="store_true")
@@ -196,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.gpu:
             results = [gpu_benchmark(Path(tmp), name, not args.no_profile) for name in args.models]
         else:
-            results = side_by_side(Path(tmp), args.threads, args.rounds, args.fairseq_bin, args.updates)
+            results = side_by_side(Path(tmp), args.threads, args.rounds, args.fairseq_bin, args.updates,
+                                   tuple(args.cpu_matmul))
     text = json.dumps(results, indent=2)
     print(text)
     if args.output:

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from reference_impls import smoothed_targets
 
-from aiayn.runtime.loss import label_smoothed_loss
+from aiayn.runtime.loss import label_smoothed_loss, projected_label_smoothed_loss
 
 
 def test_smoothed_targets_sum_to_one_and_pad_gets_none():
@@ -86,3 +86,38 @@ def test_no_gradient_work_without_autograd():
     assert not loss.requires_grad and not nll.requires_grad
     want, want_nll = reference_loss(logits.detach(), target, 0.1)
     torch.testing.assert_close(loss, want, rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("block_rows", [1, 4, 7, 1000])
+def test_blocked_projection_equals_the_loss_of_the_whole_logits(smoothing, block_rows):
+    """The loss, the NLL and both gradients equal the definition's on the logits h W^T formed whole, at
+    block sizes that divide the rows, leave a remainder and exceed them; padding rows take no part."""
+    torch.manual_seed(3)
+    hidden = torch.randn(13, 6, dtype=torch.float64).float().requires_grad_()
+    weight = torch.randn(11, 6).requires_grad_()
+    target = torch.randint(1, 11, (13,))
+    target[[2, 9]] = 0
+    loss, nll, n = projected_label_smoothed_loss(hidden, weight, target, smoothing, block_rows=block_rows)
+    (3.0 * loss).backward()
+    h_ref, w_ref = hidden.detach().clone().requires_grad_(), weight.detach().clone().requires_grad_()
+    want_loss, want_nll = reference_loss(h_ref @ w_ref.t(), target, smoothing)
+    (3.0 * want_loss).backward()
+    torch.testing.assert_close(loss, want_loss, rtol=1e-5, atol=0)
+    torch.testing.assert_close(nll, want_nll, rtol=1e-5, atol=0)
+    torch.testing.assert_close(hidden.grad, h_ref.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weight.grad, w_ref.grad, rtol=1e-5, atol=1e-6)
+    assert n.item() == 11
+    assert torch.all(hidden.grad[[2, 9]] == 0)
+
+
+def test_blocked_projection_without_autograd_and_its_dtype_check():
+    hidden, weight, target = torch.randn(5, 4), torch.randn(9, 4), torch.tensor([3, 0, 8, 1, 2])
+    with torch.no_grad():
+        loss, nll, _ = projected_label_smoothed_loss(hidden.requires_grad_(), weight, target, 0.1, block_rows=2)
+    want, want_nll = reference_loss(hidden.detach() @ weight.t(), target, 0.1)
+    assert not loss.requires_grad
+    torch.testing.assert_close(loss, want, rtol=1e-5, atol=0)
+    torch.testing.assert_close(nll, want_nll, rtol=1e-5, atol=0)
+    with pytest.raises(TypeError, match="float32 states and matrix, got torch.bfloat16"):
+        projected_label_smoothed_loss(hidden.bfloat16(), weight, target, 0.1)

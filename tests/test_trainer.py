@@ -311,7 +311,8 @@ def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, mo
     from aiayn.train import trainer as module
     trainer = Trainer(settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0,
                                nan_policy=policy), data, tmp_path, CPU)
-    original, poisoned = module.label_smoothed_loss, []
+    assert trainer.blocked_projection  # a CPU float32 training: its loss forms the logits in blocks
+    original, poisoned = module.projected_label_smoothed_loss, []
 
     def loss_at_step_3_is_nan(*args, **kwargs):
         loss, nll, tokens = original(*args, **kwargs)
@@ -320,7 +321,7 @@ def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, mo
             loss = loss * float("nan")
         return loss, nll, tokens
 
-    monkeypatch.setattr(module, "label_smoothed_loss", loss_at_step_3_is_nan)
+    monkeypatch.setattr(module, "projected_label_smoothed_loss", loss_at_step_3_is_nan)
     if policy == "skip":
         assert trainer.run() == 0 and trainer.progress.skipped_steps == 1
         assert _checkpoints_are_finite(tmp_path) == [1, 2, 3, 4, 5]
@@ -440,6 +441,6 @@ def test_progress_line_golden():
 
 
 def test_cpu_matmul_takes_onednn_or_mkl():
-    assert TrainConfig().cpu_matmul == "onednn" and TrainConfig(cpu_matmul="mkl").cpu_matmul == "mkl"
+    assert TrainConfig().cpu_matmul == "mkl" and TrainConfig(cpu_matmul="onednn").cpu_matmul == "onednn"
     with pytest.raises(ValueError, match="train.cpu_matmul: 'blas' is not one of onednn, mkl"):
         TrainConfig(cpu_matmul="blas")

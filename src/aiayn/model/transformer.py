@@ -103,14 +103,16 @@ class Transformer(nn.Module):
         return DecoderCache(enc, cross, beam_size, capacity=max(1, max_len or 16))
 
     def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None,
-               rows: Tensor | None = None) -> Tensor:
+               rows: Tensor | None = None, project: bool = True) -> Tensor:
         """Next-token logits (B, T, V) for target prefix tgt_in (B, T).
 
         Without a cache, all T positions at once (causal self-attention). With a cache, tgt_in is the
         newest token (B, 1): its position is ``cache.length``, its self-attention keys/values are
         appended, and the cache's (possibly reordered) encoder output is used. ``rows`` (R,) int64:
         only these of the B * T positions (row-major) are projected, giving logits (R, V): training
-        projects the positions with a gold target and spends nothing on padding.
+        projects the positions with a gold target and spends nothing on padding. ``project=False``:
+        the final decoder states (B, T, d_model) or (R, d_model) instead of their logits, for a loss
+        that forms the logits itself (:func:`aiayn.runtime.loss.projected_label_smoothed_loss`).
         """
         if cache is not None:
             if tgt_in.shape[1] != 1:
@@ -128,21 +130,25 @@ class Transformer(nn.Module):
         x = self.dec_norm(x)
         if rows is not None:
             x = x.reshape(-1, x.shape[-1]).index_select(0, rows)  # (R, d_model)
-        return self.project(x)
+        return self.project(x) if project else x
 
     def target_table(self) -> nn.Embedding:
         """The target embedding: the source's under ``share_embeddings``, else its own."""
         return self.embed if self.cfg.share_embeddings else self.tgt_embed
 
-    def project(self, x: Tensor) -> Tensor:
-        """Pre-softmax linear: (..., d_model) -> (..., V), the target embedding matrix unscaled
+    def output_matrix(self) -> Tensor:
+        """The pre-softmax projection's matrix (V, d_model): the target embedding matrix unscaled
         (section 3.4), or its own matrix without ``share_softmax``."""
-        weight = self.target_table().weight if self.cfg.share_softmax else self.out_proj.weight
-        return linear(x, weight, onednn=self.onednn)
+        return self.target_table().weight if self.cfg.share_softmax else self.out_proj.weight
+
+    def project(self, x: Tensor) -> Tensor:
+        """Pre-softmax linear: (..., d_model) -> (..., V), logits = x :meth:`output_matrix`^T."""
+        return linear(x, self.output_matrix(), onednn=self.onednn)
 
     def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
-                rows: Tensor | None = None) -> Tensor:
+                rows: Tensor | None = None, project: bool = True) -> Tensor:
         """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V), or (R, V) at ``rows`` of the
-        B * T positions (:meth:`decode`); ``src_padded`` as in :meth:`encode`."""
-        return self.decode(tgt_in, self.encode(src, src_padded), rows=rows)
+        B * T positions, or the states before the projection (``project=False``) (:meth:`decode`);
+        ``src_padded`` as in :meth:`encode`."""
+        return self.decode(tgt_in, self.encode(src, src_padded), rows=rows, project=project)
 

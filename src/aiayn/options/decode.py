@@ -16,10 +16,10 @@ def precision_option(help: str) -> object:
     return option("auto", help=help, choices=PRECISIONS)
 
 
-def cpu_matmul_option(help: str) -> object:
+def cpu_matmul_option(help: str, default: str = "onednn") -> object:
     """``onednn`` computes float32 CPU products through oneDNN (:mod:`aiayn.model.functional`), ``mkl``
     through torch's default."""
-    return option("onednn", help=help, choices=CPU_MATMULS)
+    return option(default, help=help, choices=CPU_MATMULS)
 
 
 @dataclass(frozen=True)

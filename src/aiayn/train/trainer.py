@@ -50,7 +50,7 @@ from aiayn.runtime.checkpoint import (
 )
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
-from aiayn.runtime.loss import label_smoothed_loss
+from aiayn.runtime.loss import label_smoothed_loss, projected_label_smoothed_loss
 from aiayn.runtime.precision import autocast_for, set_up_arithmetic, tf32_matmuls
 from aiayn.train.batching import BatchSampler, BatchStream, check_at_least_one_batch
 from aiayn.train.distributed import DistEnv, wrap_model
@@ -130,6 +130,8 @@ class Trainer:
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
                                           fused=True)
         self.autocast = autocast_for(self.precision, env.device)
+        # CPU float32: the loss forms the logits itself, a block of rows at a time (aiayn.runtime.loss)
+        self.blocked_projection = env.device.type == "cpu" and self.precision == "fp32"
         self.max_len = self.model_cfg.position_limit
         self.plan = self.cfg.plan(env.world_size)
         self.stream = BatchStream(BatchSampler(self._batches(), self.cfg.seed, env.rank, env.world_size))
@@ -163,9 +165,14 @@ class Trainer:
     def micro_step(self, batch: Batch) -> torch.Tensor:
         """Forward and backward of one batch; returns (loss sum, nll sum, target tokens, source tokens),
         float64 on the device."""
-        with self.autocast:
-            logits = self.model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows)  # (R, V), no padding
-        loss, nll, n_tgt = label_smoothed_loss(logits, batch.gold(), self.cfg.label_smoothing, PAD)
+        smoothing, blocked = self.cfg.label_smoothing, self.blocked_projection
+        with self.autocast:  # the gold positions only: (R, V) logits, or (R, d_model) states when blocked
+            out = self.model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows, project=not blocked)
+        if blocked:
+            loss, nll, n_tgt = projected_label_smoothed_loss(out, self.raw_model.output_matrix(), batch.gold(),
+                                                             smoothing, PAD)
+        else:
+            loss, nll, n_tgt = label_smoothed_loss(out, batch.gold(), smoothing, PAD)
         loss.backward()
         return torch.stack([loss.detach().double(), nll.double(), n_tgt.double(), batch.src.ne(PAD).sum().double()])
 
