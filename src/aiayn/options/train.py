@@ -52,8 +52,8 @@ class TrainConfig(Section):
     seed: int = option(1, help="seed of initialization, dropout and batch order; extra seeds add 1, 2, ...")
     precision: str = precision_option("arithmetic of training: auto, fp32 or bf16 (fp16 would need loss scaling)")
     compile: bool = option(False, help="torch.compile the model")
-    # mkl: faster end to end on the AVX2 CPU of benchmarks/RESULTS.md's "CPU training against fairseq-train
-    # again" (3-8% in four rounds); oneDNN's products had measured 11-19% faster on an earlier CPU
+    # mkl: faster than onednn end to end on the last CPU measured, slower per product on an earlier one
+    # (benchmarks/RESULTS.md, "CPU training against fairseq-train again")
     cpu_matmul: str = cpu_matmul_option("float32 CPU products of training: mkl (torch's default) or onednn", "mkl")
     gpus: int = option(1, help="GPUs per training job (torchrun/DDP for more; 0: the CPU)", minimum=0)
     cpu_ranks: int = option(1, help="gloo ranks on the CPU (needs gpus: 0)", minimum=1)

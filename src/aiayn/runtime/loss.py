@@ -20,9 +20,8 @@ On a CPU in float32 the trainer hands over the decoder's final states and the pr
 instead of the logits (:func:`projected_label_smoothed_loss`): the logits h W^T are formed one block of
 rows at a time, each block's loss and logit gradient computed at once, and the block's share of
 d loss / d h and d loss / d W taken from it while it is still in the cache. The (N, V) logits and
-their gradient never exist in full; at the CPU benchmark's shape (3,900 rows, V 10,000, d_model 256,
-two threads) the projection, loss and backward took 449-460 ms in 512-row blocks against 537-626 ms
-as whole products and 595 ms through oneDNN (V 37,000, d_model 512: 3.0 s against 3.2 s).
+their gradient never exist in full, and the step is faster (``benchmarks/RESULTS.md``, "CPU training
+against fairseq-train again"). GPUs and bf16 keep the whole logits.
 
 The loss lives in the runtime layer because training and scoring share it: the dev perplexity
 (:mod:`aiayn.evaluate.perplexity`) is its summed NLL at smoothing 0, the same arithmetic as the
@@ -106,9 +105,8 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
 
 # Rows per block of the blocked projection: its weight gradient is a product whose inner dimension is
 # the block's rows, which needs a few hundred to run near full speed. In ms for the projection, the loss
-# and both gradients, two threads (see the module docstring for the shapes): V 10,000 -> 470 (256
-# rows), 449 (512), 466 (1024); V 37,000, d_model 512 -> 4,744 (56 rows), 3,341 (226), 3,009 (512), 2,977
-# (1024), 3,068 (2048).
+# and both gradients of 3,900 rows on two threads: V 10,000, d_model 256 -> 470 (256 rows), 449 (512),
+# 466 (1024); V 37,000, d_model 512 -> 4,744 (56 rows), 3,341 (226), 3,009 (512), 2,977 (1024), 3,068 (2048).
 PROJECTION_BLOCK_ROWS = 512
 
 
