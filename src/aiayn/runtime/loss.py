@@ -73,6 +73,16 @@ def _block(x: Tensor, target: Tensor, keep: Tensor, smoothing: float, pad_id: in
     return loss, nll
 
 
+def _times_upstream(grad_loss: Tensor, *grads: Tensor | None) -> tuple[Tensor | None, ...]:
+    """Gradients of the loss computed in a forward pass, times the upstream gradient of the loss (in place;
+    skipped when it is 1, which a CPU can check for free)."""
+    if grad_loss.device.type != "cpu" or grad_loss.item() != 1.0:
+        for grad in grads:
+            if grad is not None:
+                grad.mul_(grad_loss.to(grad.dtype))
+    return grads
+
+
 class _SmoothedCrossEntropy(torch.autograd.Function):
     """(loss sum, nll sum) of logits (N, V); the gradient of the loss is computed in the forward pass."""
 
@@ -98,9 +108,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
         grad, ctx.grad = ctx.grad, None
-        if grad_loss.device.type != "cpu" or grad_loss.item() != 1.0:  # on a CPU the check costs nothing
-            grad.mul_(grad_loss.to(grad.dtype))
-        return grad, None, None, None, None, None
+        return *_times_upstream(grad_loss, grad), None, None, None, None, None
 
 
 # Rows per block of the blocked projection: its weight gradient is a product whose inner dimension is
@@ -148,11 +156,7 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
         grads, ctx.grads = ctx.grads, None
-        if grad_loss.item() != 1.0:  # a CPU function: the check costs nothing
-            for grad in grads:
-                if grad is not None:
-                    grad.mul_(grad_loss)
-        return *grads, None, None, None, None
+        return *_times_upstream(grad_loss, *grads), None, None, None, None
 
 
 def projected_label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float,
