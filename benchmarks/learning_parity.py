@@ -92,7 +92,7 @@ def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
     train = {"train_steps": args.steps, "label_smoothing": 0.1, "tokens_per_step": args.tokens_per_step,
              "tokens_per_pass": args.tokens_per_step, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
              "warmup_steps": args.warmup, "lr_scale": 1.0, "seed": seed, "precision": "fp32", "gpus": 0,
-             "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": args.window,
+             "checkpoint_minutes": 5, "keep_checkpoints": 1, "log_every_steps": args.window,
              "dev_every_steps": args.dev_every}
     return {"experiment": "learning_parity", "task": "en-de", "model": model, "train": train}
 
@@ -100,10 +100,13 @@ def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
 def run_key(name: str, args: argparse.Namespace, seed: int) -> str:
     """Directory name of one run: a hash of everything that shapes its curve except the step count (two
     names that resolve to the same settings, e.g. ``ours`` and the variant equal to the defaults, share
-    one run). Neither schedule depends on the step count, so a longer run's curve serves a shorter one."""
+    one run). Neither schedule depends on the step count, so a longer run's curve serves a shorter one;
+    checkpoints leave the curve as it is (a resumed run repeats the uninterrupted one bit for bit:
+    tests/test_torchrun.py), so an interrupted run continues from its last one under the same key."""
     changes, scheme = VARIANTS[name][:2] if name in VARIANTS else ({}, None)
     config = settings(args, changes, seed)
     config["train"]["train_steps"] = 0
+    config["train"]["checkpoint_minutes"] = 0
     if name == "fairseq":  # fairseq builds its own model: only the settings it is given count
         config["model"] = {key: config["model"][key] for key in ("n_layers", "d_model", "d_ff", "n_heads", "dropout")}
     shape = ["fairseq" if name == "fairseq" else "aiayn", config, repr(scheme), args.vocab_size, args.dev_lines]

@@ -72,7 +72,8 @@ def test_layer_5_of_6_scales_to_the_model_depth(n_layers, layer):
 
 
 def test_config_yaml_figures_are_the_papers_defaults():
-    config = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
+    assert set(yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["figures"]) == {"task", "experiment"}
+    config = cfg.load(ROOT / "config.yaml")
     assert AttentionSettings.from_dict(cfg.figure_settings(config)) == AttentionSettings()
     assert AttentionSettings().figure3.word == "making" and AttentionSettings().figure4.word == "its"
 

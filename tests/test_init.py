@@ -7,15 +7,17 @@ a new parameter cannot escape it. The seed is fixed: these are exact checks of f
 margins a correct scheme misses with probability below 1e-4.
 """
 
+import dataclasses
 import math
 
 import pytest
 import torch
-import yaml
 
+from aiayn import config as cfg
 from aiayn.model import Transformer
 from aiayn.model.init import SCHEMES, InitScheme, initialize, linear_bound, xavier_bound
-from aiayn.options import ModelConfig, schema
+from aiayn.options import ModelConfig
+from aiayn.options.core import spec
 
 D, F, H, DK, DV, V = 64, 256, 4, 16, 12, 300
 QK, VV = H * DK, H * DV
@@ -160,14 +162,14 @@ def test_mixed_scheme_changes_only_its_field():
         check_parameter(name, param, law_of(name, laws))
 
 
-def test_config_schema_and_schemes_name_the_same_options():
-    init = schema()["properties"]["defaults"]["properties"]["model"]["properties"]["init"]
-    assert set(SCHEMES) == set(init["enum"])
+def test_the_options_choices_and_the_schemes_name_the_same_schemes():
+    init = {f.name: f for f in dataclasses.fields(ModelConfig)}["init"]
+    assert set(SCHEMES) == set(spec(init).choices)
 
 
 def test_the_default_is_the_papers_code_scheme():
-    """model.init defaults to tensor2tensor's scheme in the dataclass and in config.yaml alike."""
+    """model.init defaults to tensor2tensor's scheme in the definition and so in config.yaml's setup."""
     from pathlib import Path
 
-    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text(encoding="utf-8"))
+    config = cfg.load(Path(__file__).resolve().parents[1] / "config.yaml")
     assert ModelConfig().init == config["defaults"]["model"]["init"] == "t2t"

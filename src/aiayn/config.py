@@ -26,14 +26,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
-from aiayn.options import AttentionSettings, AverageConfig, DecodeConfig, ModelConfig, TrainConfig, normalizes
-from aiayn.options import schema as options_schema
+from aiayn.options import AttentionSettings, AverageConfig, Config, DecodeConfig, ModelConfig, TrainConfig, normalizes
+from aiayn.options.core import build, to_dict
 from aiayn.options.sources import file_problem, is_archive
+from aiayn.options.workflow import FigureRun
 
 SECTIONS = ("model", "train", "average", "decode")
+FILLED = ("threads", "data", "bleu", "perplexity", "defaults")  # absent keys take the definitions' defaults
 SEED_RUN = "{experiment}.seed{seed}"  # the run directory of an experiment's seed after the first
 DELETABLE = ("tasks", "sources", "experiments")
 log = logging.getLogger(__name__)
@@ -43,23 +44,16 @@ class ConfigError(ValueError):
     """A configuration problem, with the key path that causes it."""
 
 
-def schema() -> dict:
-    """The config file's JSON schema, written from the option definitions (:func:`aiayn.options.schema`)."""
-    return options_schema()
-
-
 def load(path: str | Path, *overlays: str | Path) -> dict:
     """Read a config file (YAML, or JSON as the workflow records a run's config) and ``overlays`` merged
-    onto it in order (as ``--configfile`` does), then prune (:func:`prune`) and validate it; raises
-    :class:`ConfigError` naming the file(s) and key."""
+    onto it in order (as ``--configfile`` does), then prune (:func:`prune`) and validate it
+    (:func:`validate`: the defaults filled in); raises :class:`ConfigError` naming the file(s) and key."""
     config: Any = {}
     for name in (path, *overlays):
         with open(name, encoding="utf-8") as handle:
             layer = json.load(handle) if str(name).endswith(".json") else yaml.safe_load(handle)
         config = deep_merge(config, layer) if isinstance(config, dict) and isinstance(layer, dict) else layer
-    config = prune(config)
-    validate(config, source=" + ".join(str(name) for name in (path, *overlays)))
-    return config
+    return validate(prune(config), source=" + ".join(str(name) for name in (path, *overlays)))
 
 
 def prune(config: Any) -> Any:
@@ -71,7 +65,7 @@ def prune(config: Any) -> Any:
     left without a task is removed, with a log line. ``null`` for a key of an experiment's ``model``,
     ``train``, ``average`` or ``decode`` (also under ``task_overrides``), or for its ``seeds``, removes
     the override, so ``defaults``' value applies; deleting the task or experiment ``figures`` draws from
-    removes ``figures``. Anything else is returned unchanged (the schema judges it).
+    removes ``figures``. Anything else is returned unchanged (:func:`validate` judges it).
     """
     if not isinstance(config, dict):
         return config
@@ -123,33 +117,20 @@ def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -
                 sections[section] = {k: v for k, v in sections[section].items() if v is not None}
 
 
-def validate(config: Any, source: str = "config") -> None:
-    """Check ``config`` against the JSON schema, then the cross-references the schema cannot see."""
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    if errors:
-        lines = [f"{source}: {_message(e)}" for e in errors[:10]]
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+def validate(config: Any, source: str = "config") -> dict:
+    """``config`` checked against the definitions (:class:`aiayn.options.Config`, built once) and its
+    cross-references, with the definitions' defaults filled in where the file leaves a key of
+    :data:`FILLED` out; raises :class:`ConfigError` naming ``source`` and the full key."""
+    try:
+        typed = build(Config, config, "", in_file=True)
+    except ValueError as error:
+        raise ConfigError(f"invalid configuration: {source}: {error}") from None
+    config = {**config, **{name: to_dict(getattr(typed, name), in_file=True) for name in FILLED}}
     _check_references(config, source)
-
-
-def _message(error: jsonschema.ValidationError) -> str:
-    """``key.path: what is wrong``, in the words of :func:`aiayn.options.check`; a former key name
-    says its new name (``defaults.train.max_tokens was renamed defaults.train.tokens_per_step``)."""
-    key = _key_path(error.absolute_path)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        renamed = error.schema.get("x-renamed", {})
-        for old in error.instance:
-            if old in renamed:
-                prefix = "" if key == "(top level)" else f"{key}."
-                return f"{prefix}{old} was renamed {prefix}{renamed[old]}"
-    if error.validator == "enum":
-        return f"{key}: {error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
-    return f"{key}: {error.message}"
-
-
-def _key_path(path) -> str:
-    return ".".join(str(p) for p in path) or "(top level)"
+    if config.get("figures"):
+        run = build(FigureRun, {key: config["figures"][key] for key in FIGURE_RUN_KEYS if key in config["figures"]}, "")
+        config["figures"] = {**to_dict(run), **to_dict(AttentionSettings.from_dict(figure_settings(config)))}
+    return config
 
 
 def _check_references(config: dict, source: str) -> None:
@@ -225,9 +206,9 @@ def _check_runs(config: dict, source: str) -> None:
                 "average": AverageConfig.from_dict, "decode": DecodeConfig.from_dict}
     for task, exp in runs(config):
         settings = resolve(config, exp, task)
-        for section, build in builders.items():
+        for section, make in builders.items():
             try:
-                build(settings[section])
+                make(settings[section])
             except ValueError as error:
                 raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
 
@@ -249,6 +230,10 @@ def _check_figures(config: dict, source: str) -> None:
     spec = config.get("figures")
     if not spec:
         return
+    try:
+        build(FigureRun, {key: spec[key] for key in FIGURE_RUN_KEYS if key in spec}, "figures")
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
     task, exp = spec["task"], spec["experiment"]
     if config["tasks"].get(task, {}).get("kind") != "translation":
         raise ConfigError(f"{source}: figures.task: {task!r} is not a translation task of tasks")

@@ -1,6 +1,12 @@
-"""Describe every run of a config: its Table 3 columns and its parameter count, as CSV on stdout.
+"""Describe every run of a config: its Table 3 columns and its parameter count, as CSV on stdout; or,
+with ``--full``, the whole config as the workflow reads it.
 
     aiayn-describe config.yaml [overlay.yaml ...] [--vocab-size 37000] [--gpus N] [--nodes M]
+    aiayn-describe config.yaml [overlay.yaml ...] --full
+
+``--full`` prints the merged config with every default filled in (``config.yaml`` writes only what
+differs from the definitions, :mod:`aiayn.options`), each key commented with its help and where the
+paper or its code sets it: the paper's whole setup in one file.
 
 One row per experiment that runs (all, or those ``run:`` chooses), described on its first task that
 runs (EN-DE for every Table 3 row; big's EN-FR dropout override is not shown). Overlays merge onto the
@@ -15,14 +21,19 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import sys
+import typing
 from typing import IO
 
 import torch
+import yaml
 
 from aiayn import config as configlib
 from aiayn.model import Transformer, count_parameters
-from aiayn.options import ModelConfig, TrainConfig
+from aiayn.options import Config, ModelConfig, TrainConfig
+from aiayn.options.core import hints, members, spec
+from aiayn.options.workflow import FigureRun
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")
@@ -65,6 +76,62 @@ def describe(config: dict, vocab_size: int | None = None, gpus: int | None = Non
     return rows
 
 
+def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
+    """``values`` (a section of the validated config of type ``cls``) as YAML lines, each key that
+    ``cls`` defines commented with its help and source; sections of sections recurse."""
+    fields, lines = {f.name: f for f in dataclasses.fields(cls)} if cls else {}, []
+    for name, value in values.items():
+        field, pad = fields.get(name), " " * indent
+        kind = _section_type(cls, field, value)
+        opt = spec(field) if field else None
+        note = f"  # {opt.help}" + (f" [{opt.source}]" if opt.source else "") if opt and opt.help else ""
+        if isinstance(value, dict) and value:
+            lines.append(f"{pad}{name}:{note}")
+            if kind is dict:
+                for entry, item in value.items():
+                    inner = _entry_type(hints(cls)[name], item)
+                    lines += [f"{pad}  {entry}:"] + annotated(item, inner, indent + 4) if isinstance(item, dict) \
+                        else [f"{pad}  {entry}: {_scalar(item)}"]
+            else:
+                lines += annotated(value, kind, indent + 2)
+        else:
+            lines.append(f"{pad}{name}: {_scalar(value)}{note}")
+    return lines
+
+
+def _section_type(cls: type | None, field: dataclasses.Field | None, value: object) -> type | None:
+    """The dataclass a mapping value is (``dict`` for a mapping of named entries), else None."""
+    if cls is Config and field is not None and field.name == "figures":
+        return FigureRun
+    if field is None or not isinstance(value, dict):
+        return None
+    kind = hints(cls)[field.name]
+    if typing.get_origin(kind) is dict:
+        return dict
+    return _entry_type(kind, value)
+
+
+def _entry_type(kind: object, value: object) -> type | None:
+    """The dataclass of ``kind`` (or of its union's members, chosen by ``kind`` or keys) ``value`` is."""
+    if typing.get_origin(kind) is dict:
+        kind = typing.get_args(kind)[1]
+    options = [m for m in (members(kind) or (kind,)) if dataclasses.is_dataclass(m)]
+    for member in options:
+        names = {f.name for f in dataclasses.fields(member)}
+        if isinstance(value, dict) and set(value) <= names and value.get("kind", None) in (None, *_kinds(member)):
+            return member
+    return options[0] if options else None
+
+
+def _kinds(cls: type) -> tuple:
+    field = {f.name: f for f in dataclasses.fields(cls)}.get("kind")
+    return spec(field).choices or () if field else ()
+
+
+def _scalar(value: object) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+
+
 def write_csv(rows: list[dict], out: IO[str]) -> None:
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -78,7 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus", type=int, default=None,
                         help="plan each step for N GPUs per node (default: train.gpus)")
     parser.add_argument("--nodes", type=int, default=None, help="plan each step for M nodes (default: train.nodes)")
+    parser.add_argument("--full", action="store_true", help="print the whole config, defaults filled in, "
+                        "each key with its help and source (YAML)")
     args = parser.parse_args(argv)
+    if args.full:
+        print("\n".join(annotated(configlib.load(*args.config))))
+        return 0
     if args.vocab_size is not None and args.vocab_size < 4:
         parser.error("--vocab-size must be at least 4 (pad, unk, bos, eos)")
     if args.gpus is not None and args.gpus < 1:

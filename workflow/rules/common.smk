@@ -10,11 +10,11 @@ from aiayn.options.sources import archive_name, is_archive, is_local, local_path
 from aiayn.report.experiments import table_runs
 from aiayn.report.tables import inputs as table_inputs
 
-# An overlay's null deletes an entry (aiayn.config.prune); Snakemake's merged config is edited in place.
-_pruned = aiayn_config.prune(config)
+# An overlay's null deletes an entry (aiayn.config.prune); validation fills in the definitions' defaults
+# (aiayn.config.validate). Snakemake's merged config is edited in place.
+_valid = aiayn_config.validate(aiayn_config.prune(config), source="config (config.yaml plus --configfile overlays)")
 config.clear()
-config.update(_pruned)
-aiayn_config.validate(config, source="config (config.yaml plus --configfile overlays)")
+config.update(_valid)
 
 D = config["data_dir"]
 R = config["results_dir"]

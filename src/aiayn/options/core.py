@@ -1,12 +1,14 @@
 """An option written once: :func:`option` puts its help, range, choices and source in a dataclass
 field's metadata (fairseq's ``field(default=..., metadata={"help": ...})``, facebookresearch/fairseq
-``fairseq/dataclass/configs.py`` at v0.12.2); :func:`check` and :func:`build` validate from it, and
-:mod:`aiayn.options.schema` writes the JSON schema from it. Standard library only: parsing the
-config loads no stage.
+``fairseq/dataclass/configs.py`` at v0.12.2). :func:`build` validates a config section or a whole
+config file from it, the one validator there is: the workflow runs it once, on the whole file, when
+the Snakefile is parsed (:func:`aiayn.config.validate`). Standard library only: parsing the config
+loads no stage.
 
 A constraint applies to the scalar leaves of a field's type: ``minimum`` to the number itself, or to
 each number of a ``tuple[float, float]``; ``choices`` to a string, also inside a union
-(``str | tuple[int, ...]`` with ``choices=("auto",)``).
+(``str | tuple[int, ...]`` with ``choices=("auto",)``). A union of dataclasses is told apart by the
+value's one-choice ``kind``, or else by its keys.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class Option:
     source: str | None = None
     renamed_from: tuple[str, ...] = ()
     absent_means: Any = NOT_GIVEN
-    partial: bool = False
+    override: bool = False
     in_config: bool = True
 
 
@@ -53,9 +55,9 @@ def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices
     ``min_length`` (strings), ``min_items`` (lists, tuples, mappings), ``key_pattern`` (mapping keys),
     ``source`` (where the paper or its code sets the value), ``renamed_from`` (former names: a config
     using one gets an error naming the new name), ``absent_means`` (the value that behaves as the
-    project did before the key existed: what a checkpoint written then is compared as), ``partial``
-    (a nested section whose keys are all optional: it overrides defaults) and ``in_config=False`` (set
-    by the workflow, not a config key)."""
+    project did before the key existed: what a checkpoint written then is compared as), ``override``
+    (a section of some keys that override a run's defaults: each key is checked alone, the section as a
+    whole once merged into a run) and ``in_config=False`` (set by the workflow, not a config key)."""
     renamed = (renamed_from,) if isinstance(renamed_from, str) else tuple(renamed_from)
     spec = Option(help=help, choices=tuple(choices) if choices is not None else None, renamed_from=renamed,
                   **constraints)
@@ -90,15 +92,21 @@ def absent_values(cls: type) -> dict[str, Any]:
     return {f.name: spec(f).absent_means for f in dataclasses.fields(cls) if spec(f).absent_means is not NOT_GIVEN}
 
 
-def check_keys(cls: type, values: Mapping[str, Any], section: str) -> None:
-    """Refuse a key that ``cls`` has no field for, naming it; a former name says the new one."""
-    known = {f.name for f in dataclasses.fields(cls)}
+def key(section: str, name: Any) -> str:
+    """The full key of ``name`` inside ``section`` (``defaults.train`` + ``seed``)."""
+    return f"{section}.{name}" if section else str(name)
+
+
+def check_keys(cls: type, values: Mapping[str, Any], section: str, in_file: bool = False) -> None:
+    """Refuse a key that ``cls`` has no field for, naming it; a former name says the new one.
+    ``in_file``: the keys of a config file, which has no ``in_config=False`` field."""
+    known = {f.name for f in dataclasses.fields(cls) if spec(f).in_config or not in_file}
     for old, new in renames(cls).items():
         if old in values:
-            raise ValueError(f"{section}.{old} was renamed {section}.{new}")
+            raise ValueError(f"{key(section, old)} was renamed {key(section, new)}")
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f"unknown {section} setting(s) {unknown}; known: {sorted(known)}")
+        raise ValueError(f"unknown {section or 'top-level'} setting(s) {unknown}; known: {sorted(known)}")
 
 
 def check(obj: Any, section: str) -> None:
@@ -107,7 +115,7 @@ def check(obj: Any, section: str) -> None:
     for field in dataclasses.fields(obj):
         problem = value_problem(getattr(obj, field.name), hints(type(obj))[field.name], spec(field))
         if problem:
-            raise ValueError(f"{section}.{field.name}: {problem}")
+            raise ValueError(f"{key(section, field.name)}: {problem}")
 
 
 def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
@@ -233,51 +241,98 @@ class Section:
         return to_dict(self)
 
 
-def build(cls: type, values: Any, section: str) -> Any:
+def build(cls: type, values: Any, section: str, in_file: bool = False) -> Any:
     """``cls`` built from a config section (nested sections from mappings, lists as tuples where the
-    type says so); an unknown key or a bad value raises ValueError naming the full key."""
+    type says so); an unknown key or a bad value raises ValueError naming the full key. ``in_file``:
+    ``values`` come from a config file (see :func:`check_keys`); an ``override`` field stays the
+    mapping it is, each of its keys checked."""
     if not isinstance(values, Mapping):
-        raise ValueError(f"{section}: expected a mapping of settings, got {type(values).__name__}")
-    check_keys(cls, values, section)
+        raise ValueError(f"{section or 'the config'}: expected a mapping of settings, got {type(values).__name__}")
+    check_keys(cls, values, section, in_file)
     kwargs = {}
     for field in dataclasses.fields(cls):
         if field.name in values:
-            kind, where = hints(cls)[field.name], f"{section}.{field.name}"
-            value = _convert(values[field.name], kind, where)
-            problem = value_problem(value, kind, spec(field))
+            kind, where, opt = hints(cls)[field.name], key(section, field.name), spec(field)
+            if opt.override:
+                kwargs[field.name] = _override(kind, values[field.name], where, in_file)
+                continue
+            value = _convert(values[field.name], kind, where, in_file)
+            problem = value_problem(value, kind, opt)
             if problem:
                 raise ValueError(f"{where}: {problem}")
             kwargs[field.name] = value
     try:
         return cls(**kwargs)
     except TypeError as error:  # a field without default left out
-        raise ValueError(f"{section}: {error}") from None
+        raise ValueError(f"{section or 'the config'}: {error}") from None
 
 
-def _convert(value: Any, kind: Any, where: str) -> Any:
+def _override(cls: type, values: Any, section: str, in_file: bool) -> Any:
+    """An ``override`` section of ``cls``: each key checked as :func:`build` does, the mapping kept."""
+    if not isinstance(values, Mapping):
+        raise ValueError(f"{section}: expected a mapping of settings, got {type(values).__name__}")
+    check_keys(cls, values, section, in_file)
+    for field in dataclasses.fields(cls):
+        if field.name in values:
+            kind, where = hints(cls)[field.name], key(section, field.name)
+            problem = value_problem(_convert(values[field.name], kind, where, in_file), kind, spec(field))
+            if problem:
+                raise ValueError(f"{where}: {problem}")
+    return dict(values)
+
+
+def _convert(value: Any, kind: Any, where: str, in_file: bool = False) -> Any:
     union = members(kind)
     if union is not None:
+        classes = [member for member in union if dataclasses.is_dataclass(member)]
+        if classes and isinstance(value, Mapping):
+            return build(_member(classes, value, where), value, where, in_file)
         for member in union:
-            if dataclasses.is_dataclass(member) and isinstance(value, Mapping):
-                return build(member, value, where)
             if typing.get_origin(member) is tuple and isinstance(value, list):
                 return tuple(value)
         return value
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
     if dataclasses.is_dataclass(kind) and isinstance(value, Mapping):
-        return build(kind, value, where)
-    if typing.get_origin(kind) is tuple and isinstance(value, list):
+        return build(kind, value, where, in_file)
+    if origin is dict and args and isinstance(value, Mapping):
+        return {name: _convert(item, args[1], key(where, name), in_file) for name, item in value.items()}
+    if origin is tuple and isinstance(value, list):
         return tuple(value)
     return value
 
 
-def to_dict(obj: Any) -> dict[str, Any]:
-    """A dataclass instance as the plain mapping a settings file holds (tuples as lists)."""
-    return _plain(dataclasses.asdict(obj))
+def _member(classes: list, value: Mapping, where: str) -> type:
+    """The dataclass of a union that a mapping stands for: the one of its ``kind``, else the one whose
+    fields hold its keys."""
+    if len(classes) == 1:
+        return classes[0]
+    kinds = {_kind(cls): cls for cls in classes}
+    if None not in kinds:
+        if value.get("kind") not in kinds:
+            raise ValueError(f"{key(where, 'kind')}: {value.get('kind')!r} is not one of {', '.join(kinds)}")
+        return kinds[value["kind"]]
+    fitting = [cls for cls in classes if set(value) <= {f.name for f in dataclasses.fields(cls)}]
+    if len(fitting) != 1:
+        shapes = " or ".join(f"{{{', '.join(f.name for f in dataclasses.fields(cls))}}}" for cls in classes)
+        raise ValueError(f"{where}: keys {sorted(value)} are not one of {shapes}")
+    return fitting[0]
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
+def _kind(cls: type) -> str | None:
+    """The one ``kind`` a dataclass of a union stands for, if it has one."""
+    field = {f.name: f for f in dataclasses.fields(cls)}.get("kind")
+    choices = spec(field).choices if field is not None else None
+    return choices[0] if choices and len(choices) == 1 else None
+
+
+def to_dict(obj: Any, in_file: bool = False) -> Any:
+    """A dataclass instance as the plain mapping a settings file holds (tuples as lists); ``in_file``:
+    as a config file holds it (no ``in_config=False`` field)."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_dict(getattr(obj, f.name), in_file) for f in dataclasses.fields(obj)
+                if spec(f).in_config or not in_file}
+    if isinstance(obj, dict):
+        return {name: to_dict(item, in_file) for name, item in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(item, in_file) for item in obj]
+    return obj

@@ -65,7 +65,7 @@ class LengthFilter(Section):
 
     min_len: int = option(1, help="fewest tokens of a side", source=WMT16, minimum=0)
     max_len: int | None = option(80, help="most tokens of a side (null: no limit)", source=WMT16, minimum=1)
-    max_ratio: float | None = option(9.0, help="largest length ratio of the sides (null: none)",
+    max_ratio: float | None = option(9, help="largest length ratio of the sides (null: none)",
                                      source="clean-corpus-n.perl's default", minimum=1)
 
 
@@ -119,12 +119,11 @@ class DownloadConfig(Section):
     lock: str | None = option(None, help="the checksums file (null: the lock shipped in the package)")
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class DataConfig(DownloadConfig):
     """``config.yaml``'s ``data`` section."""
 
-    tokenize: TokenizeConfig = option(help="Moses tokenization (aiayn.data.tokenize)", partial=True)
-    clean: LengthFilter = option(help="length filter (aiayn.data.clean)", partial=True)
-    bpe: LearnOptions = option(help="the subword model (aiayn.data.bpe)", partial=True)
-    shards: ShardsConfig = option(help="binarized shards (aiayn.data.binarize)", partial=True)
+    tokenize: TokenizeConfig = option(help="Moses tokenization (aiayn.data.tokenize)", factory=TokenizeConfig)
+    clean: LengthFilter = option(help="length filter (aiayn.data.clean)", factory=LengthFilter)
+    bpe: LearnOptions = option(help="the subword model (aiayn.data.bpe)", factory=LearnOptions)
+    shards: ShardsConfig = option(help="binarized shards (aiayn.data.binarize)", factory=ShardsConfig)

@@ -47,7 +47,7 @@ class DecodeConfig(Section):
     beam_size: int = option(4, help="hypotheses kept per sentence", source="paper 6.1", minimum=1)
     length_penalty: float = option(0.6, help="alpha of GNMT's length penalty ((5 + |Y|) / 6)^alpha",
                                    source="paper 6.1", minimum=0.0)
-    max_len_a: float = option(1.0, help="target tokens at most max_len_a * |X| + max_len_b",
+    max_len_a: float = option(1, help="target tokens at most max_len_a * |X| + max_len_b",
                               source="paper 6.1 (input length + 50)", minimum=0.0)
     max_len_b: int = option(50, help="target tokens at most max_len_a * |X| + max_len_b",
                             source="paper 6.1 (input length + 50)", minimum=0)

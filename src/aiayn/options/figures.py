@@ -90,11 +90,10 @@ def _figure5() -> FigureSpec:
 class AttentionSettings:
     """The layer and the three figures; defaults: the paper's."""
 
-    layer: Layer = option(help="the encoder layer drawn", factory=Layer, partial=True)
-    figure3: FigureSpec = option(help="Figure 3: attention from one word", factory=_figure3, partial=True)
-    figure4: FigureSpec = option(help="Figure 4: one word's attention per head", factory=_figure4, partial=True)
-    figure5: FigureSpec = option(help="Figure 5: every word's attention in two heads", factory=_figure5,
-                                 partial=True)
+    layer: Layer = option(help="the encoder layer drawn", factory=Layer)
+    figure3: FigureSpec = option(help="Figure 3: attention from one word", factory=_figure3)
+    figure4: FigureSpec = option(help="Figure 4: one word's attention per head", factory=_figure4)
+    figure5: FigureSpec = option(help="Figure 5: every word's attention in two heads", factory=_figure5)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "AttentionSettings":

@@ -59,7 +59,7 @@ class TrainConfig(Section):
     cpu_ranks: int = option(1, help="gloo ranks on the CPU (needs gpus: 0)", minimum=1)
     nodes: int = option(1, help="machines of one training (torchrun)", minimum=1)
     rendezvous: str = option("", help="HOST:PORT of a multi-node torchrun (empty: this machine)")
-    checkpoint_minutes: float = option(10.0, help="minutes between checkpoints (0: none by time)",
+    checkpoint_minutes: float = option(10, help="minutes between checkpoints (0: none by time)",
                                        source="paper 6.1 (\"written at 10-minute intervals\")", minimum=0.0)
     checkpoint_steps: int = option(1400, help="steps between the spaced checkpoints averaging reads "
                                    "(0: spaced by checkpoint_minutes alone)",

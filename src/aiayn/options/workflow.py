@@ -1,16 +1,17 @@
 """The whole config file (``config.yaml`` plus ``--configfile`` overlays): its top-level keys, each
-defined here or by a stage's settings, so that the JSON schema (:func:`aiayn.options.schema`) is
-written from definitions alone. :mod:`aiayn.config` checks what a schema cannot (cross-references)."""
+defined here or by a stage's settings. :func:`aiayn.config.validate` builds it once, which checks every
+key and fills in the definitions' defaults, then checks the cross-references (a task an experiment
+names exists, say) and builds every run's settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aiayn.options.core import option
 from aiayn.options.data import DataConfig
 from aiayn.options.decode import AverageConfig, DecodeConfig
 from aiayn.options.evaluate import BleuConfig, PerplexityConfig
-from aiayn.options.figures import AttentionSettings
 from aiayn.options.model import ModelConfig
 from aiayn.options.parsing import ParsingTask
 from aiayn.options.sources import LANG, Archive, Files
@@ -60,9 +61,9 @@ class Run:
     experiments: list[str] | None = option(None, help="the experiments run (null: all)", min_items=1)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Figures(AttentionSettings):
-    """The paper's attention figures 3-5 (:mod:`aiayn.report.attention`); absent or null draws none."""
+@dataclass(frozen=True)
+class FigureRun:
+    """The run ``figures`` draws from; its other keys are the figures' settings (:class:`AttentionSettings`)."""
 
     task: str = option(help="the translation task of the run drawn")
     experiment: str = option(help="the experiment of the run drawn")
@@ -73,10 +74,10 @@ class Figures(AttentionSettings):
 class Overrides:
     """Settings that override ``defaults`` where a paper row differs."""
 
-    model: ModelConfig = option(help="model hyperparameters", factory=ModelConfig, partial=True)
-    train: TrainConfig = option(help="training", factory=TrainConfig, partial=True)
-    average: AverageConfig = option(help="checkpoint averaging", factory=AverageConfig, partial=True)
-    decode: DecodeConfig = option(help="beam search", factory=DecodeConfig, partial=True)
+    model: ModelConfig = option(help="model hyperparameters", factory=dict, override=True)
+    train: TrainConfig = option(help="training", factory=dict, override=True)
+    average: AverageConfig = option(help="checkpoint averaging", factory=dict, override=True)
+    decode: DecodeConfig = option(help="beam search", factory=dict, override=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,10 +85,10 @@ class Defaults:
     """The base model and its training, averaging and decoding."""
 
     seeds: int = option(1, help=SEEDS_HELP, minimum=1)
-    model: ModelConfig = option(help="model hyperparameters", partial=True)
-    train: TrainConfig = option(help="training", partial=True)
-    average: AverageConfig = option(help="checkpoint averaging", partial=True)
-    decode: DecodeConfig = option(help="beam search", partial=True)
+    model: ModelConfig = option(help="model hyperparameters", factory=ModelConfig)
+    train: TrainConfig = option(help="training", factory=TrainConfig)
+    average: AverageConfig = option(help="checkpoint averaging", factory=AverageConfig)
+    decode: DecodeConfig = option(help="beam search", factory=DecodeConfig)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,17 +109,17 @@ class Config:
 
     data_dir: str = option(help="where data stages write (D)")
     results_dir: str = option(help="where runs, scores and reports go (R)")
-    threads: Threads = option(help=Threads.__doc__.splitlines()[0], partial=True)
+    threads: Threads = option(help=Threads.__doc__.splitlines()[0], factory=Threads)
     demo: Demo | None = option(None, help=Demo.__doc__.splitlines()[0])
-    data: DataConfig = option(help="data preparation")
-    bleu: BleuConfig = option(help="the paper-method BLEU (aiayn.evaluate.bleu)", factory=BleuConfig,
-                              partial=True)
+    data: DataConfig = option(help="data preparation", factory=DataConfig)
+    bleu: BleuConfig = option(help="the paper-method BLEU (aiayn.evaluate.bleu)", factory=BleuConfig)
     perplexity: PerplexityConfig = option(help="dev perplexity (aiayn.evaluate.perplexity)",
-                                          factory=PerplexityConfig, partial=True)
+                                          factory=PerplexityConfig)
     tasks: dict[str, TranslationTask | ParsingTask] = option(help="translation and parsing tasks", min_items=1)
     sources: dict[str, Archive | Files] = option(help="an archive (url, members per task and language) or "
                                                  "plain files (files per language)")
-    run: Run | None = option(None, help=Run.__doc__.splitlines()[0], partial=True)
-    figures: Figures | None = option(None, help=Figures.__doc__.splitlines()[0])
-    defaults: Defaults = option(help=Defaults.__doc__.splitlines()[0])
+    run: Run | None = option(None, help=Run.__doc__.splitlines()[0])
+    figures: dict[str, Any] | None = option(None, help="the paper's attention figures 3-5 (aiayn.report.attention): "
+                                            "the run drawn (FigureRun) and AttentionSettings; null draws none")
+    defaults: Defaults = option(help=Defaults.__doc__.splitlines()[0], factory=Defaults)
     experiments: dict[str, Experiment] = option(help="paper rows and your own experiments", min_items=1)
