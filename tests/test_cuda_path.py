@@ -32,7 +32,7 @@ TRAINING_HOST_TENSORS = {
     "aiayn/runtime/batches.py _empty",      # a batch is padded into pinned host memory (worker thread) ...
     "aiayn/runtime/batches.py collate",     # ... and its gold positions pinned, then copied asynchronously
     "aiayn/train/step.py push",             # the pinned buffer a step's statistics are copied into
-    "aiayn/runtime/checkpoint.py rng_state",  # a checkpoint's generator states (host generators)
+    "aiayn/train/resume.py rng_state",      # a checkpoint's generator states (host generators)
 }
 # Where it may wait for the device: the step's statistics a step late, one read per dev evaluation,
 # one per checkpoint (its weights checked for NaN before they are written).

@@ -12,6 +12,7 @@ import torch
 import torch.multiprocessing as mp
 from train_helpers import settings
 
+from aiayn.train import resume as resumelib
 from aiayn.train import trainer as trainerlib
 from aiayn.train.distributed import DistEnv
 from aiayn.train.trainer import Trainer
@@ -85,8 +86,8 @@ def test_every_rank_waits_for_the_stop_checkpoint(data, tmp_path):
 
 def _job_resume(rank: int, trainer: Trainer) -> dict:
     decided = []
-    real_newest = trainerlib.newest_good_checkpoint
-    trainerlib.newest_good_checkpoint = lambda *a, **k: decided.append(rank) or real_newest(*a, **k)
+    real_newest = resumelib.newest_good_checkpoint
+    resumelib.newest_good_checkpoint = lambda *a, **k: decided.append(rank) or real_newest(*a, **k)
     resumed = trainer.resume()
     return {"decided": decided, "resumed": resumed, "step": trainer.progress.step,
             "data": trainer.batches.state_dict(),

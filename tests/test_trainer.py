@@ -19,7 +19,8 @@ from aiayn.options import TrainConfig
 from aiayn.runtime.devices import GpuClaim
 from aiayn.train.__main__ import main, read_settings
 from aiayn.train.distributed import DistEnv
-from aiayn.train.trainer import NonFiniteError, Trainer
+from aiayn.train.step import NonFiniteError
+from aiayn.train.trainer import Trainer
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 
@@ -129,7 +130,7 @@ def test_non_finite_step_is_skipped_or_stops(data, tmp_path):
     assert [p.name for p in (tmp_path / "stop" / "checkpoints").iterdir()] == ["ckpt_00000001.pt"]
     trainer = Trainer(settings(train_steps=20, dev_every_steps=0), data, tmp_path / "diverged", CPU)
     _poison_step(trainer, 2, times=10**6)
-    trainer.max_consecutive_skips = 4
+    trainer.skips.limit = 4
     with pytest.raises(NonFiniteError, match="5 steps in a row"):
         trainer.run()
     assert trainer.progress.step <= 7

@@ -46,6 +46,7 @@ class Option:
     absent_means: Any = NOT_GIVEN
     override: bool = False
     in_config: bool = True
+    resumable: bool = False
 
 
 def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices: tuple | None = None,
@@ -57,7 +58,8 @@ def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices
     using one gets an error naming the new name), ``absent_means`` (the value that behaves as the
     project did before the key existed: what a checkpoint written then is compared as), ``override``
     (a section of some keys that override a run's defaults: each key is checked alone, the section as a
-    whole once merged into a run) and ``in_config=False`` (set by the workflow, not a config key)."""
+    whole once merged into a run), ``in_config=False`` (set by the workflow, not a config key) and
+    ``resumable`` (a training run may change it and continue from its checkpoint: :mod:`aiayn.train.resume`)."""
     renamed = (renamed_from,) if isinstance(renamed_from, str) else tuple(renamed_from)
     spec = Option(help=help, choices=tuple(choices) if choices is not None else None, renamed_from=renamed,
                   **constraints)

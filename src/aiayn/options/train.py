@@ -20,12 +20,18 @@ class TrainConfig(Section):
     and n * max(target length + 1) target tokens, and both stay within the budget. The paper's
     "approximately 25000 source tokens and 25000 target tokens" per batch (section 5.1) is
     ``tokens_per_step: 25000``.
+
+    ``resumable`` keys may change between a run and its resumption (:mod:`aiayn.train.resume`):
+    extending training, how often it logs, evaluates and saves, how it is compiled, and where it runs.
+    The number of ranks (gpus, cpu_ranks, nodes) keeps the tokens per step (:meth:`plan`) but changes
+    the batch order from the current epoch on and the dropout masks (``Trainer.resume`` says how);
+    threads at most the order of a CPU's float sums.
     """
 
     SECTION = "train"
 
     train_steps: int = option(100000, help="optimizer steps (base: 100,000; big: 300,000)",
-                              source="paper 5.2", minimum=1)
+                              source="paper 5.2", minimum=1, resumable=True)
     label_smoothing: float = option(0.1, help="epsilon_ls of label smoothing", source="paper 5.4",
                                     minimum=0.0, exclusive_maximum=1.0)
     tokens_per_step: int = option(25000, help="padded source tokens, and as many target tokens, per "
@@ -51,25 +57,30 @@ class TrainConfig(Section):
     weight_decay: float = option(0.0, help="Adam's L2 weight decay (0: none, as the paper)", minimum=0.0)
     seed: int = option(1, help="seed of initialization, dropout and batch order; extra seeds add 1, 2, ...")
     precision: str = precision_option("arithmetic of training: auto, fp32 or bf16 (fp16 would need loss scaling)")
-    compile: bool = option(False, help="torch.compile the model")
+    compile: bool = option(False, help="torch.compile the model", resumable=True)
     # mkl: faster than onednn end to end on the last CPU measured, slower per product on an earlier one
     # (benchmarks/RESULTS.md, "CPU training against fairseq-train again")
     cpu_matmul: str = cpu_matmul_option("float32 CPU products of training: mkl (torch's default) or onednn", "mkl")
-    gpus: int = option(1, help="GPUs per training job (torchrun/DDP for more; 0: the CPU)", minimum=0)
-    cpu_ranks: int = option(1, help="gloo ranks on the CPU (needs gpus: 0)", minimum=1)
-    nodes: int = option(1, help="machines of one training (torchrun)", minimum=1)
-    rendezvous: str = option("", help="HOST:PORT of a multi-node torchrun (empty: this machine)")
+    gpus: int = option(1, help="GPUs per training job (torchrun/DDP for more; 0: the CPU)", minimum=0,
+                       resumable=True)
+    cpu_ranks: int = option(1, help="gloo ranks on the CPU (needs gpus: 0)", minimum=1, resumable=True)
+    nodes: int = option(1, help="machines of one training (torchrun)", minimum=1, resumable=True)
+    rendezvous: str = option("", help="HOST:PORT of a multi-node torchrun (empty: this machine)",
+                             resumable=True)
     checkpoint_minutes: float = option(10, help="minutes between checkpoints (0: none by time)",
-                                       source="paper 6.1 (\"written at 10-minute intervals\")", minimum=0.0)
+                                       source="paper 6.1 (\"written at 10-minute intervals\")", minimum=0.0,
+                                       resumable=True)
     checkpoint_steps: int = option(1400, help="steps between the spaced checkpoints averaging reads "
                                    "(0: spaced by checkpoint_minutes alone)",
-                                   source="paper 6.1: 100,000 steps at 10-minute intervals", minimum=0)
-    keep_checkpoints: int = option(20, help="checkpoints kept on disk", minimum=1)
-    log_every_steps: int = option(100, help="steps between training-log lines", minimum=1)
-    dev_every_steps: int = option(1000, help="steps between dev perplexities (0: at the end only)", minimum=0)
+                                   source="paper 6.1: 100,000 steps at 10-minute intervals", minimum=0,
+                                   resumable=True)
+    keep_checkpoints: int = option(20, help="checkpoints kept on disk", minimum=1, resumable=True)
+    log_every_steps: int = option(100, help="steps between training-log lines", minimum=1, resumable=True)
+    dev_every_steps: int = option(1000, help="steps between dev perplexities (0: at the end only)", minimum=0,
+                                  resumable=True)
     nan_policy: str = option("skip", help="a step with a non-finite loss: skip it or stop", choices=("skip", "stop"))
     threads: int | None = option(None, help="CPU threads of a training job, shared by its ranks "
-                                 "(null: torch's default; --threads overrides)", minimum=1)
+                                 "(null: torch's default; --threads overrides)", minimum=1, resumable=True)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -1,5 +1,6 @@
-"""Checkpoint files: their contents (:class:`Checkpoint`), atomic writes, verified reads, rotation, the
-latest one, RNG state (docs/ARCHITECTURE.md).
+"""Checkpoint files: their contents (:class:`Checkpoint`), atomic writes, verified reads, and which
+ones averaging takes (docs/ARCHITECTURE.md). What only training needs (rotation, the newest good one,
+RNG state, whether a run may continue one) is :mod:`aiayn.train.resume`'s.
 
 A checkpoint is written by :func:`save_checkpoint` and read by :func:`load_checkpoint`, nowhere else:
 the trainer, averaging and every stage that loads a model build and read the one type.
@@ -20,22 +21,17 @@ on its hardware.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import pickle
-import random
 import re
 import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from aiayn.io import atomic_path
 from aiayn.options import TrainConfig
-from aiayn.options.core import absent_values, renames
 
 CKPT_RE = re.compile(r"^ckpt_(\d{8})\.pt$")
 log = logging.getLogger(__name__)
@@ -170,26 +166,6 @@ def load_checkpoint(path: Path, map_location="cpu", mmap: bool = False, step: in
     return checkpoint
 
 
-def set_aside_corrupt(path: Path) -> Path:
-    """Rename a corrupt checkpoint to ``<name>.corrupt`` (kept for inspection, no longer listed).
-    Every data-parallel rank resumes the same way: a file another rank moved already is fine."""
-    aside = path.with_name(path.name + ".corrupt")
-    with contextlib.suppress(FileNotFoundError):
-        os.replace(path, aside)
-    return aside
-
-
-def newest_good_checkpoint(out_dir: Path, map_location="cpu") -> tuple[int, Path, Checkpoint] | None:
-    """(step, path, checkpoint) of the newest checkpoint that :func:`load_checkpoint` accepts; each newer,
-    corrupt one is set aside (:func:`set_aside_corrupt`) with a warning. None if there is none."""
-    for step, path in reversed(list_checkpoints(out_dir)):
-        try:
-            return step, path, load_checkpoint(path, map_location, step=step)
-        except CorruptCheckpoint as error:
-            log.warning("%s; set aside as %s, resuming from the one before", error, set_aside_corrupt(path).name)
-    return None
-
-
 def is_spaced(step: int, checkpoint_steps: int, final_step: int) -> bool:
     """Whether a checkpoint at ``step`` is one averaging may take: a multiple of ``checkpoint_steps``
     (``train.checkpoint_steps``) or the final step; with ``checkpoint_steps == 0`` every checkpoint is."""
@@ -199,108 +175,3 @@ def is_spaced(step: int, checkpoint_steps: int, final_step: int) -> bool:
 def spaced_checkpoints(found: list[tuple[int, Path]], checkpoint_steps: int, final_step: int) -> list[tuple[int, Path]]:
     """The (step, path) pairs of ``found`` that :func:`is_spaced` accepts, in their order."""
     return [(step, path) for step, path in found if is_spaced(step, checkpoint_steps, final_step)]
-
-
-def rotate(out_dir: Path, keep: int, checkpoint_steps: int = 0, final_step: int = 0) -> list[Path]:
-    """Delete all but the newest ``keep`` spaced checkpoints and the newest one of any kind (the one
-    a resumed run starts from); returns the deleted paths. ``checkpoint_steps == 0``: the newest ``keep``."""
-    found = list_checkpoints(out_dir)
-    kept = ({path for _, path in spaced_checkpoints(found, checkpoint_steps, final_step)[-keep:]}
-            | {path for _, path in found[-1:]})
-    old = [path for _, path in found if path not in kept]
-    for path in old:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-    for stale in (Path(out_dir) / "checkpoints").glob(".ckpt_*.tmp"):  # left by a killed save
-        with contextlib.suppress(FileNotFoundError):
-            stale.unlink()
-    return old
-
-
-def publish_last(out_dir: Path, source: Path) -> Path:
-    """``checkpoint_last.pt``: a hard link to ``source`` (a copy where links are not possible), atomically."""
-    target = Path(out_dir) / "checkpoint_last.pt"
-    with atomic_path(target) as tmp:
-        os.unlink(tmp)
-        try:
-            os.link(source, tmp)
-        except OSError:
-            import shutil
-
-            shutil.copyfile(source, tmp)
-    return target
-
-
-def rng_state() -> dict:
-    """Python, numpy, torch and CUDA generator states, as tensors and plain values (weights_only-safe)."""
-    version, internal, gauss = random.getstate()
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": [version, list(internal), gauss],
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    """Restore what :func:`rng_state` captured (its tensors may sit on any device).
-
-    CUDA generators are restored for the GPUs both runs have: a job requeued onto fewer visible
-    GPUs restores the first ones and logs how many it left out.
-    """
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    n = state["numpy"]
-    keys = n["keys"].cpu().numpy().astype(np.uint32)
-    np.random.set_state((n["kind"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"].cpu())
-    saved = state.get("cuda") or []
-    if saved and torch.cuda.is_available():
-        visible = torch.cuda.device_count()
-        for index, generator in enumerate(saved[:visible]):
-            torch.cuda.set_rng_state(generator.cpu(), index)
-        if len(saved) > visible:
-            log.warning("restored %d of %d saved CUDA generator states (%d GPU(s) visible now)",
-                     visible, len(saved), visible)
-
-
-# Train settings a run may change and still continue from a checkpoint: extending training, how often
-# it logs, evaluates and saves, how it is compiled, and where it runs. The number of ranks (gpus,
-# cpu_ranks, nodes) keeps the tokens per step (TrainConfig.plan) but changes the batch order from the
-# current epoch on and the dropout masks (Trainer.resume says how); threads at most the order of a
-# CPU's float sums.
-RESUMABLE_TRAIN_KEYS = frozenset({
-    "train_steps", "log_every_steps", "dev_every_steps", "checkpoint_minutes", "checkpoint_steps",
-    "keep_checkpoints", "compile", "gpus", "cpu_ranks", "nodes", "rendezvous", "threads",
-})
-
-
-def trajectory_changes(checkpoint: Checkpoint, settings: dict, vocab: dict) -> list[str]:
-    """What differs between a checkpoint and this run in a way that makes resuming from it wrong."""
-    changed = []
-    if checkpoint.model_settings != settings["model"]:
-        changed.append("model settings")
-    if checkpoint.vocab != vocab:
-        changed.append("vocabulary")
-    renamed = renames(TrainConfig)  # a checkpoint written before a key's rename resumes under the new name
-    written = {renamed.get(key, key): value for key, value in checkpoint.settings["train"].items()}
-    new = settings["train"]
-    # a key added since the checkpoint was written compares as the value that behaves as before it
-    old = {key: value for key, value in absent_values(TrainConfig).items() if key in new} | written
-    keys = sorted(k for k in set(old) | set(new) if k not in RESUMABLE_TRAIN_KEYS and old.get(k) != new.get(k))
-    if keys:
-        changed.append("train settings (" + ", ".join(keys) + ")")
-    return changed
-
-
-def set_aside(folder: Path) -> Path:
-    """Rename ``folder`` to the first free ``<folder>.stale-N``: kept for the user, out of resume's way."""
-    n = 1
-    while (aside := folder.with_name(f"{folder.name}.stale-{n}")).exists():
-        n += 1
-    folder.rename(aside)
-    return aside

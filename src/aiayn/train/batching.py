@@ -8,8 +8,13 @@ data-parallel ranks take interleaved slices of that order.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
+
+from aiayn.data.shards import ShardedCorpus
+from aiayn.options import StepPlan, TrainConfig
+from aiayn.runtime.batches import make_batches
 
 log = logging.getLogger(__name__)
 
@@ -75,3 +80,27 @@ class BatchStream:
     def load_state_dict(self, state: dict) -> None:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
         self._order = self.sampler.order(self.epoch)
+
+
+def load_corpora(data_dir: Path) -> tuple[ShardedCorpus, ShardedCorpus]:
+    """``<data_dir>/train`` and ``<data_dir>/dev``; their vocabulary sizes must agree."""
+    train, dev = ShardedCorpus(data_dir / "train"), ShardedCorpus(data_dir / "dev")
+    if train.vocab_size != dev.vocab_size:
+        raise ValueError(f"{data_dir}: train has {train.vocab_size} ids but dev has {dev.vocab_size}")
+    if len(train) == 0:
+        raise ValueError(f"{data_dir / 'train'}: no sentence pairs")
+    return train, dev
+
+
+def training_batches(data: ShardedCorpus, plan: StepPlan, cfg: TrainConfig, max_positions: int | None) -> list:
+    """Token-budget batches of the training pairs; those with a side over ``train.max_length`` (or the
+    learned positions' limit ``max_positions``) or over the batch budget are dropped, and counted in the log."""
+    limit = cfg.length_limit(max_positions)
+    batches, dropped = make_batches(data.src_lengths, data.tgt_lengths, plan.tokens_per_pass, limit)
+    check_at_least_one_batch(str(data.dir), data.tgt_lengths, batches, plan.tokens_per_pass)
+    too_long = int((np.maximum(data.src_lengths, data.tgt_lengths) + 1 > limit).sum()) if limit else 0
+    keys = f"train.max_length={cfg.max_length}" + (f", max_positions={max_positions}" if max_positions else "")
+    log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped: %d with a "
+             "side longer than %s, %d longer than the batch budget", len(batches), plan.tokens_per_pass,
+             dropped, len(data), too_long, f"{limit} tokens ({keys})" if limit else "no limit", dropped - too_long)
+    return batches

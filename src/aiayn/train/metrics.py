@@ -1,9 +1,13 @@
-"""Training metrics: ``log.csv`` rows and TensorBoard scalars (when TensorBoard is installed)."""
+"""Training metrics: the run's counters (:class:`Progress`), the sums of a log window (:class:`Window`),
+``log.csv`` rows and TensorBoard scalars (when TensorBoard is installed)."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import logging
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -14,6 +18,49 @@ from aiayn.io import atomic_output
 COLUMNS = ("step", "lr", "loss", "nll", "grad_norm", "tokens_per_s", "mfu", "elapsed", "dev_ppl", "rss_mb",
            "gpu_peak_mb")
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class Progress:
+    """Counters that travel in checkpoints: steps, wall time and tokens over all runs."""
+
+    step: int = 0
+    wall_seconds: float = 0.0
+    tokens_src: int = 0
+    tokens_tgt: int = 0
+    skipped_steps: int = 0
+    train_loss: float | None = None
+    dev_ppl: float | None = None
+
+    def summary(self, flops_per_token: float) -> dict:
+        """The counters as ``summary.json`` names them, with the training FLOPs they imply."""
+        return {"steps": self.step, "wall_seconds": self.wall_seconds, "tokens_src": self.tokens_src,
+                "tokens_tgt": self.tokens_tgt, "flops_per_token": flops_per_token,
+                "train_flops": flops_per_token * self.tokens_tgt, "skipped_steps": self.skipped_steps,
+                "final_train_loss": self.train_loss, "final_dev_ppl": self.dev_ppl}
+
+
+@dataclass
+class Window:
+    """Sums over the steps since the last ``log.csv`` row."""
+
+    loss: float = 0.0
+    nll: float = 0.0
+    tokens: float = 0.0
+    steps: int = 0
+    timed_tokens: float = 0.0  # tokens since ``start`` in this process (throughput), not checkpointed
+    start: float = dataclasses.field(default_factory=time.perf_counter)  # when the window's first step began
+
+    def add(self, result) -> "Window":
+        """Add one step's :class:`aiayn.train.step.StepResult`; returns the window."""
+        self.loss, self.nll = self.loss + result.loss, self.nll + result.nll
+        self.tokens, self.steps = self.tokens + result.tgt_tokens, self.steps + 1
+        self.timed_tokens += result.tgt_tokens
+        return self
+
+    def sums(self) -> dict:
+        """What a checkpoint keeps, so that a resumed run logs the same rows."""
+        return {"loss": self.loss, "nll": self.nll, "tokens": self.tokens, "steps": self.steps}
 
 
 class MetricsLog:
@@ -32,6 +79,21 @@ class MetricsLog:
             writer.writeheader()
             writer.writerows(rows)
         self.tensorboard = _tensorboard_writer(Path(out_dir) / "tensorboard")
+
+    def write_window(self, window: Window, result, train_steps: int, elapsed: float, mfu, device) -> float:
+        """The row of the log window ending at ``result`` (a :class:`aiayn.train.step.StepResult`) and its
+        progress line; returns the window's train loss. Throughput is over the time the window's steps took
+        to queue (the host runs at most one step ahead of the device, so over a window this is the device's
+        pace); ``mfu(tokens_per_s)`` gives its model FLOPs utilization."""
+        seconds = result.queued_at - window.start
+        tokens_per_s = window.timed_tokens / seconds if seconds > 0 else 0.0
+        loss = window.loss / max(window.tokens, 1.0)
+        self.write({"step": result.step, "lr": result.lr, "loss": loss, "nll": window.nll / max(window.tokens, 1.0),
+                    "grad_norm": result.grad_norm, "tokens_per_s": tokens_per_s, "mfu": mfu(tokens_per_s),
+                    "elapsed": elapsed, **memory_mb(device)})
+        log.info("%s", progress_line(result.step, train_steps, tokens_per_s, loss, result.lr,
+                                     seconds / max(window.steps, 1)))
+        return loss
 
     def write(self, row: dict) -> None:
         """Append one row (keys of :data:`COLUMNS`; None leaves a cell empty) and its TensorBoard scalars."""

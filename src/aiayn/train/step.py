@@ -12,12 +12,16 @@ loop iteration, so all ranks take the same decisions (stop, save, give up) at th
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+log = logging.getLogger(__name__)
+MAX_CONSECUTIVE_SKIPS = 100
 
 # The statistics one step all-reduces, in this order.
 STATS = ("loss", "nll", "tgt_tokens", "src_tokens", "stop", "save")
@@ -107,3 +111,32 @@ class PendingResults:
             loss, nll, tgt, src, stop, save, grad_norm, skipped = values.tolist()
             out.append(StepResult(step, lr, loss, nll, tgt, src, stop > 0, save > 0, grad_norm, skipped > 0, queued_at))
         return out
+
+
+class NonFiniteError(RuntimeError):
+    """A step's loss or gradient norm was not finite under ``nan_policy: stop``, or too many in a row."""
+
+
+class Skips:
+    """``train.nan_policy`` applied to each step's result: a non-finite step (no update applied) is
+    counted in ``skipped_steps``, or stops the run under ``stop`` or after ``limit`` in a row."""
+
+    def __init__(self, nan_policy: str, limit: int = MAX_CONSECUTIVE_SKIPS):
+        self.nan_policy, self.limit, self.in_a_row = nan_policy, limit, 0
+
+    def count(self, result: StepResult, progress) -> bool:
+        """Whether ``result`` was skipped (counted in ``progress.skipped_steps``); raises
+        :class:`NonFiniteError` when the policy stops the run."""
+        if not result.skipped:
+            self.in_a_row = 0
+            return False
+        message = f"step {result.step}: loss {result.loss} or gradient norm {result.grad_norm} is not finite"
+        if self.nan_policy == "stop":
+            raise NonFiniteError(message + " (train.nan_policy: stop)")
+        progress.skipped_steps += 1
+        self.in_a_row += 1
+        if self.in_a_row > self.limit:
+            raise NonFiniteError(f"{message}; {self.in_a_row} steps in a row were not finite, "
+                                 "the model has diverged (lower train.lr_scale or set train.clip_norm)")
+        log.warning("%s; no update applied (%d so far, train.nan_policy: skip)", message, progress.skipped_steps)
+        return True

@@ -6,12 +6,9 @@ over all data-parallel ranks, whatever their number (:meth:`TrainConfig.plan`: e
 is divided by the number of target tokens of the whole step. The step never waits for the GPU
 (:mod:`aiayn.train.step`): its statistics are read one step late, and the next batches are collated
 on a background thread (:mod:`aiayn.train.prefetch`). A killed run restarted with the same
-``out_dir`` continues from its latest checkpoint (model, optimizer, step, data position, RNG),
-bit-identical on CPU to a run that was never interrupted: dropout is reseeded from (seed, step, rank)
-every step.
-
-A step whose loss or gradient is not finite applies no update (Adam's step count included) and is
-counted in ``skipped_steps``; it still counts towards ``train_steps``.
+``out_dir`` continues from its latest checkpoint (:mod:`aiayn.train.resume`), bit-identical on CPU to
+a run that was never interrupted: dropout is reseeded from (seed, step, rank) every step. A step whose
+loss or gradient is not finite applies no update and still counts (:class:`aiayn.train.step.Skips`).
 """
 
 from __future__ import annotations
@@ -19,93 +16,33 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
-from aiayn.data.shards import ShardedCorpus
 from aiayn.evaluate.perplexity import corpus_nll, perplexity_report
 from aiayn.io import write_json
 from aiayn.model import Transformer, count_parameters, flops_per_token
 from aiayn.options import RunSettings
-from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch, make_batches
-from aiayn.runtime.checkpoint import (
-    Checkpoint,
-    checkpoint_path,
-    load_checkpoint,
-    newest_good_checkpoint,
-    publish_last,
-    rng_state,
-    rotate,
-    save_checkpoint,
-    set_aside,
-    set_rng_state,
-    trajectory_changes,
-)
+from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch
+from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoint, save_checkpoint
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
 from aiayn.runtime.loss import label_smoothed_loss, projected_label_smoothed_loss
 from aiayn.runtime.precision import autocast_for, set_up_arithmetic, tf32_matmuls
-from aiayn.train.batching import BatchSampler, BatchStream, check_at_least_one_batch
+from aiayn.train.batching import BatchSampler, BatchStream, load_corpora, training_batches
 from aiayn.train.distributed import DistEnv, wrap_model
-from aiayn.train.metrics import MetricsLog, memory_mb, progress_line
+from aiayn.train.metrics import MetricsLog, Progress, Window
 from aiayn.train.prefetch import Prefetcher
+from aiayn.train.resume import choose, data_state, publish_last, rng_state, rotate, set_rng_state
 from aiayn.train.schedule import learning_rate
-from aiayn.train.step import PendingResults, StepResult, apply_update, flags, step_seed
+from aiayn.train.signals import stop_on_signals
+from aiayn.train.step import PendingResults, Skips, StepResult, apply_update, flags, step_seed
 
 log = logging.getLogger(__name__)
-
-
-MAX_CONSECUTIVE_SKIPS = 100
-
-
-class NonFiniteError(RuntimeError):
-    """A step's loss or gradient norm was not finite under ``nan_policy: stop``, or too many in a row."""
-
-
-@dataclass
-class Progress:
-    """Counters that travel in checkpoints: steps, wall time and tokens over all runs."""
-
-    step: int = 0
-    wall_seconds: float = 0.0
-    tokens_src: int = 0
-    tokens_tgt: int = 0
-    skipped_steps: int = 0
-    train_loss: float | None = None
-    dev_ppl: float | None = None
-
-
-@dataclass
-class Window:
-    """Sums over the steps since the last ``log.csv`` row."""
-
-    loss: float = 0.0
-    nll: float = 0.0
-    tokens: float = 0.0
-    steps: int = 0
-    timed_tokens: float = 0.0  # tokens since ``start`` in this process (throughput), not checkpointed
-    start: float = dataclasses.field(default_factory=time.perf_counter)  # when the window's first step began
-
-    def sums(self) -> dict:
-        """What a checkpoint keeps, so that a resumed run logs the same rows."""
-        return {"loss": self.loss, "nll": self.nll, "tokens": self.tokens, "steps": self.steps}
-
-
-def load_corpora(data_dir: Path) -> tuple[ShardedCorpus, ShardedCorpus]:
-    """``<data_dir>/train`` and ``<data_dir>/dev``; their vocabulary sizes must agree."""
-    train, dev = ShardedCorpus(data_dir / "train"), ShardedCorpus(data_dir / "dev")
-    if train.vocab_size != dev.vocab_size:
-        raise ValueError(f"{data_dir}: train has {train.vocab_size} ids but dev has {dev.vocab_size}")
-    if len(train) == 0:
-        raise ValueError(f"{data_dir / 'train'}: no sentence pairs")
-    return train, dev
 
 
 class Trainer:
@@ -134,7 +71,8 @@ class Trainer:
         self.blocked_projection = env.device.type == "cpu" and self.precision == "fp32"
         self.max_len = self.model_cfg.position_limit
         self.plan = self.cfg.plan(env.world_size)
-        self.stream = BatchStream(BatchSampler(self._batches(), self.cfg.seed, env.rank, env.world_size))
+        self.stream = BatchStream(BatchSampler(training_batches(self.train_data, self.plan, self.cfg, self.max_len),
+                                                  self.cfg.seed, env.rank, env.world_size))
         self.batches = Prefetcher(self.stream, self.train_data, env.device, depth=self.plan.passes + 1)
         self.pending = PendingResults(env.device)
         src_len = float(self.train_data.src_lengths.mean()) + 1
@@ -142,25 +80,10 @@ class Trainer:
         self.flops_per_token = flops_per_token(self.model_cfg, src_len, tgt_len, self.vocab["size"])
         self.progress = Progress()
         self.window = Window()
-        self.consecutive_skips, self.max_consecutive_skips = 0, MAX_CONSECUTIVE_SKIPS
+        self.skips = Skips(self.cfg.nan_policy)
         self.stop_requested = False  # this rank's signal handler
         self.stop_agreed = self.save_agreed = False  # what all ranks read from one step's statistics
         self.last_save, self.saved_step = time.perf_counter(), 0
-
-    def _batches(self) -> list:
-        """Token-budget batches of the training pairs; those with a side over ``train.max_length`` (or
-        the learned positions' limit) or over the batch budget are dropped, and counted in the log."""
-        data, limit = self.train_data, self.cfg.length_limit(self.max_len)
-        batches, dropped = make_batches(data.src_lengths, data.tgt_lengths, self.plan.tokens_per_pass, limit)
-        check_at_least_one_batch(str(data.dir), data.tgt_lengths, batches, self.plan.tokens_per_pass)
-        too_long = int((np.maximum(data.src_lengths, data.tgt_lengths) + 1 > limit).sum()) if limit else 0
-        keys = f"train.max_length={self.cfg.max_length}" + (f", max_positions={self.max_len}" if self.max_len else "")
-        log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped: %d with a "
-                 "side longer than %s, %d longer than the batch budget", len(batches), self.plan.tokens_per_pass,
-                 dropped, len(data), too_long, f"{limit} tokens ({keys})" if limit else "no limit", dropped - too_long)
-        return batches
-
-    # ---- one optimizer step -------------------------------------------------------------------
 
     def micro_step(self, batch: Batch) -> torch.Tensor:
         """Forward and backward of one batch; returns (loss sum, nll sum, target tokens, source tokens),
@@ -204,26 +127,11 @@ class Trainer:
         for result in self.pending.ready(lag):
             self.stop_agreed |= result.stop
             self.save_agreed |= result.save and result.step > self.saved_step  # requests before a save are met
-            if result.skipped:
-                self._skip(result)
+            if self.skips.count(result, self.progress):
                 continue
-            self.consecutive_skips = 0
             p = self.progress
             p.tokens_src, p.tokens_tgt = p.tokens_src + int(result.src_tokens), p.tokens_tgt + int(result.tgt_tokens)
             self.record(result, metrics, bar, elapsed)
-
-    def _skip(self, result: StepResult) -> None:
-        message = f"step {result.step}: loss {result.loss} or gradient norm {result.grad_norm} is not finite"
-        if self.cfg.nan_policy == "stop":
-            raise NonFiniteError(message + " (train.nan_policy: stop)")
-        self.progress.skipped_steps += 1
-        self.consecutive_skips += 1
-        if self.consecutive_skips > self.max_consecutive_skips:
-            raise NonFiniteError(f"{message}; {self.consecutive_skips} steps in a row were not finite, "
-                                 "the model has diverged (lower train.lr_scale or set train.clip_norm)")
-        log.warning("%s; no update applied (%d so far, train.nan_policy: skip)", message, self.progress.skipped_steps)
-
-    # ---- checkpoints --------------------------------------------------------------------------
 
     def checkpoint(self) -> Checkpoint:
         """This run now: what :meth:`resume` continues from."""
@@ -235,7 +143,7 @@ class Trainer:
 
     def save(self) -> Path:
         """Write ``checkpoints/ckpt_<step>.pt`` (main rank only); keep the newest ``keep_checkpoints``
-        step-spaced ones and the newest of all (:func:`aiayn.runtime.checkpoint.rotate`)."""
+        step-spaced ones and the newest of all (:func:`aiayn.train.resume.rotate`)."""
         path = checkpoint_path(self.out_dir, self.progress.step)
         if self.env.is_main:
             save_checkpoint(path, self.checkpoint())
@@ -247,19 +155,12 @@ class Trainer:
     def resume(self) -> bool:
         """Load the newest good checkpoint under ``out_dir`` if there is one; returns whether it did.
 
-        Rank 0 alone decides (:meth:`_resume_choice`): it sets a corrupt newer checkpoint aside, or the
-        whole folder when the settings changed the trajectory, and broadcasts the file it chose; the
-        other ranks load that same file. (Every rank deciding for itself raced: two ranks renamed one
-        folder.) The checkpoint is read onto the CPU; the model and optimizer states move to the
-        device as they load, the generator states stay on the host.
-
-        A checkpoint written by another number of ranks (``train.gpus``, ``train.cpu_ranks``,
-        ``train.nodes``) continues at its step with its weights, optimizer and counters; what differs from a run that
-        kept its rank count is the data: batches are re-packed for the new per-rank budget, so the
-        order within the current epoch is another (the run continues at the same fraction of that
-        epoch), and dropout masks, drawn per (seed, step, rank), are others.
+        Rank 0 alone decides (:func:`aiayn.train.resume.choose`) and broadcasts the file it chose; the
+        other ranks load that same file (every rank deciding for itself raced: two ranks renamed one
+        folder). The model and optimizer states move to the device as they load, the generator states
+        stay on the host. Another number of ranks: :func:`aiayn.train.resume.data_state`.
         """
-        choice, checkpoint = self._resume_choice() if self.env.is_main else (None, None)
+        choice, checkpoint = choose(self.out_dir, self.settings, self.vocab) if self.env.is_main else (None, None)
         if self.env.world_size > 1:
             box = [choice]
             torch.distributed.broadcast_object_list(box, src=0)
@@ -271,42 +172,13 @@ class Trainer:
             checkpoint = load_checkpoint(path, step=step)
         self.raw_model.load_state_dict(checkpoint.model)
         self.optimizer.load_state_dict(checkpoint.optimizer)
-        self.batches.load_state_dict(self._data_state(checkpoint))
+        self.batches.load_state_dict(data_state(checkpoint, self.env.world_size, self.stream.sampler.per_rank))
         self.progress = Progress(**checkpoint.progress)
         self.window = Window(**checkpoint.window)
         set_rng_state(checkpoint.rng)
         self.saved_step = step
         log.info("resumed from %s (step %d, epoch %d)", path, step, self.stream.epoch)
         return True
-
-    def _resume_choice(self) -> tuple[tuple[str, int] | None, Checkpoint | None]:
-        """Rank 0's decision: ((path, step), checkpoint) of the checkpoint to resume from, or (None, None)
-        after setting aside checkpoints this run cannot continue."""
-        newest = newest_good_checkpoint(self.out_dir)
-        if newest is None:
-            return None, None
-        step, path, checkpoint = newest
-        changed = trajectory_changes(checkpoint, self.settings, self.vocab)
-        if changed:
-            aside = set_aside(self.out_dir / "checkpoints")
-            log.warning("%s was trained with other %s; moved the old checkpoints to %s and training from "
-                        "scratch", path, ", ".join(changed), aside)
-            return None, None
-        return (str(path), step), checkpoint
-
-    def _data_state(self, checkpoint: Checkpoint) -> dict:
-        """The checkpoint's data position, moved to the same fraction of its epoch when the number of
-        ranks (so the batches each rank gets) changed. A checkpoint older than the ``world_size`` entry
-        is taken as written by this run's ranks."""
-        old_world = self.env.world_size if checkpoint.world_size is None else checkpoint.world_size
-        data = dict(checkpoint.data_state)
-        if old_world != self.env.world_size:
-            old, new = checkpoint.batches_per_rank, self.stream.sampler.per_rank
-            data["position"] = min(new, round(data["position"] * new / old))
-            log.warning("the checkpoint was trained by %d rank(s), this run has %d: epoch %d continues at "
-                        "batch %d of %d per rank (another batch order and other dropout masks from here)",
-                        old_world, self.env.world_size, data["epoch"], data["position"], new)
-        return data
 
     def _time_to_save(self) -> bool:
         minutes = self.cfg.checkpoint_minutes
@@ -317,8 +189,6 @@ class Trainer:
         by_steps = self.cfg.checkpoint_steps and step % self.cfg.checkpoint_steps == 0
         by_time = self.save_agreed if self.env.world_size > 1 else self._time_to_save()
         return bool(by_steps or by_time) and step < self.cfg.train_steps
-
-    # ---- the loop -----------------------------------------------------------------------------
 
     def dev_perplexity(self) -> float:
         totals = corpus_nll(self.raw_model, self.dev_data, self.cfg.tokens_per_pass, self.env.device,
@@ -336,27 +206,12 @@ class Trainer:
 
     def record(self, result: StepResult, metrics: MetricsLog | None, bar: tqdm, elapsed: float) -> None:
         """Add a step to the log window; every ``log_every_steps`` (and at the end) write a row."""
-        window = self.window
-        window.loss, window.nll = window.loss + result.loss, window.nll + result.nll
-        window.tokens, window.steps = window.tokens + result.tgt_tokens, window.steps + 1
-        window.timed_tokens += result.tgt_tokens
+        window = self.window.add(result)
         if metrics and (result.step % self.cfg.log_every_steps == 0 or result.step == self.cfg.train_steps):
-            self.log_window(window, result, metrics, elapsed)
+            self.progress.train_loss = metrics.write_window(window, result, self.cfg.train_steps, elapsed,
+                                                            self.mfu, self.env.device)
             bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result.lr:.2e}")
             self.window = Window(start=result.queued_at)
-
-    def log_window(self, window: Window, result: StepResult, metrics: MetricsLog, elapsed: float) -> None:
-        """A ``log.csv`` row; throughput over the time the window's steps took to queue (the host runs
-        at most one step ahead of the device, so over a window this is the device's pace)."""
-        seconds = result.queued_at - window.start
-        tokens_per_s = window.timed_tokens / seconds if seconds > 0 else 0.0
-        self.progress.train_loss = window.loss / max(window.tokens, 1.0)
-        metrics.write({"step": result.step, "lr": result.lr, "loss": self.progress.train_loss,
-                       "nll": window.nll / max(window.tokens, 1.0), "grad_norm": result.grad_norm,
-                       "tokens_per_s": tokens_per_s, "mfu": self.mfu(tokens_per_s), "elapsed": elapsed,
-                       **memory_mb(self.env.device)})
-        log.info("%s", progress_line(result.step, self.cfg.train_steps, tokens_per_s, self.progress.train_loss,
-                                     result.lr, seconds / max(window.steps, 1)))
 
     def _stopping(self, steps_this_run: int) -> bool:
         """A stop signal (alone: this process's; with ranks: any rank's, agreed) or the run's step limit."""
@@ -432,38 +287,12 @@ class Trainer:
                  self.progress.train_loss, self.progress.dev_ppl)
 
     def summary(self) -> dict:
-        p = self.progress
         return {"experiment": self.settings.get("experiment"), "task": self.settings.get("task"),
-                "params": count_parameters(self.raw_model), "steps": p.step, "wall_seconds": p.wall_seconds,
-                "tokens_src": p.tokens_src, "tokens_tgt": p.tokens_tgt, "flops_per_token": self.flops_per_token,
-                "train_flops": self.flops_per_token * p.tokens_tgt, "device": self.env.device.type,
-                "precision": self.precision, "gpu_model": device_name(self.env.device),
-                "world_size": self.env.world_size,
-                "skipped_steps": p.skipped_steps, "final_train_loss": p.train_loss, "final_dev_ppl": p.dev_ppl,
-                "settings": self.settings}
+                "params": count_parameters(self.raw_model), **self.progress.summary(self.flops_per_token),
+                "device": self.env.device.type, "precision": self.precision, "gpu_model": device_name(self.env.device),
+                "world_size": self.env.world_size, "settings": self.settings}
 
-    @contextlib.contextmanager
-    def stopping_on_signals(self) -> Iterator[None]:
-        """:meth:`install_signal_handlers` for the ``with`` block; the previous handlers afterwards, so
-        that a process that trains and goes on (a test, a notebook) does not keep a stop flag's handler."""
-        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-        self.install_signal_handlers()
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-    def install_signal_handlers(self) -> None:
-        """SIGTERM (SLURM pre-emption, a time limit) and a first SIGINT (Ctrl-C, also passed on by the
-        torchrun relaunch) stop at the next step boundary with a checkpoint; a second SIGINT interrupts
-        at once, as Ctrl-C does elsewhere."""
-        def handler(signum, frame):
-            log.warning("signal %d: stopping after this step with a checkpoint%s", signum,
-                        " (Ctrl-C again to stop at once, without one)" if signum == signal.SIGINT else "")
-            self.stop_requested = True
-            if signum == signal.SIGINT:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
+    def stopping_on_signals(self) -> contextlib.AbstractContextManager:
+        """Stop at the next step boundary with a checkpoint on SIGTERM or a first SIGINT, inside the ``with``
+        block (:func:`aiayn.train.signals.stop_on_signals`)."""
+        return stop_on_signals(lambda: setattr(self, "stop_requested", True))
