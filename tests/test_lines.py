@@ -27,6 +27,29 @@ def test_pool_workers_die_on_sigterm_whatever_the_parent_handles(monkeypatch):
     assert seen == [True] * 4
 
 
+RACE = """
+import signal
+from aiayn.data.lines import ordered_map
+signal.signal(signal.SIGTERM, lambda signum, frame: None)
+for _ in range(100):
+    list(ordered_map(lambda lines: lines, [["a"]], processes=4))
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_terminated_before_its_setup_still_dies():
+    """One chunk, four workers: the pool is terminated while some workers may not have run their setup
+    yet. Forked with the parent's handler in place, such a worker ignored SIGTERM and the pool waited
+    forever (a hang within 100 pools on two cores); forked with SIGTERM blocked, it dies once set up."""
+    import subprocess
+    import sys
+
+    from paths import ROOT
+    done = subprocess.run([sys.executable, "-c", RACE], env={"PYTHONPATH": str(ROOT / "src")}, capture_output=True,
+                          timeout=60)
+    assert done.returncode == 0
+
+
 def test_count_and_iterate_plain_and_gzip(tmp_path):
     plain, packed = tmp_path / "a.txt", tmp_path / "a.txt.gz"
     plain.write_bytes("one\n\nthree\u2028still three\nno newline".encode())

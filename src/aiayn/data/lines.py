@@ -112,8 +112,10 @@ def _init_worker(job: Callable[[list], Any]) -> None:
     _worker_job = job
     # A forked worker inherits the parent's Python SIGTERM handler (a training's stop handler, where
     # the parent is a test or a notebook that trained first), which only sets a flag: the pool's
-    # terminate() would then wait forever for a worker idle in a lock. A worker dies on SIGTERM.
+    # terminate() would then wait forever for a worker idle in a lock. A worker dies on SIGTERM; it is
+    # forked with SIGTERM blocked (ordered_map), so one sent before this line is delivered after it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _run_job(chunk: list) -> Any:
@@ -130,7 +132,12 @@ def ordered_map(job: Callable[[list[T]], Any], chunks: Iterable[list[T]], proces
     if processes <= 1:
         yield from map(job, chunks)
         return
-    with multiprocessing.get_context("fork").Pool(processes, _init_worker, (job,)) as pool:
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # until each worker is set up
+    try:
+        pool = multiprocessing.get_context("fork").Pool(processes, _init_worker, (job,))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    with pool:
         pending: collections.deque = collections.deque()
         for chunk in chunks:
             pending.append(pool.apply_async(_run_job, (chunk,)))
