@@ -28,7 +28,7 @@ from aiayn.data.bpe import learn
 from aiayn.data.clean import filter_pairs, new_counts
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.io import setup_logging
-from aiayn.options import LearnOptions, LengthFilter, TokenizeConfig
+from aiayn.options import BpeConfig, CleanConfig, TokenizeConfig
 
 log = logging.getLogger("length_drop")
 LIMITS = (256, 512)  # tensor2tensor max_length: transformer_base / _big, transformer_parsing_*
@@ -53,11 +53,11 @@ def measure(task: tuple, work: Path, vocab_size: int) -> list[dict]:
     stem = work / name
     for i, lang in enumerate(task[1:3]):
         Path(f"{stem}.{lang}").write_text("".join(p[i] + "\n" for p in pairs), encoding="utf-8")
-    learn([f"{stem}.{task[1]}", f"{stem}.{task[2]}"], str(stem), LearnOptions(vocab_size=vocab_size))
+    learn([f"{stem}.{task[1]}", f"{stem}.{task[2]}"], str(stem), BpeConfig(vocab_size=vocab_size))
     model = spm.SentencePieceProcessor(model_file=f"{stem}.model")
     rows = []
-    for cleaning, rules in (("data.clean defaults", LengthFilter()),
-                            ("none", LengthFilter(min_len=1, max_len=None, max_ratio=None))):
+    for cleaning, rules in (("data.clean defaults", CleanConfig()),
+                            ("none", CleanConfig(min_len=1, max_len=None, max_ratio=None))):
         kept = list(filter_pairs(pairs, rules, new_counts()))
         longest = [max(len(model.encode(s)), len(model.encode(t))) + 1 for s, t in kept]
         rows.append({"task": name, "cleaning": cleaning, "pairs": len(kept), "longest": max(longest),

@@ -33,13 +33,13 @@ from aiayn.data.detokenize import MosesDetok, detokenize_file
 from aiayn.data.lines import count_lines, iter_lines
 from aiayn.data.tokenize import MosesPipeline, tokenize_file
 from aiayn.io import atomic_output, read_json, write_json
-from aiayn.options import LearnOptions, LengthFilter
+from aiayn.options import BpeConfig, CleanConfig
 
 log = logging.getLogger("learning_parity")
 LANGS = ("en", "de")
 TOKENIZE = {"normalize_punctuation": True, "remove_non_printing": True, "aggressive_dash_splits": True,
             "escape": False}
-CLEAN = LengthFilter(min_len=1, max_len=250, max_ratio=1.5)
+CLEAN = CleanConfig(min_len=1, max_len=250, max_ratio=1.5)
 
 
 def raw_corpora(wmt: Path, raw: Path, dev_lines: int) -> tuple[list[str], str]:
@@ -86,7 +86,7 @@ def prepare(wmt: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
     stats = clean_corpora([str(tok / Path(p).name) for p in train_prefixes], "en", "de", str(tok / "train"),
                           CLEAN)
     bpe = work / "bpe"
-    size = learn([str(tok / f"train.{lang}") for lang in LANGS], str(bpe / "spm"), LearnOptions(vocab_size))
+    size = learn([str(tok / f"train.{lang}") for lang in LANGS], str(bpe / "spm"), BpeConfig(vocab_size))
     for split in ("train", "dev"):
         for lang in LANGS:
             encode_file(str(bpe / "spm.model"), str(tok / f"{split}.{lang}"), str(bpe / f"{split}.{lang}"))

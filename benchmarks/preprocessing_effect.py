@@ -36,7 +36,7 @@ from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.evaluate.bleu import read_lines
 from aiayn.io import setup_logging
-from aiayn.options import LearnOptions
+from aiayn.options import BpeConfig
 
 log = logging.getLogger("preprocessing_effect")
 WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
@@ -85,7 +85,7 @@ def learn_model(wmt: Path, work: Path, vocab_size: int, task: tuple, name: str) 
             tokens = pipeline(lang, SETTINGS[name], lang == src)(training_text(wmt, prefix, lang, tokenized))
             Path(f"{stem}.{lang}").write_text("".join(line + "\n" for line in tokens), encoding="utf-8")
             inputs.append(f"{stem}.{lang}")
-        learn(inputs, str(stem), LearnOptions(vocab_size=vocab_size))
+        learn(inputs, str(stem), BpeConfig(vocab_size=vocab_size))
     return f"{stem}.model"
 
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import yaml
 from paths import ROOT
 
-from aiayn import config as cfg
+from aiayn import config as aiayn_config
 
 SIGNATURE = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.4.3"
 
 
 def small_config(results_dir: Path) -> dict:
     """The project's config cut down to base (Tables 2 and 3), C1 (Table 3) and parser (Table 4)."""
-    config = copy.deepcopy(cfg.load(ROOT / "config.yaml"))
+    config = copy.deepcopy(aiayn_config.load(ROOT / "config.yaml"))
     config["results_dir"] = str(results_dir)
     del config["tasks"]["en-fr"]
     experiments = config["experiments"]

@@ -10,8 +10,8 @@ import yaml
 from report_fixtures import ROOT
 from tiny_checkpoint import write_tiny
 
-from aiayn import config as cfg
-from aiayn.options.figures import AttentionSettings, Layer
+from aiayn import config as aiayn_config
+from aiayn.options.figures import FiguresConfig, Layer
 from aiayn.report import attention
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -73,9 +73,9 @@ def test_layer_5_of_6_scales_to_the_model_depth(n_layers, layer):
 
 def test_config_yaml_figures_are_the_papers_defaults():
     assert set(yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["figures"]) == {"task", "experiment"}
-    config = cfg.load(ROOT / "config.yaml")
-    assert AttentionSettings.from_dict(cfg.figure_settings(config)) == AttentionSettings()
-    assert AttentionSettings().figure3.word == "making" and AttentionSettings().figure4.word == "its"
+    config = aiayn_config.load(ROOT / "config.yaml")
+    assert FiguresConfig.from_dict(aiayn_config.figure_settings(config)) == FiguresConfig()
+    assert FiguresConfig().figure3.word == "making" and FiguresConfig().figure4.word == "its"
 
 
 @pytest.mark.parametrize("overlay, message", [
@@ -89,8 +89,8 @@ def test_config_yaml_figures_are_the_papers_defaults():
 def test_bad_figures_settings_are_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"figures": overlay}), encoding="utf-8")
-    with pytest.raises(cfg.ConfigError, match=message):
-        cfg.load(ROOT / "config.yaml", path)
+    with pytest.raises(aiayn_config.ConfigError, match=message):
+        aiayn_config.load(ROOT / "config.yaml", path)
 
 
 def test_figures_off_when_their_run_is_not_run_or_deleted(tmp_path):
@@ -99,13 +99,13 @@ def test_figures_off_when_their_run_is_not_run_or_deleted(tmp_path):
                 "deleted.yaml": {"tasks": {"en-de": None}, "figures": {"task": "en-fr"}, "experiments": {"base": None}}}
     for name, overlay in overlays.items():
         (tmp_path / name).write_text(yaml.safe_dump(overlay), encoding="utf-8")
-        config = cfg.load(ROOT / "config.yaml", tmp_path / name)
-        assert cfg.figures_run(config) is None, name
-        assert not any("attention" in path for path in cfg.settings_files(config)), name
+        config = aiayn_config.load(ROOT / "config.yaml", tmp_path / name)
+        assert aiayn_config.figures_run(config) is None, name
+        assert not any("attention" in path for path in aiayn_config.settings_files(config)), name
     fr = tmp_path / "fr.yaml"
     fr.write_text(yaml.safe_dump({"figures": {"task": "en-fr", "experiment": "big"}}), encoding="utf-8")
-    assert cfg.figures_run(cfg.load(ROOT / "config.yaml", fr)) == {"task": "en-fr", "experiment": "big",
-                                                                   "checkpoint": "avg", "lang": "en"}
+    assert aiayn_config.figures_run(aiayn_config.load(ROOT / "config.yaml", fr)) == {
+        "task": "en-fr", "experiment": "big", "checkpoint": "avg", "lang": "en"}
 
 
 @pytest.fixture(scope="module")

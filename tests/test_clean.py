@@ -4,7 +4,7 @@ import pytest
 
 from aiayn.data import clean
 from aiayn.data.lines import DataError
-from aiayn.options import LengthFilter
+from aiayn.options import CleanConfig
 
 # (en, de, why dropped under min_len=2, max_len=5, max_ratio=1.5)
 PAIRS_A = [
@@ -62,7 +62,7 @@ def test_none_limits_keep_every_non_empty_pair(tmp_path):
 
 
 def test_rules_golden():
-    rules = LengthFilter(min_len=1, max_len=250, max_ratio=1.5)
+    rules = CleanConfig(min_len=1, max_len=250, max_ratio=1.5)
     assert rules.reason(3, 2) is None          # 1.5 is allowed
     assert rules.reason(4, 2) == "ratio"
     assert rules.reason(251, 250) == "too_long"

@@ -7,14 +7,14 @@ import pytest
 import yaml
 from paths import ROOT
 
-from aiayn import config as cfg
+from aiayn import config as aiayn_config
 from aiayn.options import (
     AverageConfig,
     BleuConfig,
+    BpeConfig,
+    CleanConfig,
     DecodeConfig,
     DownloadConfig,
-    LearnOptions,
-    LengthFilter,
     ModelConfig,
     PerplexityConfig,
     ShardsConfig,
@@ -22,16 +22,16 @@ from aiayn.options import (
     TrainConfig,
     TreebankConfig,
 )
-from aiayn.options.figures import AttentionSettings
+from aiayn.options.figures import FiguresConfig
 
 
 @pytest.fixture(scope="module")
 def paper():
-    return cfg.load(ROOT / "config.yaml")
+    return aiayn_config.load(ROOT / "config.yaml")
 
 
 def test_paper_config_is_the_paper(paper):
-    base = cfg.resolve(paper, "base", "en-de")
+    base = aiayn_config.resolve(paper, "base", "en-de")
     assert base["model"] == {**base["model"], "n_layers": 6, "d_model": 512, "d_ff": 2048, "n_heads": 8,
                              "d_k": 64, "d_v": 64, "dropout": 0.1, "positional": "sinusoid", "norm": "post"}
     assert base["train"]["adam_betas"] == [0.9, 0.98] and base["train"]["adam_eps"] == 1e-9
@@ -43,9 +43,9 @@ def test_paper_config_is_the_paper(paper):
 
 def test_table3_rows_override_only_what_the_paper_changes(paper):
     table = {row["row"]: row for row in _paper_table3()}
-    base = cfg.resolve(paper, "base", "en-de")
+    base = aiayn_config.resolve(paper, "base", "en-de")
     for exp in [e for e, spec in paper["experiments"].items() if "table3" in spec["tables"]]:
-        run = cfg.resolve(paper, exp, "en-de")
+        run = aiayn_config.resolve(paper, exp, "en-de")
         row = table[exp]
         for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout"):
             expected = row[key] if row[key] != "" else (table["base"][key] if exp != "big" else None)
@@ -66,26 +66,26 @@ def _paper_table3():
 
 
 def test_big_uses_paper_dropout_per_pair(paper):
-    assert cfg.resolve(paper, "big", "en-de")["model"]["dropout"] == 0.3
-    assert cfg.resolve(paper, "big", "en-fr")["model"]["dropout"] == 0.1
-    assert cfg.resolve(paper, "big", "en-fr")["average"]["last"] == 20
-    assert cfg.resolve(paper, "big", "en-fr")["train"]["train_steps"] == 300000
+    assert aiayn_config.resolve(paper, "big", "en-de")["model"]["dropout"] == 0.3
+    assert aiayn_config.resolve(paper, "big", "en-fr")["model"]["dropout"] == 0.1
+    assert aiayn_config.resolve(paper, "big", "en-fr")["average"]["last"] == 20
+    assert aiayn_config.resolve(paper, "big", "en-fr")["train"]["train_steps"] == 300000
 
 
 def test_checkpoint_spacing_is_the_papers_in_steps(paper):
     """10 minutes of the paper's steps: 100k in 12 h (base), 300k in 3.5 days (big), rounded."""
-    assert cfg.resolve(paper, "base", "en-de")["train"]["checkpoint_steps"] == 1400 == round(100000 / 72, -2)
-    assert cfg.resolve(paper, "big", "en-de")["train"]["checkpoint_steps"] == 600 == round(300000 / 504, -2)
-    demo = cfg.deep_merge(paper, yaml.safe_load((ROOT / "configs/demo.yaml").read_text()))
+    assert aiayn_config.resolve(paper, "base", "en-de")["train"]["checkpoint_steps"] == 1400 == round(100000 / 72, -2)
+    assert aiayn_config.resolve(paper, "big", "en-de")["train"]["checkpoint_steps"] == 600 == round(300000 / 504, -2)
+    demo = aiayn_config.deep_merge(paper, yaml.safe_load((ROOT / "configs/demo.yaml").read_text()))
     for config in (paper, demo):
-        for task, exp in cfg.runs(config):
-            train, last = (run := cfg.resolve(config, exp, task))["train"], run["average"]["last"]
+        for task, exp in aiayn_config.runs(config):
+            train, last = (run := aiayn_config.resolve(config, exp, task))["train"], run["average"]["last"]
             assert train["train_steps"] // train["checkpoint_steps"] >= last <= train["keep_checkpoints"], (exp, task)
 
 
 def test_parser_uses_tensor2tensors_parsing_preset(paper):
     """transformer_parsing_base over the base model; everything else is base's (paper section 6.3)."""
-    parser, base = cfg.resolve(paper, "parser", "wsj"), cfg.resolve(paper, "base", "en-de")
+    parser, base = aiayn_config.resolve(paper, "parser", "wsj"), aiayn_config.resolve(paper, "base", "en-de")
     assert parser["model"] == {**base["model"], "n_layers": 4, "d_model": 1024, "d_k": 128, "d_v": 128,
                                "dropout": 0.2, "attention_dropout": 0.2, "share_softmax": False}
     assert parser["train"] == {**base["train"], "warmup_steps": 16000, "lr_scale": 0.5, "max_length": 512}
@@ -94,10 +94,10 @@ def test_parser_uses_tensor2tensors_parsing_preset(paper):
 
 def test_semi_supervised_parser_uses_transformer_parsing_big(paper):
     """With silver trees the parser takes tensor2tensor's transformer_parsing_big over the paper's 4 x 1024."""
-    assert cfg.resolve(paper, "parser", "wsj")["model"]["n_heads"] == 8  # WSJ only: no silver, no change
+    assert aiayn_config.resolve(paper, "parser", "wsj")["model"]["n_heads"] == 8  # WSJ only: no silver, no change
     semi = copy.deepcopy(paper)
     semi["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
-    parser, wsj_only = cfg.resolve(semi, "parser", "wsj"), cfg.resolve(paper, "parser", "wsj")
+    parser, wsj_only = aiayn_config.resolve(semi, "parser", "wsj"), aiayn_config.resolve(paper, "parser", "wsj")
     assert parser["model"] == {**wsj_only["model"], "d_ff": 4096, "n_heads": 16, "d_k": 64, "d_v": 64,
                                "dropout": 0.1, "attention_dropout": 0.0, "share_embeddings": False,
                                "share_softmax": True}
@@ -109,101 +109,101 @@ def test_semi_supervised_parser_uses_transformer_parsing_big(paper):
 def test_semi_supervised_needs_a_parsing_task_and_takes_null(paper):
     bad = copy.deepcopy(paper)
     bad["experiments"]["A1"]["semi_supervised"] = {"model": {"d_ff": 1}}
-    with pytest.raises(cfg.ConfigError, match=r"experiments\.A1\.semi_supervised: none of its tasks"):
-        cfg.validate(bad)
+    with pytest.raises(aiayn_config.ConfigError, match=r"experiments\.A1\.semi_supervised: none of its tasks"):
+        aiayn_config.validate(bad)
     null_d_ff = {"experiments": {"parser": {"semi_supervised": {"model": {"d_ff": None}}}}}
-    overlay = cfg.prune(cfg.deep_merge(paper, null_d_ff))
+    overlay = aiayn_config.prune(aiayn_config.deep_merge(paper, null_d_ff))
     overlay["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
-    cfg.validate(overlay)
-    assert cfg.resolve(overlay, "parser", "wsj")["model"]["d_ff"] == 2048
+    aiayn_config.validate(overlay)
+    assert aiayn_config.resolve(overlay, "parser", "wsj")["model"]["d_ff"] == 2048
 
 
 def test_semi_supervised_vocabulary_is_a_key(paper):
     wsj = copy.deepcopy(paper["tasks"]["wsj"])
-    assert cfg.vocab_size(wsj) == 16000 and cfg.vocab_size(paper["tasks"]["en-de"]) == 37000
+    assert aiayn_config.vocab_size(wsj) == 16000 and aiayn_config.vocab_size(paper["tasks"]["en-de"]) == 37000
     wsj["silver"] = {"path": "silver.txt", "ratio": 1.0}
-    assert cfg.vocab_size(wsj) == 32000
+    assert aiayn_config.vocab_size(wsj) == 32000
 
 
 def test_unknown_key_is_an_error_naming_it(paper):
     bad = copy.deepcopy(paper)
     bad["experiments"]["A1"]["model"]["n_head"] = 2
-    with pytest.raises(cfg.ConfigError, match=r"experiments\.A1\.model.*n_head"):
-        cfg.validate(bad)
+    with pytest.raises(aiayn_config.ConfigError, match=r"experiments\.A1\.model.*n_head"):
+        aiayn_config.validate(bad)
 
 
 def test_wrong_type_and_unknown_task(paper):
     bad = copy.deepcopy(paper)
     bad["defaults"]["train"]["warmup_steps"] = "4000"
-    with pytest.raises(cfg.ConfigError, match=r"defaults\.train\.warmup_steps"):
-        cfg.validate(bad)
+    with pytest.raises(aiayn_config.ConfigError, match=r"defaults\.train\.warmup_steps"):
+        aiayn_config.validate(bad)
     bad = copy.deepcopy(paper)
     bad["experiments"]["E"]["tasks"] = ["en-xx"]
-    with pytest.raises(cfg.ConfigError, match="unknown task 'en-xx'"):
-        cfg.validate(bad)
+    with pytest.raises(aiayn_config.ConfigError, match="unknown task 'en-xx'"):
+        aiayn_config.validate(bad)
     bad = copy.deepcopy(paper)
     del bad["sources"]["newstest2014"]["members"]["en-fr"]
-    with pytest.raises(cfg.ConfigError, match="newstest2014.members has no entry for task 'en-fr'"):
-        cfg.validate(bad)
+    with pytest.raises(aiayn_config.ConfigError, match="newstest2014.members has no entry for task 'en-fr'"):
+        aiayn_config.validate(bad)
 
 
 def test_bleu_quote_handling_is_a_checked_key(paper):
     """bleu.straighten_quotes reaches the bleu stage's settings file; a bad value names the key."""
-    assert cfg.settings_files(paper)["results/settings/bleu.json"] == {"straighten_quotes": "both"}
-    paper_way = cfg.deep_merge(paper, {"bleu": {"straighten_quotes": "reference"}})
-    assert cfg.settings_files(paper_way)["results/settings/bleu.json"] == {"straighten_quotes": "reference"}
-    bad = cfg.deep_merge(paper, {"bleu": {"straighten_quotes": "hypothesis"}})
-    with pytest.raises(cfg.ConfigError, match=r"bleu\.straighten_quotes"):
-        cfg.validate(bad)
+    assert aiayn_config.settings_files(paper)["results/settings/bleu.json"] == {"straighten_quotes": "both"}
+    paper_way = aiayn_config.deep_merge(paper, {"bleu": {"straighten_quotes": "reference"}})
+    assert aiayn_config.settings_files(paper_way)["results/settings/bleu.json"] == {"straighten_quotes": "reference"}
+    bad = aiayn_config.deep_merge(paper, {"bleu": {"straighten_quotes": "hypothesis"}})
+    with pytest.raises(aiayn_config.ConfigError, match=r"bleu\.straighten_quotes"):
+        aiayn_config.validate(bad)
 
 
 def test_normalization_is_per_side_or_both(paper):
     assert paper["data"]["tokenize"]["normalize_punctuation"] is False      # wmt16_en_de.sh: none
     per_side = copy.deepcopy(paper)
     per_side["data"]["tokenize"]["normalize_punctuation"] = {"source": True, "target": False}
-    cfg.validate(per_side)
+    aiayn_config.validate(per_side)
     bad = copy.deepcopy(paper)
     bad["data"]["tokenize"]["normalize_punctuation"] = {"source": True}
-    with pytest.raises(cfg.ConfigError, match=r"data\.tokenize\.normalize_punctuation"):
-        cfg.validate(bad)
+    with pytest.raises(aiayn_config.ConfigError, match=r"data\.tokenize\.normalize_punctuation"):
+        aiayn_config.validate(bad)
 
 
 def test_resolve_does_not_mutate_and_rejects_unknown(paper):
     before = copy.deepcopy(paper)
-    cfg.resolve(paper, "big", "en-fr")
+    aiayn_config.resolve(paper, "big", "en-fr")
     assert paper == before
-    with pytest.raises(cfg.ConfigError, match="unknown experiment"):
-        cfg.resolve(paper, "Z9", "en-de")
-    with pytest.raises(cfg.ConfigError, match="does not train on task"):
-        cfg.resolve(paper, "A1", "en-fr")
+    with pytest.raises(aiayn_config.ConfigError, match="unknown experiment"):
+        aiayn_config.resolve(paper, "Z9", "en-de")
+    with pytest.raises(aiayn_config.ConfigError, match="does not train on task"):
+        aiayn_config.resolve(paper, "A1", "en-fr")
 
 
 def test_runs(paper):
-    assert len(cfg.runs(paper, "table2")) == 4
-    assert len(cfg.runs(paper, "table3")) == 22  # base and big train on both pairs
-    assert cfg.runs(paper, "table4") == [("wsj", "parser")]
+    assert len(aiayn_config.runs(paper, "table2")) == 4
+    assert len(aiayn_config.runs(paper, "table3")) == 22  # base and big train on both pairs
+    assert aiayn_config.runs(paper, "table4") == [("wsj", "parser")]
 
 
 def test_demo_overlay_is_valid(paper):
     overlay = yaml.safe_load((ROOT / "configs/demo.yaml").read_text())
-    merged = cfg.deep_merge(paper, overlay)
-    cfg.validate(merged, source="configs/demo.yaml")
-    assert cfg.resolve(merged, "A4", "en-de")["model"]["n_heads"] == 16
+    merged = aiayn_config.deep_merge(paper, overlay)
+    aiayn_config.validate(merged, source="configs/demo.yaml")
+    assert aiayn_config.resolve(merged, "A4", "en-de")["model"]["n_heads"] == 16
 
 
 def test_odd_d_model_with_sinusoids_is_refused_naming_the_run(paper):
     bad = copy.deepcopy(paper)
     bad["experiments"]["C4"]["model"]["d_model"] = 255
-    with pytest.raises(cfg.ConfigError, match=r"experiments\.C4 \(en-de\): model\.d_model must be even"):
-        cfg.validate(bad)
+    with pytest.raises(aiayn_config.ConfigError, match=r"experiments\.C4 \(en-de\): model\.d_model must be even"):
+        aiayn_config.validate(bad)
     bad["experiments"]["C4"]["model"]["positional"] = "learned"
-    cfg.validate(bad)
+    aiayn_config.validate(bad)
 
 
 def _overlays(paper, *names):
     merged = paper
     for name in names:
-        merged = cfg.deep_merge(merged, yaml.safe_load((ROOT / "configs" / name).read_text()))
+        merged = aiayn_config.deep_merge(merged, yaml.safe_load((ROOT / "configs" / name).read_text()))
     return merged
 
 
@@ -211,23 +211,23 @@ def _overlays(paper, *names):
 READERS = {
     "download.json": lambda v: DownloadConfig.from_dict(v, "data"),
     "tokenize.<lang>.json": lambda v: TokenizeConfig.from_dict(v, "data.tokenize"),
-    "clean.json": lambda v: LengthFilter.from_dict(v, "data.clean"),
+    "clean.json": lambda v: CleanConfig.from_dict(v, "data.clean"),
     "shards.json": lambda v: ShardsConfig.from_dict(v, "data.shards"),
-    "bpe.json": lambda v: LearnOptions.from_dict(v, "data.bpe"),
+    "bpe.json": lambda v: BpeConfig.from_dict(v, "data.bpe"),
     "treebank.json": lambda v: TreebankConfig.from_dict(v, "tasks.wsj"),
     "train.json": lambda v: (ModelConfig.from_dict(v["model"]), TrainConfig.from_dict(v["train"])),
     "average.json": lambda v: AverageConfig.from_dict(v, "average"),
     "decode.json": lambda v: DecodeConfig.from_dict(v, "decode"),
     "bleu.json": lambda v: BleuConfig.from_dict(v, "bleu"),
     "perplexity.json": lambda v: PerplexityConfig.from_dict(v, "perplexity"),
-    "config.json": lambda v: cfg.validate(v),
-    "attention.json": lambda v: AttentionSettings.from_dict(v),
+    "config.json": lambda v: aiayn_config.validate(v),
+    "attention.json": lambda v: FiguresConfig.from_dict(v),
 }
 
 
 @pytest.mark.parametrize("overlays", [(), ("demo.yaml",), ("demo.yaml", "test.yaml")])
 def test_every_settings_file_is_read_by_its_stage(paper, overlays):
-    files = cfg.settings_files(_overlays(paper, *overlays))
+    files = aiayn_config.settings_files(_overlays(paper, *overlays))
     assert {_reader(path) for path in files} == set(READERS)
     for path, content in files.items():
         READERS[_reader(path)](json.loads(json.dumps(content)))
@@ -240,22 +240,23 @@ def _reader(path):
 
 def test_tokenize_settings_resolve_punctuation_normalization_per_side(paper):
     """{source: true, target: false} normalizes sources only (data.tokenize.normalize_punctuation)."""
-    files = cfg.settings_files(cfg.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": {
+    files = aiayn_config.settings_files(aiayn_config.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": {
         "source": True, "target": False}}}}))
     data = paper["data_dir"]
     normalized = {lang: files[f"{data}/settings/{task}/tokenize.{lang}.json"]["normalize_punctuation"]
                   for task, lang in (("en-de", "en"), ("en-de", "de"), ("en-fr", "fr"))}
     assert normalized == {"en": True, "de": False, "fr": False}
-    both = cfg.settings_files(cfg.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": True}}}))
+    both = aiayn_config.settings_files(
+        aiayn_config.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": True}}}))
     assert both[f"{data}/settings/en-de/tokenize.de.json"]["normalize_punctuation"] is True
 
 
 def test_stage_defaults_are_the_paper_config(paper):
     """Each stage run by hand (no --settings) runs what config.yaml says: the paper's setup."""
-    files = cfg.settings_files(paper)
+    files = aiayn_config.settings_files(paper)
     defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(),
-                "clean.json": LengthFilter(),
-                "shards.json": ShardsConfig(), "en-de/bpe.json": LearnOptions(), "treebank.json": TreebankConfig(),
+                "clean.json": CleanConfig(),
+                "shards.json": ShardsConfig(), "en-de/bpe.json": BpeConfig(), "treebank.json": TreebankConfig(),
                 "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig(),
                 "results/settings/bleu.json": BleuConfig(),
                 "results/settings/perplexity.json": PerplexityConfig()}
@@ -267,11 +268,13 @@ def test_stage_defaults_are_the_paper_config(paper):
 
 
 def test_a_decode_change_touches_only_that_runs_decode_file(paper):
-    before = cfg.settings_files(paper)
-    after = cfg.settings_files(cfg.deep_merge(paper, {"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
+    before = aiayn_config.settings_files(paper)
+    after = aiayn_config.settings_files(
+        aiayn_config.deep_merge(paper, {"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
     changed = sorted(path for path in before if before[path] != after[path])
     assert changed == ["results/config.json", "results/en-de/A1/settings/decode.json"]
-    after = cfg.settings_files(cfg.deep_merge(paper, {"experiments": {"A2": {"model": {"d_ff": 128}}}}))
+    after = aiayn_config.settings_files(
+        aiayn_config.deep_merge(paper, {"experiments": {"A2": {"model": {"d_ff": 128}}}}))
     changed = sorted(path for path in before if before[path] != after[path])
     assert changed == ["results/config.json", "results/en-de/A2/settings/train.json"]
 
@@ -279,22 +282,23 @@ def test_a_decode_change_touches_only_that_runs_decode_file(paper):
 def test_seeds_add_runs_that_differ_only_in_their_seed(paper):
     """``seeds: k`` adds k - 1 runs, seed i = train.seed + i, each with its own settings files; the first
     seed keeps the experiment's directory and files, and other runs are untouched."""
-    assert paper["defaults"]["seeds"] == 1 and cfg.run_names(paper) == list(paper["experiments"])
-    before = cfg.settings_files(paper)
-    config = cfg.deep_merge(paper, {"experiments": {"C1": {"seeds": 3, "train": {"seed": 7}}}})
-    cfg.validate(config)
-    assert cfg.seed_runs(config, "en-de", "C1") == [("C1", 7), ("C1.seed8", 8), ("C1.seed9", 9)]
-    after = cfg.settings_files(config)
+    assert paper["defaults"]["seeds"] == 1 and aiayn_config.run_names(paper) == list(paper["experiments"])
+    before = aiayn_config.settings_files(paper)
+    config = aiayn_config.deep_merge(paper, {"experiments": {"C1": {"seeds": 3, "train": {"seed": 7}}}})
+    aiayn_config.validate(config)
+    assert aiayn_config.seed_runs(config, "en-de", "C1") == [("C1", 7), ("C1.seed8", 8), ("C1.seed9", 9)]
+    after = aiayn_config.settings_files(config)
     assert sorted(set(after) - set(before)) == sorted(f"results/en-de/C1.seed{s}/settings/{stage}.json"
                                                       for s in (8, 9) for stage in ("average", "decode", "train"))
     first, third = after["results/en-de/C1/settings/train.json"], after["results/en-de/C1.seed9/settings/train.json"]
     assert third["train"]["seed"] == 9 and third["experiment"] == "C1"
     assert {**third, "train": {**third["train"], "seed": 7}} == first
-    assert cfg.run_names(config)[-2:] == ["C1.seed8", "C1.seed9"]
-    assert cfg.resolve_run(config, "C1.seed8", "en-de")["train"]["seed"] == 8
-    per_task = cfg.deep_merge(paper, {"defaults": {"seeds": 2}, "experiments": {"big": {"task_overrides": {
+    assert aiayn_config.run_names(config)[-2:] == ["C1.seed8", "C1.seed9"]
+    assert aiayn_config.resolve_run(config, "C1.seed8", "en-de")["train"]["seed"] == 8
+    per_task = aiayn_config.deep_merge(paper, {"defaults": {"seeds": 2}, "experiments": {"big": {"task_overrides": {
         "en-fr": {"train": {"seed": 5}}}}}})
-    assert cfg.seeds(per_task, "big", "en-de") == [1, 2] and cfg.seeds(per_task, "big", "en-fr") == [5, 6]
+    assert aiayn_config.seeds(per_task, "big", "en-de") == [1, 2]
+    assert aiayn_config.seeds(per_task, "big", "en-fr") == [5, 6]
 
 
 def test_bad_seeds_are_refused_naming_the_key(paper):
@@ -302,47 +306,49 @@ def test_bad_seeds_are_refused_naming_the_key(paper):
         bad = copy.deepcopy(paper)
         section = bad["defaults"] if where == "defaults" else bad["experiments"]["A1"]
         section["seeds"] = value
-        with pytest.raises(cfg.ConfigError, match=re.escape(f"{where}.seeds")):
-            cfg.validate(bad)
-    clash = cfg.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}, "A1.seed2": {"tasks": ["en-de"], "tables": []}}})
-    with pytest.raises(cfg.ConfigError, match=r"experiments\.A1\.seeds: seed 2 runs in en-de/A1\.seed2"):
-        cfg.validate(clash)
-    merged = cfg.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}}})
+        with pytest.raises(aiayn_config.ConfigError, match=re.escape(f"{where}.seeds")):
+            aiayn_config.validate(bad)
+    clash = aiayn_config.deep_merge(paper, {"experiments": {"A1": {"seeds": 2},
+                                                            "A1.seed2": {"tasks": ["en-de"], "tables": []}}})
+    with pytest.raises(aiayn_config.ConfigError, match=r"experiments\.A1\.seeds: seed 2 runs in en-de/A1\.seed2"):
+        aiayn_config.validate(clash)
+    merged = aiayn_config.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}}})
     merged["experiments"]["A1"]["seeds"] = None   # an overlay's null: defaults' seeds again
-    assert "seeds" not in cfg.prune(merged)["experiments"]["A1"]
-    with pytest.raises(cfg.ConfigError, match="unknown run 'A1.seed2'"):
-        cfg.resolve_run(paper, "A1.seed2", "en-de")
+    assert "seeds" not in aiayn_config.prune(merged)["experiments"]["A1"]
+    with pytest.raises(aiayn_config.ConfigError, match="unknown run 'A1.seed2'"):
+        aiayn_config.resolve_run(paper, "A1.seed2", "en-de")
 
 
 def test_run_choice_limits_runs_and_names_unknown_keys(paper):
     config = copy.deepcopy(paper)
     config["run"] = {"tasks": ["en-fr"], "experiments": ["base", "big"]}
-    cfg.validate(config)
-    assert cfg.runs(config) == [("en-fr", "base"), ("en-fr", "big")] and cfg.runs(config, "table3") == cfg.runs(config)
+    aiayn_config.validate(config)
+    assert aiayn_config.runs(config) == [("en-fr", "base"), ("en-fr", "big")]
+    assert aiayn_config.runs(config, "table3") == aiayn_config.runs(config)
     for run, message in (({"tasks": ["de-en"]}, "run.tasks: unknown task 'de-en'"),
                          ({"experiments": ["base", "Z"]}, "run.experiments: unknown experiment 'Z'"),
                          ({"tasks": ["wsj"], "experiments": ["A1"]}, "run.experiments: 'A1' trains on")):
         config["run"] = run
-        with pytest.raises(cfg.ConfigError, match=re.escape(message)):
-            cfg.validate(config)
+        with pytest.raises(aiayn_config.ConfigError, match=re.escape(message)):
+            aiayn_config.validate(config)
 
 
 def test_null_deletes_entries_and_overrides(paper):
     overlay = {"tasks": {"en-fr": None}, "experiments": {"A1": None, "parser": {"model": {"dropout": None}}},
                "sources": {"un": None}}
-    merged = cfg.deep_merge(paper, overlay)
+    merged = aiayn_config.deep_merge(paper, overlay)
     merged["tasks"]["en-fr"], merged["sources"]["un"] = None, None   # deep_merge keeps a null as Snakemake does
-    config = cfg.prune(merged)
-    cfg.validate(config)
+    config = aiayn_config.prune(merged)
+    aiayn_config.validate(config)
     assert "en-fr" not in config["tasks"] and "A1" not in config["experiments"] and "un" not in config["sources"]
     assert (config["experiments"]["base"]["tasks"] == ["en-de"]
             and "en-fr" not in config["experiments"]["big"]["task_overrides"])
-    assert cfg.resolve(config, "parser", "wsj")["model"]["dropout"] == 0.1
-    assert cfg.prune(paper) == paper
+    assert aiayn_config.resolve(config, "parser", "wsj")["model"]["dropout"] == 0.1
+    assert aiayn_config.prune(paper) == paper
     typo = copy.deepcopy(paper)
     typo["experiments"]["A1"]["tasks"] = ["en-dee"]
-    with pytest.raises(cfg.ConfigError, match="experiments.A1.tasks: unknown task 'en-dee'"):
-        cfg.validate(cfg.prune(typo))
+    with pytest.raises(aiayn_config.ConfigError, match="experiments.A1.tasks: unknown task 'en-dee'"):
+        aiayn_config.validate(aiayn_config.prune(typo))
 
 
 def test_plain_file_sources_are_checked_naming_the_key(paper, tmp_path):
@@ -351,31 +357,32 @@ def test_plain_file_sources_are_checked_naming_the_key(paper, tmp_path):
     here.write_bytes(b"")
     config["sources"]["mine"] = {"files": {"en": str(here), "de": str(tmp_path / "dev.de")}}
     config["tasks"]["en-de"]["dev"] = "mine"
-    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files.de: no such file"):
-        cfg.validate(config)
+    with pytest.raises(aiayn_config.ConfigError, match=r"sources.mine.files.de: no such file"):
+        aiayn_config.validate(config)
     config["sources"]["mine"]["files"]["de"] = "https://example.org/dev.tgz"
-    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files.de: .* is an archive"):
-        cfg.validate(config)
+    with pytest.raises(aiayn_config.ConfigError, match=r"sources.mine.files.de: .* is an archive"):
+        aiayn_config.validate(config)
     config["sources"]["mine"]["files"]["de"] = "ftp://example.org/dev.de"
-    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files.de: unsupported URL scheme 'ftp'"):
-        cfg.validate(config)
+    with pytest.raises(aiayn_config.ConfigError, match=r"sources.mine.files.de: unsupported URL scheme 'ftp'"):
+        aiayn_config.validate(config)
     config["sources"]["mine"]["files"] = {"en": str(here)}
-    with pytest.raises(cfg.ConfigError, match=r"sources.mine.files lacks language\(s\) \['de'\]"):
-        cfg.validate(config)
+    with pytest.raises(aiayn_config.ConfigError, match=r"sources.mine.files lacks language\(s\) \['de'\]"):
+        aiayn_config.validate(config)
     config["sources"]["mine"]["files"]["de"] = "https://example.org/dev.de.gz"
-    cfg.validate(config)   # a URL is checked against the lock when it is downloaded
+    aiayn_config.validate(config)   # a URL is checked against the lock when it is downloaded
     config["run"] = {"tasks": ["en-fr"]}
     config["sources"]["mine"]["files"]["de"] = str(tmp_path / "absent")
-    cfg.validate(config)   # a source no chosen run reads is not opened
+    aiayn_config.validate(config)   # a source no chosen run reads is not opened
 
 
 def test_own_corpus_template_names_its_placeholder_files(paper, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = cfg.prune(cfg.deep_merge(paper, yaml.safe_load((ROOT / "configs/own-corpus.yaml").read_text())))
-    with pytest.raises(cfg.ConfigError, match=r"sources.my_train.files.en: no such file 'corpus/train.en.gz'"):
-        cfg.validate(config)
+    own = yaml.safe_load((ROOT / "configs/own-corpus.yaml").read_text())
+    config = aiayn_config.prune(aiayn_config.deep_merge(paper, own))
+    with pytest.raises(aiayn_config.ConfigError, match=r"sources.my_train.files.en: no such file 'corpus/train.en.gz'"):
+        aiayn_config.validate(config)
     for name in ("train.en.gz", "train.de.gz", "dev.en", "dev.de", "test.en", "test.de"):
         (tmp_path / "corpus").mkdir(exist_ok=True)
         (tmp_path / "corpus" / name).write_bytes(b"")
-    cfg.validate(config)
-    assert cfg.runs(config) == [("mine", "base")]
+    aiayn_config.validate(config)
+    assert aiayn_config.runs(config) == [("mine", "base")]

@@ -4,7 +4,7 @@ import io
 import pytest
 from paths import ROOT
 
-from aiayn import config as configlib
+from aiayn import config as aiayn_config
 from aiayn.describe import COLUMNS, describe, main
 
 CONFIG = ROOT / "config.yaml"
@@ -17,7 +17,7 @@ PAPER_PARAMS_MILLIONS = {
 
 
 def test_table3_parameter_counts_match_the_paper():
-    rows = {r["experiment"]: r for r in describe(configlib.load(CONFIG), vocab_size=37000)}
+    rows = {r["experiment"]: r for r in describe(aiayn_config.load(CONFIG), vocab_size=37000)}
     for experiment, millions in PAPER_PARAMS_MILLIONS.items():
         params = rows[experiment]["params"]
         paper = millions * 1e6
@@ -33,7 +33,7 @@ def test_cli_writes_one_csv_row_per_experiment(capsys):
     assert tuple(rows[0]) == COLUMNS == (
         "experiment", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "label_smoothing",
         "train_steps", "positional", "params", "nodes", "gpus", "tokens_per_step", "passes", "tokens_per_pass")
-    assert [r["experiment"] for r in rows] == list(configlib.load(CONFIG)["experiments"])
+    assert [r["experiment"] for r in rows] == list(aiayn_config.load(CONFIG)["experiments"])
     by_exp = {r["experiment"]: r for r in rows}
     assert by_exp["E"]["positional"] == "learned"
     assert by_exp["D3"]["label_smoothing"] == "0.0"

@@ -6,7 +6,7 @@ from collections import Counter
 
 from paths import ROOT
 
-from aiayn import config as cfg
+from aiayn import config as aiayn_config
 
 MARK = "Deviation from paper"
 
@@ -36,7 +36,7 @@ def test_every_entry_names_its_marked_file_and_every_mark_has_an_entry():
 
 
 def test_every_key_an_entry_names_is_in_the_config():
-    config = cfg.load(ROOT / "config.yaml")  # with the definitions' defaults
+    config = aiayn_config.load(ROOT / "config.yaml")  # with the definitions' defaults
     for name, refs in readme_entries().items():
         for key in [r for r in refs[:-1] if "/" not in r and " " not in r]:
             node = config if key.split(".")[0] in config else config["defaults"]
@@ -57,7 +57,7 @@ def code_differences() -> dict[str, tuple[str, list[str]]]:
 def test_every_difference_from_the_papers_code_names_its_file_and_a_commit():
     """Each entry names the file that holds it (last item of its parenthesis), and cites a tensorflow/
     tensor2tensor commit, itself or in that file; a key it names is in the config."""
-    config = cfg.load(ROOT / "config.yaml")
+    config = aiayn_config.load(ROOT / "config.yaml")
     entries = code_differences()
     assert len(entries) >= 7
     commit = re.compile(r"\b[0-9a-f]{8,40}\b")

@@ -6,7 +6,7 @@ from paths import SHARED_PTB as SHARED
 
 from aiayn.evaluate import evalb as evalb_cli
 from aiayn.evaluate.evalb import Totals, format_report, format_row, metrics, read_lines
-from aiayn.evaluate.evalb_params import EvalbParams, c_atoi, default_param_file, read_params
+from aiayn.evaluate.evalb_params import EvalbConfig, c_atoi, default_param_file, read_params
 from aiayn.evaluate.evalb_score import Row, evaluate_lines, modify_label
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.treebank import read_mrg_file
@@ -15,7 +15,7 @@ EDGE = SHARED / "evalb_edge"
 SAMPLE = SHARED / "wsj_sample"
 
 
-def collins() -> EvalbParams:
+def collins() -> EvalbConfig:
     return read_params(default_param_file())
 
 
@@ -180,7 +180,7 @@ def test_quote_label_puts_a_deleted_quote_back():
     """``(POS ')`` against ``('' ')``: without QUOTE_LABEL a length error, with it a tagging error only."""
     gold = lines("(TOP (S (NP (NP (NNS teachers) (POS ')) (NN union)) (VP (VBD won))))")
     test = lines("(TOP (S (NP (NP (NNS teachers) ('' ')) (NN union)) (VP (VBD won))))")
-    params = EvalbParams(delete_labels=["TOP", "''"])
+    params = EvalbConfig(delete_labels=["TOP", "''"])
     assert evaluate_lines(gold, test, params).messages == ["1 : Length unmatch (4|3)"]
     params.quote_labels = ["''", "POS"]
     for a, b in ((gold, test), (test, gold)):

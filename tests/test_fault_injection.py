@@ -66,10 +66,10 @@ def test_only_the_clock_columns_are_blanked(tmp_path):
 def test_cpu_ranks_overlay_reaches_every_training():
     """``--cpu-ranks 2`` sets train.cpu_ranks in the defaults and over an experiment's own value;
     the config it gives still validates."""
-    from aiayn import config as cfg
+    from aiayn import config as aiayn_config
 
     config = fault_injection.with_cpu_ranks(fault_injection.merged_config(["base", "big", "A1", "parser"], 12), 3)
     assert config["defaults"]["train"]["cpu_ranks"] == 3
     assert config["experiments"]["big"]["train"]["cpu_ranks"] == 3   # configs/test.yaml gives big 2
     assert all(config["experiments"][e].get("train", {}).get("cpu_ranks", 3) == 3 for e in config["experiments"])
-    cfg.validate(config)
+    aiayn_config.validate(config)

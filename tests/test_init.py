@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-from aiayn import config as cfg
+from aiayn import config as aiayn_config
 from aiayn.model import Transformer
 from aiayn.model.init import SCHEMES, InitScheme, initialize, linear_bound, xavier_bound
 from aiayn.options import ModelConfig
@@ -171,5 +171,5 @@ def test_the_default_is_the_papers_code_scheme():
     """model.init defaults to tensor2tensor's scheme in the definition and so in config.yaml's setup."""
     from pathlib import Path
 
-    config = cfg.load(Path(__file__).resolve().parents[1] / "config.yaml")
+    config = aiayn_config.load(Path(__file__).resolve().parents[1] / "config.yaml")
     assert ModelConfig().init == config["defaults"]["model"]["init"] == "t2t"

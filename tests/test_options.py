@@ -14,7 +14,7 @@ import pytest
 import yaml
 from train_helpers import make_task, settings
 
-from aiayn import config as cfg
+from aiayn import config as aiayn_config
 from aiayn.options import Config, DecodeConfig, TrainConfig
 from aiayn.options.core import check, hints, option
 
@@ -41,7 +41,7 @@ def written_defaults(values: dict, cls: type, where: str) -> list[str]:
 def test_config_yaml_writes_no_default_twice():
     """A default has one home, its definition: config.yaml's sections write only what differs (the
     experiments are data: a row may write a base value out)."""
-    sections = {name: f for name, f in ((f.name, f) for f in dataclasses.fields(Config)) if name in cfg.FILLED}
+    sections = {name: f for name, f in ((f.name, f) for f in dataclasses.fields(Config)) if name in aiayn_config.FILLED}
     found = [key for name in sections if name in PAPER
              for key in written_defaults(PAPER[name], hints(Config)[name], name)]
     assert found == []
@@ -50,7 +50,7 @@ def test_config_yaml_writes_no_default_twice():
 @pytest.mark.parametrize("overlays", [(), ("demo.yaml",), ("demo.yaml", "test.yaml")])
 def test_the_shipped_configs_are_valid_and_complete(overlays):
     """Each shipped config validates, and validation fills in every option of a run's sections."""
-    config = cfg.load(ROOT / "config.yaml", *[ROOT / "configs" / name for name in overlays])
+    config = aiayn_config.load(ROOT / "config.yaml", *[ROOT / "configs" / name for name in overlays])
     assert set(config["defaults"]["train"]) == {f.name for f in dataclasses.fields(TrainConfig)}
     assert overlays or config["defaults"]["train"]["warmup_steps"] == TrainConfig().warmup_steps == 4000
     assert "vocab_size" not in config["data"]["bpe"]  # set by the workflow per task, not a config key
@@ -76,8 +76,8 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
 def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    with pytest.raises(cfg.ConfigError, match=re.escape(message)):
-        cfg.load(ROOT / "config.yaml", path)
+    with pytest.raises(aiayn_config.ConfigError, match=re.escape(message)):
+        aiayn_config.load(ROOT / "config.yaml", path)
 
 
 def test_a_stage_refuses_an_old_name_with_its_new_name():
@@ -120,7 +120,7 @@ def test_beam_search_defaults_are_the_decode_definitions():
 
 
 def test_a_training_process_builds_its_train_config_once(tmp_path, monkeypatch):
-    """train/__main__ reads the settings file into one RunSettings and hands it to the Trainer."""
+    """train/__main__ reads the settings file into one RunConfig and hands it to the Trainer."""
     pytest.importorskip("torch")
     from aiayn.train import __main__ as train_main
 

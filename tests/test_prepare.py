@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from aiayn.evaluate.evalb import metrics, read_lines
-from aiayn.evaluate.evalb_params import EvalbParams, default_param_file, read_params
+from aiayn.evaluate.evalb_params import EvalbConfig, default_param_file, read_params
 from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.parsing import prepare, treebank
 from aiayn.parsing.repair import delinearize
@@ -126,7 +126,7 @@ def test_ldc_layout_counts(tmp_path):
         out / "dev.gold").read_bytes()
     outcome = evaluate_lines(read_lines(out / "test.gold"), read_lines(out / "test.gold"),
                              read_params(default_param_file()))
-    assert metrics(outcome, EvalbParams())["f1"] == 100.0
+    assert metrics(outcome, EvalbConfig())["f1"] == 100.0
 
 
 def test_finds_the_wsj_folder_from_root_parent_or_itself(tmp_path):

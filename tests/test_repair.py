@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from aiayn.evaluate.evalb_params import EvalbParams
+from aiayn.evaluate.evalb_params import EvalbConfig
 from aiayn.evaluate.evalb_score import evaluate_lines
 from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.linearize import is_close, is_label_close, is_leaf, is_open, linearize
@@ -111,5 +111,5 @@ def test_repair_always_gives_a_valid_tree_over_the_words():
         gold_lines.append(f"{tree}\n")
         test_lines.append(f"{fixed}\n")
     assert set(seen) == set(KINDS)
-    outcome = evaluate_lines(gold_lines, test_lines, EvalbParams(delete_labels=["TOP", ",", ".", ":", "``", "''"]))
+    outcome = evaluate_lines(gold_lines, test_lines, EvalbConfig(delete_labels=["TOP", ",", ".", ":", "``", "''"]))
     assert outcome.messages == [] and all(row.status == 0 for row in outcome.rows)

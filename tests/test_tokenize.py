@@ -102,10 +102,10 @@ def _config_settings(tmp_path, overlay=None):
 
     from report_fixtures import ROOT
 
-    from aiayn import config as cfg
+    from aiayn import config as aiayn_config
 
-    paper = cfg.load(ROOT / "config.yaml")
-    files = cfg.settings_files(cfg.deep_merge(paper, overlay or {}))
+    paper = aiayn_config.load(ROOT / "config.yaml")
+    files = aiayn_config.settings_files(aiayn_config.deep_merge(paper, overlay or {}))
     paths = {}
     for name in ("en-de/tokenize.en.json", "en-de/tokenize.de.json", "clean.json"):
         paths[name] = tmp_path / name.replace("/", ".")

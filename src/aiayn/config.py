@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from aiayn.options import AttentionSettings, AverageConfig, Config, DecodeConfig, ModelConfig, TrainConfig, normalizes
+from aiayn.options import AverageConfig, Config, DecodeConfig, FiguresConfig, ModelConfig, TrainConfig, normalizes
 from aiayn.options.core import build, to_dict
 from aiayn.options.sources import file_problem, is_archive
 from aiayn.options.workflow import FigureRun
@@ -129,7 +129,7 @@ def validate(config: Any, source: str = "config") -> dict:
     _check_references(config, source)
     if config.get("figures"):
         run = build(FigureRun, {key: config["figures"][key] for key in FIGURE_RUN_KEYS if key in config["figures"]}, "")
-        config["figures"] = {**to_dict(run), **to_dict(AttentionSettings.from_dict(figure_settings(config)))}
+        config["figures"] = {**to_dict(run), **to_dict(FiguresConfig.from_dict(figure_settings(config)))}
     return config
 
 
@@ -240,7 +240,7 @@ def _check_figures(config: dict, source: str) -> None:
     if exp not in config["experiments"]:
         raise ConfigError(f"{source}: figures.experiment: unknown experiment {exp!r}")
     try:
-        opts = AttentionSettings.from_dict(figure_settings(config))
+        opts = FiguresConfig.from_dict(figure_settings(config))
     except ValueError as error:
         raise ConfigError(f"{source}: {error}") from None
     if task not in config["experiments"][exp]["tasks"]:

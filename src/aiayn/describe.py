@@ -29,7 +29,7 @@ from typing import IO
 import torch
 import yaml
 
-from aiayn import config as configlib
+from aiayn import config as aiayn_config
 from aiayn.model import Transformer, count_parameters
 from aiayn.options import Config, ModelConfig, TrainConfig
 from aiayn.options.core import hints, members, spec
@@ -59,12 +59,12 @@ def describe(config: dict, vocab_size: int | None = None, gpus: int | None = Non
              nodes: int | None = None) -> list[dict]:
     """One dict per experiment that runs (on its first task) with the columns of :data:`COLUMNS`."""
     rows, first = [], {}
-    for task, experiment in configlib.runs(config):
+    for task, experiment in aiayn_config.runs(config):
         first.setdefault(experiment, task)
     for experiment, task in first.items():
-        settings = configlib.resolve(config, experiment, task)
+        settings = aiayn_config.resolve(config, experiment, task)
         model, train = settings["model"], settings["train"]
-        vocab = vocab_size or configlib.vocab_size(config["tasks"][task])
+        vocab = vocab_size or aiayn_config.vocab_size(config["tasks"][task])
         row = {"experiment": experiment}
         row.update({key: model[key] for key in MODEL_COLUMNS})
         row.update({key: train[key] for key in TRAIN_COLUMNS})
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                         "each key with its help and source (YAML)")
     args = parser.parse_args(argv)
     if args.full:
-        print("\n".join(annotated(configlib.load(*args.config))))
+        print("\n".join(annotated(aiayn_config.load(*args.config))))
         return 0
     if args.vocab_size is not None and args.vocab_size < 4:
         parser.error("--vocab-size must be at least 4 (pad, unk, bos, eos)")
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--gpus must be at least 1")
     if args.nodes is not None and args.nodes < 1:
         parser.error("--nodes must be at least 1")
-    write_csv(describe(configlib.load(*args.config), args.vocab_size, args.gpus, args.nodes), sys.stdout)
+    write_csv(describe(aiayn_config.load(*args.config), args.vocab_size, args.gpus, args.nodes), sys.stdout)
     return 0
 
 

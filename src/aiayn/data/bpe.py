@@ -4,7 +4,7 @@ Paper section 5.1: EN-DE uses a shared source-target byte-pair encoding of about
 a 32000 word-piece vocabulary. ``learn`` trains sentencepiece (``model_type: bpe`` by default) on
 both sides together, so source, target and the pre-softmax layer can share one embedding matrix.
 
-``learn --settings FILE`` reads :class:`LearnOptions`: ``config.yaml``'s ``data.bpe`` and the task's
+``learn --settings FILE`` reads :class:`BpeConfig`: ``config.yaml``'s ``data.bpe`` and the task's
 ``vocab_size``. ``learn --symbols FILE...`` names tokens (one per line) that are never split: a parsing
 task's brackets ``(NP`` and ``)NP`` (:mod:`aiayn.parsing.prepare` writes them), each one piece and one
 embedding, where plain BPE learns ``▁(`` and ``NP`` apart and a constituent costs four pieces, not two.
@@ -49,7 +49,7 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import count_lines, iter_lines, map_file
 from aiayn.io import atomic_output, setup_logging
-from aiayn.options import LearnOptions
+from aiayn.options import BpeConfig
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def whole_tokens(symbols: Iterable[str]) -> list[str]:
     return [WORD_START + symbol for symbol in symbols]
 
 
-def train_model(sample: Path, opts: LearnOptions, symbols: Iterable[str] = ()) -> bytes:
+def train_model(sample: Path, opts: BpeConfig, symbols: Iterable[str] = ()) -> bytes:
     """Run the sentencepiece trainer on a sample file; returns the serialized model.
 
     ``symbols`` (tokens of the text) each become one piece, never split nor merged (:func:`whole_tokens`).
@@ -135,7 +135,7 @@ def vocab_lines(processor: spm.SentencePieceProcessor) -> Iterable[str]:
         yield f"{processor.id_to_piece(index)}\t{processor.get_score(index):g}\n"
 
 
-def learn(inputs: list[str], model_prefix: str, opts: LearnOptions, symbols: Sequence[str] = ()) -> int:
+def learn(inputs: list[str], model_prefix: str, opts: BpeConfig, symbols: Sequence[str] = ()) -> int:
     """Sample, train, publish ``model_prefix.model`` and ``.vocab`` atomically; returns the vocabulary size.
 
     ``symbols``: tokens kept whole (:func:`train_model`).
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
     if args.command == "learn":
-        opts = settings.read(args.settings, LearnOptions, "data.bpe")
+        opts = settings.read(args.settings, BpeConfig, "data.bpe")
         opts = dataclasses.replace(opts, threads=args.threads)
         learn(args.inputs, args.model_prefix, opts, read_symbols(args.symbols))
     else:

@@ -24,7 +24,7 @@ Deviation from paper: clean-corpus-n.perl also drops pairs with a token longer t
 deletes ``|`` from unfactored text (the paper's escaped text had none); neither is done here and no
 key does it.
 
-``--settings FILE`` holds ``data.clean`` (the fields of :class:`LengthFilter`); without it, the defaults.
+``--settings FILE`` holds ``data.clean`` (the fields of :class:`CleanConfig`); without it, the defaults.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import DataError, check_aligned, iter_lines
 from aiayn.io import atomic_output, setup_logging, write_json
-from aiayn.options import LengthFilter
+from aiayn.options import CleanConfig
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ REASON_KEYS = {"empty": "an empty side, always dropped", "too_short": "data.clea
                "too_long": "data.clean.max_len", "ratio": "data.clean.max_ratio"}
 
 
-def filter_pairs(pairs: Iterable[tuple[str, str]], rules: LengthFilter,
+def filter_pairs(pairs: Iterable[tuple[str, str]], rules: CleanConfig,
                  counts: dict[str, int]) -> Iterator[tuple[str, str]]:
     """Yield the kept pairs, whitespace-collapsed; ``counts`` gets read, kept and each drop reason."""
     for src, tgt in pairs:
@@ -67,7 +67,7 @@ def new_counts() -> dict[str, int]:
 
 
 def clean_corpora(prefixes: list[str], src_lang: str, tgt_lang: str, out_prefix: str,
-                  rules: LengthFilter) -> dict:
+                  rules: CleanConfig) -> dict:
     """Filter every ``PREFIX.<src>``/``PREFIX.<tgt>`` pair into ``OUT.<src>``/``OUT.<tgt>``.
 
     All line counts are checked before anything is written. Returns the statistics dict.
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
-    rules = settings.read(args.settings, LengthFilter, "data.clean")
+    rules = settings.read(args.settings, CleanConfig, "data.clean")
     stats = clean_corpora(args.corpora, args.src_lang, args.tgt_lang, args.out_prefix, rules)
     write_json(args.stats, stats)
     return 0

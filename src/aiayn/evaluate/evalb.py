@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiayn.cli import add_log
-from aiayn.evaluate.evalb_params import EvalbParams, default_param_file, read_params
+from aiayn.evaluate.evalb_params import EvalbConfig, default_param_file, read_params
 from aiayn.evaluate.evalb_score import Outcome, Row, evaluate_lines
 from aiayn.io import atomic_output, setup_logging, write_json
 
@@ -124,7 +124,7 @@ def summarize(outcome: Outcome, cutoff_len: int) -> tuple[Totals, Totals]:
     return everything, short
 
 
-def format_report(outcome: Outcome, params: EvalbParams) -> str:
+def format_report(outcome: Outcome, params: EvalbConfig) -> str:
     """EVALB's stdout: header, rows, and (unless it stopped at MAX_ERROR) the totals and summaries."""
     parts = [HEADER, RULE, *(format_row(row) + row.debug for row in outcome.rows)]
     if outcome.stopped:
@@ -141,7 +141,7 @@ def format_report(outcome: Outcome, params: EvalbParams) -> str:
     return "".join(parts)
 
 
-def metrics(outcome: Outcome, params: EvalbParams) -> dict:
+def metrics(outcome: Outcome, params: EvalbConfig) -> dict:
     """The ``*.evalb.json`` fields; an undefined F1 (nothing matched, P + R = 0) is written as 0.0."""
     everything, short = summarize(outcome, params.cutoff_len)
 

@@ -27,7 +27,7 @@ def c_atoi(text: str) -> int:
 
 
 @dataclass
-class EvalbParams:
+class EvalbConfig:
     """EVALB's settings; the defaults are EVALB's own when no parameter file is given."""
 
     debug: int = 0
@@ -47,9 +47,9 @@ def default_param_file() -> Path:
     return Path(str(resources.files("aiayn.resources").joinpath("COLLINS.prm")))
 
 
-def read_params(path: str | Path, params: EvalbParams | None = None) -> EvalbParams:
+def read_params(path: str | Path, params: EvalbConfig | None = None) -> EvalbConfig:
     """Apply the parameter file ``path`` to ``params`` (EVALB's defaults when None) and return it."""
-    params = params if params is not None else EvalbParams()
+    params = params if params is not None else EvalbConfig()
     try:
         text = Path(path).read_bytes().decode("latin-1")
     except OSError as error:
@@ -66,7 +66,7 @@ def read_params(path: str | Path, params: EvalbParams | None = None) -> EvalbPar
     return params
 
 
-def _set_param(params: EvalbParams, line: str, keyword: str, value: str) -> None:
+def _set_param(params: EvalbConfig, line: str, keyword: str, value: str) -> None:
     integers = {"DEBUG": "debug", "MAX_ERROR": "max_error", "CUTOFF_LEN": "cutoff_len", "LABELED": "labeled"}
     if keyword in integers:
         setattr(params, integers[keyword], c_atoi(value))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from aiayn.evaluate.evalb_params import SPACE, EvalbParams
+from aiayn.evaluate.evalb_params import SPACE, EvalbConfig
 
 _TERMINATORS = SPACE + "()"
 
@@ -67,7 +67,7 @@ def _char(line: str, pos: int) -> str:
     return line[pos] if pos < len(line) else "\0"
 
 
-def _terminal(line: str, pos: int, label: str, out: Parsed, params: EvalbParams,
+def _terminal(line: str, pos: int, label: str, out: Parsed, params: EvalbConfig,
               error: Callable[[str], None], open_brackets: Callable[[], list[int]]) -> int | None:
     """After ``(label`` at ``pos``: read ``word)`` as a terminal and return the position after it, or None.
 
@@ -93,7 +93,7 @@ def _terminal(line: str, pos: int, label: str, out: Parsed, params: EvalbParams,
     return None
 
 
-def scan(line: str, params: EvalbParams, error: Callable[[str], None]) -> Parsed:
+def scan(line: str, params: EvalbConfig, error: Callable[[str], None]) -> Parsed:
     """Read one bracketed line: terminals, brackets (end -1 while unclosed), and the gold length.
 
     Malformed input is reported through ``error`` exactly where EVALB reports it; a stray word
@@ -140,7 +140,7 @@ def _reinsert(quote: Quote, parsed: Parsed) -> None:
         parsed.brackets[k][1] += 1
 
 
-def fix_quotes(gold: Parsed, test: Parsed, params: EvalbParams) -> None:
+def fix_quotes(gold: Parsed, test: Parsed, params: EvalbConfig) -> None:
     """EVALB's ``QUOTE_LABEL`` rule, tried when the lengths differ.
 
     A quote word at the same position on both sides with different tags, deleted on one side only
@@ -163,11 +163,11 @@ def fix_quotes(gold: Parsed, test: Parsed, params: EvalbParams) -> None:
                     later.index += 1
 
 
-def label_equal(a: str, b: str, params: EvalbParams) -> bool:
+def label_equal(a: str, b: str, params: EvalbConfig) -> bool:
     return a == b or (a, b) in params.eq_labels or (b, a) in params.eq_labels
 
 
-def word_equal(a: str, b: str, params: EvalbParams) -> bool:
+def word_equal(a: str, b: str, params: EvalbConfig) -> bool:
     return a == b or (a, b) in params.eq_words or (b, a) in params.eq_words
 
 
@@ -179,7 +179,7 @@ def modify_label(label: str) -> str:
     return label
 
 
-def massage(parsed: Parsed, params: EvalbParams) -> int:
+def massage(parsed: Parsed, params: EvalbConfig) -> int:
     """Mark empty spans and deleted labels (result 5), others 0; return the brackets that count."""
     for bracket in parsed.brackets:
         bracket[3] = 0
@@ -192,7 +192,7 @@ def massage(parsed: Parsed, params: EvalbParams) -> int:
     return sum(b[3] != 5 for b in parsed.brackets)
 
 
-def match_brackets(gold: Parsed, test: Parsed, params: EvalbParams) -> int:
+def match_brackets(gold: Parsed, test: Parsed, params: EvalbConfig) -> int:
     """Multiset matching: each gold bracket takes the first unmatched test bracket with its span and label."""
     matched = 0
     for g in gold.brackets:
@@ -248,7 +248,7 @@ class Outcome:
 class _Errors:
     """EVALB's error counter: report ``<line> : <message>``; stop once more than MAX_ERROR + 1 came."""
 
-    def __init__(self, params: EvalbParams, messages: list[str]):
+    def __init__(self, params: EvalbConfig, messages: list[str]):
         self.params, self.messages = params, messages
         self.count, self.line, self.status = 0, 0, 0
 
@@ -260,7 +260,7 @@ class _Errors:
             raise EvalbStopped(message)
 
 
-def score_sentence(gold_line: str, test_line: str, params: EvalbParams, errors: _Errors) -> Row:
+def score_sentence(gold_line: str, test_line: str, params: EvalbConfig, errors: _Errors) -> Row:
     """Score one sentence pair; with ``DEBUG`` 1 the row carries EVALB's dump of both sides."""
     errors.status = 0
     gold = scan(gold_line, params, errors)
@@ -287,7 +287,7 @@ def debug_dump(gold: Parsed, test: Parsed) -> str:
     return "".join(lines) + "\n========\n"
 
 
-def _score(gold: Parsed, test: Parsed, params: EvalbParams, errors: _Errors) -> Row:
+def _score(gold: Parsed, test: Parsed, params: EvalbConfig, errors: _Errors) -> Row:
     """EVALB's checks in EVALB's order (skip, length, words), then brackets, crossing and tags."""
     if not test.terminals:
         errors.status = 2
@@ -311,7 +311,7 @@ def _score(gold: Parsed, test: Parsed, params: EvalbParams, errors: _Errors) -> 
                len(gold.terminals), tags)
 
 
-def evaluate_lines(gold_lines: list[str], test_lines: list[str], params: EvalbParams) -> Outcome:
+def evaluate_lines(gold_lines: list[str], test_lines: list[str], params: EvalbConfig) -> Outcome:
     """EVALB over two files' lines (each with its newline, as ``fgets`` reads them)."""
     outcome = Outcome()
     errors = _Errors(params, outcome.messages)

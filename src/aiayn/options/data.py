@@ -57,7 +57,7 @@ def normalizes(setting: bool | PerSide | Mapping[str, bool], side: str) -> bool:
 
 
 @dataclass(frozen=True)
-class LengthFilter(Section):
+class CleanConfig(Section):
     """The keys of ``data.clean``, clean-corpus-n's rules; :meth:`reason` says why a pair is dropped
     (``None``: keep it)."""
 
@@ -83,7 +83,7 @@ class LengthFilter(Section):
 
 
 @dataclass(frozen=True)
-class LearnOptions(Section):
+class BpeConfig(Section):
     """``data.bpe`` and the task's ``vocab_size``; ``threads`` comes from the command line."""
 
     SECTION = "data.bpe"
@@ -124,6 +124,6 @@ class DataConfig(DownloadConfig):
     """``config.yaml``'s ``data`` section."""
 
     tokenize: TokenizeConfig = option(help="Moses tokenization (aiayn.data.tokenize)", factory=TokenizeConfig)
-    clean: LengthFilter = option(help="length filter (aiayn.data.clean)", factory=LengthFilter)
-    bpe: LearnOptions = option(help="the subword model (aiayn.data.bpe)", factory=LearnOptions)
+    clean: CleanConfig = option(help="length filter (aiayn.data.clean)", factory=CleanConfig)
+    bpe: BpeConfig = option(help="the subword model (aiayn.data.bpe)", factory=BpeConfig)
     shards: ShardsConfig = option(help="binarized shards (aiayn.data.binarize)", factory=ShardsConfig)

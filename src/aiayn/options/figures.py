@@ -87,7 +87,7 @@ def _figure5() -> FigureSpec:
 
 
 @dataclass(frozen=True)
-class AttentionSettings:
+class FiguresConfig:
     """The layer and the three figures; defaults: the paper's."""
 
     layer: Layer = option(help="the encoder layer drawn", factory=Layer)
@@ -96,7 +96,7 @@ class AttentionSettings:
     figure5: FigureSpec = option(help="Figure 5: every word's attention in two heads", factory=_figure5)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "AttentionSettings":
+    def from_dict(cls, values: Mapping[str, Any]) -> "FiguresConfig":
         """Build from ``figures`` less its run keys; a bad key or value raises ValueError naming it."""
         check_keys(cls, values, "figures")
         built = {}

@@ -134,7 +134,7 @@ class StepPlan:
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class RunConfig:
     """A training run's settings file (``R/<task>/<run>/settings/train.json``: ``model``, ``train``,
     ``experiment``, ``task``), built once per training process and handed down; ``values`` is the
     file's content as checkpoints record it."""
@@ -144,7 +144,7 @@ class RunSettings:
     values: Mapping[str, Any]
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "RunSettings":
+    def from_dict(cls, values: Mapping[str, Any]) -> "RunConfig":
         """Build both sections; a missing section, unknown key or bad value raises ValueError naming it."""
         for section in ("model", "train"):
             if not isinstance(values, Mapping) or not isinstance(values.get(section), Mapping):

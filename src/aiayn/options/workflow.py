@@ -13,9 +13,9 @@ from aiayn.options.data import DataConfig
 from aiayn.options.decode import AverageConfig, DecodeConfig
 from aiayn.options.evaluate import BleuConfig, PerplexityConfig
 from aiayn.options.model import ModelConfig
-from aiayn.options.parsing import ParsingTask
 from aiayn.options.sources import LANG, Archive, Files
 from aiayn.options.train import TrainConfig
+from aiayn.options.treebank import ParsingTask
 
 SEEDS_HELP = "models trained per run, seed i = train.seed + i (aiayn.config.seeds); 1 is the paper's single run"
 
@@ -63,7 +63,7 @@ class Run:
 
 @dataclass(frozen=True)
 class FigureRun:
-    """The run ``figures`` draws from; its other keys are the figures' settings (:class:`AttentionSettings`)."""
+    """The run ``figures`` draws from; its other keys are the figures' settings (:class:`FiguresConfig`)."""
 
     task: str = option(help="the translation task of the run drawn")
     experiment: str = option(help="the experiment of the run drawn")
@@ -120,6 +120,6 @@ class Config:
                                                  "plain files (files per language)")
     run: Run | None = option(None, help=Run.__doc__.splitlines()[0])
     figures: dict[str, Any] | None = option(None, help="the paper's attention figures 3-5 (aiayn.report.attention): "
-                                            "the run drawn (FigureRun) and AttentionSettings; null draws none")
+                                            "the run drawn (FigureRun) and FiguresConfig; null draws none")
     defaults: Defaults = option(help=Defaults.__doc__.splitlines()[0], factory=Defaults)
     experiments: dict[str, Experiment] = option(help="paper rows and your own experiments", min_items=1)

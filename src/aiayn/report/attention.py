@@ -54,7 +54,7 @@ from aiayn.data.tokenize import MosesPipeline
 from aiayn.decode.translate import check_vocabulary
 from aiayn.io import read_json, setup_logging, write_json
 from aiayn.options import TokenizeConfig
-from aiayn.options.figures import AttentionSettings, FigureSpec
+from aiayn.options.figures import FiguresConfig, FigureSpec
 from aiayn.report import attention_plot
 from aiayn.report.plots import save
 from aiayn.runtime.session import load_model
@@ -181,7 +181,7 @@ def layer_attention(model, sentence: Sentence, layer: int) -> np.ndarray:
     return word_attention(probs.double().numpy(), sentence.word_of)
 
 
-def draw_all(model, sp, pipeline: MosesPipeline, opts: AttentionSettings, out_dir: Path) -> dict:
+def draw_all(model, sp, pipeline: MosesPipeline, opts: FiguresConfig, out_dir: Path) -> dict:
     """Every figure into ``out_dir``; returns what ``figures.json`` records."""
     n_layers = len(model.encoder)
     layer = opts.layer.of_model(n_layers)
@@ -206,12 +206,12 @@ def summary(spec: FigureSpec, sentence: Sentence, drawn: Drawn) -> dict:
     return entry
 
 
-def read_settings(path: str | None) -> AttentionSettings:
-    """The figures settings file as :class:`AttentionSettings` (None: the paper's); errors name the file."""
+def read_settings(path: str | None) -> FiguresConfig:
+    """The figures settings file as :class:`FiguresConfig` (None: the paper's); errors name the file."""
     if path is None:
-        return AttentionSettings()
+        return FiguresConfig()
     try:
-        return AttentionSettings.from_dict(read_json(path))
+        return FiguresConfig.from_dict(read_json(path))
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
 

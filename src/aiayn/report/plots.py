@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from aiayn import config as cfg
+from aiayn import config as aiayn_config
 from aiayn.io import atomic_path, setup_logging
 from aiayn.report import experiments, paper, table3
 from aiayn.report.metrics import TABLES, MetricFileError, report_parser, require, run_dir
@@ -94,7 +94,7 @@ def table3_chart(rows: list[dict]) -> Figure:
 
 def _runs(config: dict, table: str) -> list[tuple[str, str]]:
     """The runs a table reports: the experiments table every run, a paper table those listing it."""
-    return experiments.table_runs(config) if table == "experiments" else cfg.runs(config, table)
+    return experiments.table_runs(config) if table == "experiments" else aiayn_config.runs(config, table)
 
 
 def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str, ...] = TABLES) -> list[Path]:
@@ -122,7 +122,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
-    config = cfg.load(args.config)
+    config = aiayn_config.load(args.config)
     try:
         written = make_plots(config, args.results_dir, args.out_dir, tuple(args.tables))
     except MetricFileError as err:

@@ -17,7 +17,7 @@ import logging
 import subprocess
 from pathlib import Path
 
-from aiayn import config as cfg
+from aiayn import config as aiayn_config
 from aiayn.io import atomic_output, setup_logging
 from aiayn.report import experiments, table2, table3, table4
 from aiayn.report.layout import RENDERERS, Table
@@ -84,7 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
-    config = cfg.load(args.config)
+    config = aiayn_config.load(args.config)
     now = datetime.datetime.now(datetime.timezone.utc)
     footer = provenance(args.config, git_commit(Path(__file__).resolve().parent), now)
     try:

@@ -25,7 +25,7 @@ import torch
 
 from aiayn.cli import add_log, add_settings
 from aiayn.io import setup_logging
-from aiayn.options import RunSettings
+from aiayn.options import RunConfig
 from aiayn.runtime.checkpoint import list_checkpoints
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
 from aiayn.train.distributed import (
@@ -41,14 +41,14 @@ from aiayn.train.trainer import Trainer
 log = logging.getLogger("aiayn.train")
 
 
-def read_settings(path: Path) -> RunSettings:
+def read_settings(path: Path) -> RunConfig:
     """The run's settings file, its ``model`` and ``train`` sections built (once) into their dataclasses."""
     try:
         values = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON: {error}") from None
     try:
-        return RunSettings.from_dict(values)
+        return RunConfig.from_dict(values)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
 

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from aiayn.evaluate.perplexity import corpus_nll, perplexity_report
 from aiayn.io import write_json
 from aiayn.model import Transformer, count_parameters, flops_per_token
-from aiayn.options import RunSettings
+from aiayn.options import RunConfig
 from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch
 from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoint, save_checkpoint
 from aiayn.runtime.devices import device_name
@@ -48,11 +48,11 @@ log = logging.getLogger(__name__)
 class Trainer:
     """Trains one model on ``<data_dir>/{train,dev}`` into ``out_dir`` (see the module docstring)."""
 
-    def __init__(self, run: RunSettings | Mapping[str, Any], data_dir: Path, out_dir: Path, env: DistEnv,
+    def __init__(self, run: RunConfig | Mapping[str, Any], data_dir: Path, out_dir: Path, env: DistEnv,
                  max_steps_this_run: int | None = None):
         """``run``: the run's settings, built once by the caller (a mapping, as tests and benchmarks
         write them, is built here)."""
-        run = run if isinstance(run, RunSettings) else RunSettings.from_dict(run)
+        run = run if isinstance(run, RunConfig) else RunConfig.from_dict(run)
         self.settings, self.env, self.out_dir = dict(run.values), env, Path(out_dir)
         self.model_cfg, self.cfg = run.model, run.train
         self.max_steps_this_run = max_steps_this_run
