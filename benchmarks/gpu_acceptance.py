@@ -66,6 +66,7 @@ from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.io import write_json
 from aiayn.model import Transformer
 from aiayn.options import ModelConfig
+from aiayn.runtime.checkpoint import load_checkpoint
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.precision import autocast_for, enable_tf32, native_bf16, resolve_precision, tf32_matmuls
 from aiayn.train.distributed import DistEnv
@@ -172,8 +173,8 @@ def losses(out: Path) -> dict[int, float]:
 
 
 def final_weights_diff(a: Path, b: Path) -> float:
-    x = torch.load(a / "checkpoint_last.pt", map_location="cpu", weights_only=True)["model"]
-    y = torch.load(b / "checkpoint_last.pt", map_location="cpu", weights_only=True)["model"]
+    x = load_checkpoint(a / "checkpoint_last.pt").model
+    y = load_checkpoint(b / "checkpoint_last.pt").model
     return max(float((x[k].float() - y[k].float()).abs().max()) for k in x)
 
 
