@@ -82,22 +82,32 @@ def local_copy(wildcards):
     return [f"{mirror}/{archive_name(url)}"] if mirror and "://" not in mirror else []
 
 
+_TRAIN = {}
+
+
+def run_train(wildcards):
+    """A run's resolved train section, resolved once per run (every job of it asks, some several times)."""
+    key = (wildcards.exp, wildcards.task)
+    if key not in _TRAIN:
+        _TRAIN[key] = aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"]
+    return _TRAIN[key]
+
+
 def gpus(wildcards):
     """GPUs of a run's training job; its decoding and scoring take one when training took any."""
-    return aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"]["gpus"]
+    return run_train(wildcards)["gpus"]
 
 
 def train_resource(name):
     """One resource of a run's training job (aiayn.train.slurm.train_resources); None leaves it out."""
     def value(wildcards, threads):
-        train = aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"]
-        return train_slurm.train_resources(train, threads).get(name)
+        return train_slurm.train_resources(run_train(wildcards), threads).get(name)
     return value
 
 
 def train_launcher(wildcards):
     """``srun`` starting one torchrun agent per node when the run spans nodes, else nothing."""
-    return train_slurm.train_launcher(aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"])
+    return train_slurm.train_launcher(run_train(wildcards))
 
 
 def checkpoint(wildcards):

@@ -15,8 +15,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
 LEVEL = 0.95  # two-sided confidence of the interval; 5% is the usual significance level
 
 
@@ -51,6 +49,9 @@ def resolvable_at(a: Spread, b: Spread, level: float = LEVEL) -> float | None:
     if va + vb == 0:
         return 0.0
     dof = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    # imported here: the Snakefile imports this module when parsed, and scipy.stats takes about a second
+    from scipy import stats
+
     return float(stats.t.ppf((1 + level) / 2, dof)) * math.sqrt(va + vb)
 
 
