@@ -21,6 +21,7 @@ only the chosen experiments on the chosen tasks (:func:`runs`). An overlay delet
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -126,10 +127,12 @@ def validate(config: Any, source: str = "config") -> dict:
     except ValueError as error:
         raise ConfigError(f"invalid configuration: {source}: {error}") from None
     config = {**config, **{name: to_dict(getattr(typed, name), in_file=True) for name in FILLED}}
+    config = {f.name: config[f.name] for f in dataclasses.fields(Config) if f.name in config}  # the definitions' order
     _check_references(config, source)
     if config.get("figures"):
         run = build(FigureRun, {key: config["figures"][key] for key in FIGURE_RUN_KEYS if key in config["figures"]}, "")
-        config["figures"] = {**to_dict(run), **to_dict(FiguresConfig.from_dict(figure_settings(config)))}
+        config["figures"] = {**{key: to_dict(run)[key] for key in FIGURE_RUN_KEYS},
+                             **to_dict(FiguresConfig.from_dict(figure_settings(config)))}
     return config
 
 

@@ -12,6 +12,7 @@ from aiayn.options.core import option
 from aiayn.options.data import DataConfig
 from aiayn.options.decode import AverageConfig, DecodeConfig
 from aiayn.options.evaluate import BleuConfig, PerplexityConfig
+from aiayn.options.figures import FiguresConfig
 from aiayn.options.model import ModelConfig
 from aiayn.options.sources import LANG, Archive, Files
 from aiayn.options.train import TrainConfig
@@ -61,9 +62,10 @@ class Run:
     experiments: list[str] | None = option(None, help="the experiments run (null: all)", min_items=1)
 
 
-@dataclass(frozen=True)
-class FigureRun:
-    """The run ``figures`` draws from; its other keys are the figures' settings (:class:`FiguresConfig`)."""
+@dataclass(frozen=True, kw_only=True)
+class FigureRun(FiguresConfig):
+    """``figures``: the run drawn from, and the figures (:class:`FiguresConfig`, checked by its own
+    ``from_dict``: each figure's keys override that figure's defaults)."""
 
     task: str = option(help="the translation task of the run drawn")
     experiment: str = option(help="the experiment of the run drawn")
