@@ -82,11 +82,14 @@ def training(path, rows, weight):
     plus a dev-perplexity row with empty loss, and checkpoint_last.pt with one 2x2 weight."""
     import torch
 
+    from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
+
     path.mkdir()
     lines = ["step,lr,loss,nll,grad_norm,tokens_per_s,mfu,elapsed,dev_ppl"]
     lines += [f"{step},{lr},{loss},,{norm},,,," for step, lr, loss, norm in rows] + [f"{rows[-1][0]},,,,,,,,9.5"]
     (path / "log.csv").write_text("\n".join(lines) + "\n")
-    torch.save({"model": {"w": torch.full((2, 2), weight)}}, path / "checkpoint_last.pt")
+    weights = Checkpoint(model={"w": torch.full((2, 2), weight)}, settings={}, vocab={})
+    save_checkpoint(path / "checkpoint_last.pt", weights)
     return path
 
 
