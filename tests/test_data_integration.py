@@ -16,10 +16,10 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-import yaml
 from paths import ROOT
 from paths import SHARED_WMT as SHARED
 
+from aiayn import config as aiayn_config
 from aiayn.data.shards import ShardedCorpus
 
 TRAIN_LINES = 1500
@@ -92,7 +92,7 @@ def _run(module: str, *args) -> None:
 @pytest.mark.slow
 def test_wmt_en_fr_slice_through_every_stage(mirror_server, tmp_path):
     base, lock = mirror_server
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    config = aiayn_config.load(ROOT / "config.yaml")  # the definitions' defaults filled in
     corpora = {"train": "news_commentary_v9", "dev": "newstest2013", "test": "newstest2014"}
     d = tmp_path / "data"
     settings = _settings(tmp_path, download={"mirror": base, "lock": str(lock)}, tokenize={"chunk_lines": 500},
