@@ -20,7 +20,7 @@ import sentencepiece as spm
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data.lines import check_aligned, chunked, iter_lines, ordered_map
+from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, check_aligned, chunked, iter_lines, ordered_map
 from aiayn.data.shards import ShardWriter, _sha256
 from aiayn.io import progress, setup_logging
 from aiayn.options import ShardsConfig
@@ -77,7 +77,7 @@ class PairIds:
 
 
 def binarize(model: str, src: str, tgt: str, out_dir: str, max_shard_mb: float = 1024,
-             threads: int = 1, chunk_lines: int = 20000) -> dict:
+             threads: int = 1, chunk_lines: int = CHUNK_LINES) -> dict:
     """Write the (src, tgt) id sequences of two aligned piece files as shards; returns the manifest.
 
     ``threads`` worker processes look the pieces up; this process appends them to the shards in order.
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", required=True)
     add_settings(parser, "data.shards as JSON (default: max_shard_mb 1024)")
     parser.add_argument("--threads", type=int, default=1, help="worker processes for the piece lookup")
-    parser.add_argument("--chunk-lines", type=int, default=20000)
+    parser.add_argument("--chunk-lines", type=int, default=CHUNK_LINES, help=CHUNK_HELP)
     add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)

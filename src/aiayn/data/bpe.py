@@ -47,7 +47,7 @@ import sentencepiece as spm
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data.lines import count_lines, iter_lines, map_file
+from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, count_lines, iter_lines, map_file
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import BpeConfig
 
@@ -183,7 +183,7 @@ class SpmEncode:
 
 
 def encode_file(model: str, input_path: str, output_path: str, threads: int = 1,
-                chunk_lines: int = 20000) -> int:
+                chunk_lines: int = CHUNK_LINES) -> int:
     """Encode ``input_path`` to pieces in ``output_path`` (atomically), line for line; returns lines."""
     with atomic_output(output_path) as out:
         return map_file(SpmEncode(model), input_path, out, processes=threads, chunk_lines=chunk_lines)
@@ -201,7 +201,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     encode_p.add_argument("--model", required=True)
     encode_p.add_argument("--input", required=True)
     encode_p.add_argument("--output", required=True)
-    encode_p.add_argument("--chunk-lines", type=int, default=20000)
+    encode_p.add_argument("--chunk-lines", type=int, default=CHUNK_LINES, help=CHUNK_HELP)
     for sub in (learn_p, encode_p):
         sub.add_argument("--threads", type=int, default=1)
         add_log(sub)

@@ -17,11 +17,15 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from aiayn.io import open_text, progress
+from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
 
 # A line this long is a broken file (a missing newline, a binary blob), not a sentence.
 MAX_LINE_CHARS = 1_000_000
+# Lines per work unit of the worker processes, for every stage that maps lines: data.tokenize.chunk_lines.
+CHUNK_LINES = TokenizeConfig.chunk_lines
+CHUNK_HELP = "lines per work unit of the worker processes (default: data.tokenize.chunk_lines')"
 
 
 T = TypeVar("T")
@@ -148,7 +152,7 @@ def ordered_map(job: Callable[[list[T]], Any], chunks: Iterable[list[T]], proces
 
 
 def map_file(job: Callable[[list[str]], list[str]], src: str | os.PathLike, out: IO[str],
-             processes: int = 1, chunk_lines: int = 20000) -> int:
+             processes: int = 1, chunk_lines: int = CHUNK_LINES) -> int:
     """Stream ``src`` through ``job`` chunk by chunk into the open text handle ``out``; returns lines.
 
     ``job`` maps a list of lines to a list of as many lines, each without ``\\n``.

@@ -71,7 +71,7 @@ from sacremoses.corpus import NonbreakingPrefixes
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data.lines import DataError, map_file
+from aiayn.data.lines import CHUNK_LINES, DataError, map_file
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import TokenizeConfig
 
@@ -133,7 +133,7 @@ class MosesPipeline:
 
 
 def tokenize_file(pipeline: MosesPipeline, input_path: str, output_path: str,
-                  threads: int = 1, chunk_lines: int = 20000) -> int:
+                  threads: int = 1, chunk_lines: int = CHUNK_LINES) -> int:
     """Tokenize ``input_path`` into ``output_path`` (atomically), line for line; returns the line count."""
     with atomic_output(output_path) as out:
         return map_file(pipeline, input_path, out, processes=threads, chunk_lines=chunk_lines)
