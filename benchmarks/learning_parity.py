@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import hashlib
 import json
 import logging
@@ -45,7 +46,8 @@ from parity_fairseq import run_fairseq  # noqa: E402
 from seed_stats import paired, seeds_needed, welch  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
-from aiayn.model.init import SCHEMES, InitScheme, initialize  # noqa: E402
+from aiayn.model.attention import MultiHeadAttention  # noqa: E402
+from aiayn.model.init import SCHEMES, InitScheme, init_attention, initialize  # noqa: E402
 from aiayn.options import ModelConfig  # noqa: E402
 from aiayn.train.distributed import DistEnv  # noqa: E402
 from aiayn.train.schedule import learning_rate  # noqa: E402
@@ -59,8 +61,24 @@ def _mixed(base: str, **changes) -> InitScheme:
     return SCHEMES[base].replace(**changes)
 
 
+@dataclasses.dataclass(frozen=True)
+class CrossApart:
+    """An initialisation whose encoder-decoder attention (q, k, v, W^O) follows ``cross``, the rest ``rest``:
+    the two schemes differ there (``t2t``: q alone at the Xavier bound of one d_model x d_model matrix, k|v
+    fused; ``fairseq``: each at 1/sqrt(2) of it), so this tells that part's effect from the FFN's."""
+
+    rest: InitScheme
+    cross: InitScheme
+
+    def apply(self, model: torch.nn.Module) -> None:
+        initialize(model, self.rest)
+        for module in model.modules():
+            if isinstance(module, MultiHeadAttention) and not module.self_attention:
+                init_attention(module, self.cross)
+
+
 # name: (model settings changed from the defaults, initialisation scheme replacing model.init's, what it is)
-VARIANTS: dict[str, tuple[dict, InitScheme | None, str]] = {
+VARIANTS: dict[str, tuple[dict, InitScheme | CrossApart | None, str]] = {
     "ours": ({}, None, "this project's defaults (model.init: t2t; before, fairseq: see fairseq-init-nobias)"),
     "xavier": ({"init": "xavier"}, None, "model.init: xavier (Xavier per projection, zero FFN biases)"),
     "t2t": ({"init": "t2t"}, None, "model.init: t2t (tensor2tensor 2017: Xavier over fused projections)"),
@@ -79,6 +97,10 @@ VARIANTS: dict[str, tuple[dict, InitScheme | None, str]] = {
     "fairseq-init-qkv-gain": ({"init": "fairseq"}, _mixed("fairseq", qkv_gain=1.0), "fairseq init, q/k/v gain 1"),
     "fairseq-init-out-linear": ({"init": "fairseq"}, _mixed("fairseq", out_weight="linear"),
                                 "fairseq init, W^O as nn.Linear's default"),
+    "t2t+fairseq-ffn": ({"init": "t2t"}, _mixed("t2t", ffn_weight="linear", ffn_bias="linear"),
+                        "t2t, FFN weights and biases as fairseq (nn.Linear's default)"),
+    "t2t+fairseq-cross": ({"init": "t2t"}, CrossApart(SCHEMES["t2t"], SCHEMES["fairseq"]),
+                          "t2t, encoder-decoder attention as fairseq (q, k, v at 1/sqrt(2) of the Xavier bound)"),
 }
 
 
@@ -120,7 +142,10 @@ def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Pa
     trainer = Trainer(settings(args, changes, seed), work / "bin", out, DistEnv(0, 1, torch.device("cpu")))
     if scheme is not None:
         torch.manual_seed(seed)
-        initialize(trainer.raw_model, scheme)
+        if isinstance(scheme, CrossApart):
+            scheme.apply(trainer.raw_model)
+        else:
+            initialize(trainer.raw_model, scheme)
     if trainer.run():
         raise RuntimeError(f"{name} seed {seed}: training stopped early")
     curve: dict = {"train_nll": {}, "lr": {}, "dev_ppl": {}}

@@ -48,3 +48,33 @@ def test_seed_statistics_equal_scipys():
     pairs = paired([5.906, 6.108, 5.750], [5.879, 5.918, 5.599])  # scipy.stats.ttest_rel(b, a)
     assert pairs.t == pytest.approx(-2.496249429777169, rel=1e-9)
     assert pairs.p == pytest.approx(0.12992881359226652, rel=1e-9)
+
+
+def test_the_cross_attention_ablation_changes_that_attention_alone():
+    """learning_parity's ``t2t+fairseq-cross``: every tensor as ``t2t`` draws it, but the encoder-decoder
+    attention's q, k, v within fairseq's bound (1/sqrt(2) of one matrix's Xavier bound); its q then lies
+    within a bound t2t's q exceeds."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from learning_parity import VARIANTS
+
+    from aiayn.model import Transformer
+    from aiayn.model.init import SCHEMES, initialize, xavier_bound
+    from aiayn.options import ModelConfig
+
+    cfg = ModelConfig.from_dict({"n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 16, "d_v": 16})
+    plain, ablated = Transformer(cfg, 50), Transformer(cfg, 50)
+    torch.manual_seed(3)
+    initialize(plain, SCHEMES["t2t"])
+    torch.manual_seed(3)
+    VARIANTS["t2t+fairseq-cross"][1].apply(ablated)
+    differ = {name for (name, a), (_, b) in zip(plain.named_parameters(), ablated.named_parameters())
+              if not torch.equal(a, b)}
+    assert differ and all(".cross_attn." in name for name in differ), sorted(differ)
+    bound = xavier_bound(64, 64, 2 ** -0.5)
+    for (name, a), (_, b) in zip(plain.named_parameters(), ablated.named_parameters()):
+        if name in differ and name.endswith(("q.weight", "kv.weight")):
+            assert b.abs().max() <= bound
+        if name in differ and name.endswith("q.weight"):
+            assert a.abs().max() > bound
