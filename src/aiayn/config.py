@@ -130,9 +130,7 @@ def validate(config: Any, source: str = "config") -> dict:
     config = {f.name: config[f.name] for f in dataclasses.fields(Config) if f.name in config}  # the definitions' order
     _check_references(config, source)
     if config.get("figures"):
-        run = build(FigureRun, {key: config["figures"][key] for key in FIGURE_RUN_KEYS if key in config["figures"]}, "")
-        config["figures"] = {**{key: to_dict(run)[key] for key in FIGURE_RUN_KEYS},
-                             **to_dict(FiguresConfig.from_dict(figure_settings(config)))}
+        config["figures"] = _check_figures(config, source)
     return config
 
 
@@ -155,7 +153,6 @@ def _check_references(config: dict, source: str) -> None:
     _check_files(config, source)
     _check_runs(config, source)
     _check_seed_runs(config, source)
-    _check_figures(config, source)
 
 
 def _check_source(config: dict, task: str, corpus: str, source: str) -> None:
@@ -228,13 +225,12 @@ def _check_seed_runs(config: dict, source: str) -> None:
 FIGURE_RUN_KEYS = ("task", "experiment", "checkpoint")
 
 
-def _check_figures(config: dict, source: str) -> None:
-    """``figures`` names a translation run, its settings build, and listed heads exist in that run's model."""
-    spec = config.get("figures")
-    if not spec:
-        return
+def _check_figures(config: dict, source: str) -> dict:
+    """``figures`` names a translation run, its settings build, and listed heads exist in that run's model;
+    returns the section with the definitions' defaults filled in."""
+    spec = config["figures"]
     try:
-        build(FigureRun, {key: spec[key] for key in FIGURE_RUN_KEYS if key in spec}, "figures")
+        run = build(FigureRun, {key: spec[key] for key in FIGURE_RUN_KEYS if key in spec}, "figures")
     except ValueError as error:
         raise ConfigError(f"{source}: {error}") from None
     task, exp = spec["task"], spec["experiment"]
@@ -246,13 +242,13 @@ def _check_figures(config: dict, source: str) -> None:
         opts = FiguresConfig.from_dict(figure_settings(config))
     except ValueError as error:
         raise ConfigError(f"{source}: {error}") from None
-    if task not in config["experiments"][exp]["tasks"]:
-        return  # nothing drawn (figures_run)
-    n_heads = resolve(config, exp, task)["model"]["n_heads"]
-    for name, figure in opts.specs().items():
-        if any(head > n_heads for head in figure.listed_heads()):
-            raise ConfigError(f"{source}: figures.{name}.heads: {list(figure.heads)}, but experiments.{exp} "
-                              f"has {n_heads} heads")
+    if task in config["experiments"][exp]["tasks"]:  # else nothing is drawn (figures_run)
+        n_heads = resolve(config, exp, task)["model"]["n_heads"]
+        for name, figure in opts.specs().items():
+            if any(head > n_heads for head in figure.listed_heads()):
+                raise ConfigError(f"{source}: figures.{name}.heads: {list(figure.heads)}, but experiments.{exp} "
+                                  f"has {n_heads} heads")
+    return {**{key: to_dict(run)[key] for key in FIGURE_RUN_KEYS}, **to_dict(opts)}
 
 
 def figure_settings(config: dict) -> dict:
