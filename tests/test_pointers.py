@@ -21,6 +21,7 @@ from paths import ROOT
 
 PATH = re.compile(r"(?<![\w/.-])((?:src/aiayn|tests|benchmarks|workflow|configs|profiles|docs|envs)/[\w./-]*\w)")
 NAME = re.compile(r"(?<![\w./-])(aiayn(?:\.[A-Za-z_]\w*)+)")
+SECTION = re.compile(r"((?:[\w-]+/)*[\w-]+\.md)`?, \"([^\"]+)\"")  # docs/parsing.md, "Vocabulary"
 
 
 def python_prose(path: Path) -> str:
@@ -65,12 +66,26 @@ def resolves(name: str) -> bool:
     return False
 
 
+def headings(path: Path) -> list[str]:
+    """The markdown headings of ``path`` without their ``#``, and the bold leads of its paragraphs."""
+    text = path.read_text(encoding="utf-8")
+    return [*re.findall(r"^#+\s+(.+?)\s*$", text, re.M), *re.findall(r"^\*\*(.+?)\*\*", text, re.M)]
+
+
+def section_found(document: str, section: str) -> bool:
+    """``document`` (a path from the checkout's root, or a bare name found there or under benchmarks/) has
+    a heading that starts with ``section``."""
+    candidates = [ROOT / document] if "/" in document else [ROOT / document, ROOT / "benchmarks" / document]
+    return any(path.is_file() and any(h.startswith(section) for h in headings(path)) for path in candidates)
+
+
 def test_every_path_and_name_the_prose_gives_resolves():
     stale = []
     for where, text in prose().items():
         stale += [f"{where}: path {p}" for p in PATH.findall(text)
                   if not any(c in p for c in "<*{") and not (ROOT / p).exists()]
         stale += [f"{where}: name {n}" for n in sorted(set(NAME.findall(text))) if not resolves(n)]
+        stale += [f"{where}: section {d}, {s!r}" for d, s in SECTION.findall(text) if not section_found(d, s)]
     assert not stale, "\n".join(stale)
 
 
@@ -80,3 +95,11 @@ def test_a_stale_pointer_is_found():
     assert not (ROOT / "src/aiayn/train/precision.py").exists() and (ROOT / "src/aiayn/runtime").is_dir()
     assert NAME.findall("aiayn.data.tokenize.normalizes and envs/aiayn.yaml") == ["aiayn.data.tokenize.normalizes"]
     assert not resolves("aiayn.data.tokenize.normalizes") and resolves("aiayn.options.data.normalizes")
+
+
+def test_a_stale_section_pointer_is_found():
+    assert SECTION.findall('(`benchmarks/RESULTS.md`, "Learning parity with fairseq"; README.md, "The demo")') == [
+        ("benchmarks/RESULTS.md", "Learning parity with fairseq"), ("README.md", "The demo")]
+    assert section_found("benchmarks/RESULTS.md", "Learning parity with fairseq")
+    assert section_found("RESULTS.md", "Learning parity with fairseq") and section_found("README.md", "The demo")
+    assert not section_found("README.md", "Initialisation") and not section_found("docs/parsing.md", "The demo")
