@@ -21,8 +21,9 @@ and standard deviation over seeds with the [min, max] of its seeds; at the last 
 the first by Welch's t-test and the seeds per run that would resolve the difference
 (``seed_stats.py``). Run seeds side by side as separate invocations on one ``--work`` (one thread
 each), then once more with every seed to print the tables from the kept runs. Finished runs are kept
-under ``--work/runs`` (keyed by every setting) and not rerun. Curves are deterministic per seed: they
-are valid on a loaded machine.
+under ``--work/runs`` (keyed by every setting, not by the code: each curve records its tree, and the
+report says when the runs it compares come from more than one) and not rerun. Curves are deterministic
+per seed and tree: they are valid on a loaded machine.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import json
 import logging
 import math
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -162,6 +164,26 @@ def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Pa
     return curve
 
 
+def tree() -> str:
+    """The commit of this checkout (with ``+changes`` when it differs from it), or ``unknown``."""
+    def git(*command: str) -> str:
+        done = subprocess.run(["git", *command], cwd=Path(__file__).parent, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    commit = git("rev-parse", "--short", "HEAD")
+    return (commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")) or "unknown"
+
+
+def trees(results: dict[str, list[dict]]) -> str:
+    """Which tree each run's seeds were trained on. The run key leaves the code out, so a kept run serves
+    a later tree; two trees whose arithmetic differs in the last digits part by step 300 by more than the
+    schemes do (benchmarks/RESULTS.md), so runs compared seed by seed should share one tree."""
+    used = {name: sorted({c.get("tree", "unrecorded") for c in curves}) for name, curves in results.items()}
+    text = "trees: " + "; ".join(f"{name} {', '.join(found)}" for name, found in used.items())
+    if len({tree for found in used.values() for tree in found}) > 1:
+        text += " -- MORE THAN ONE TREE: rerun in a fresh --work to compare seed by seed"
+    return text
+
+
 def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
     """One run's curve up to ``--steps``, trained now unless ``runs/<key>/curve.json`` holds at least as
     many steps (then cut to ``--steps``; the run's last dev perplexity is only kept at ``--steps``)."""
@@ -182,6 +204,7 @@ def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
     curve = {key: {str(k): v for k, v in values.items()} if isinstance(values, dict) else values
              for key, values in curve.items()}
     curve["steps"] = args.steps
+    curve["tree"] = tree()
     write_json(folder / "curve.json", curve)
     return curve
 
@@ -272,6 +295,7 @@ def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
                        for name, curves in results.items())
     return "\n\n".join([
         f"target tokens per step (end-of-sentence included), mean over the run and seeds: {tokens}",
+        trees(results),
         f"train NLL (nats per target token, mean of the {args.window} steps up to each step), "
         "mean ± sd [min, max] over seeds",
         table(results, "train_nll", train_steps, 3),

@@ -78,3 +78,13 @@ def test_the_cross_attention_ablation_changes_that_attention_alone():
             assert b.abs().max() <= bound
         if name in differ and name.endswith("q.weight"):
             assert a.abs().max() > bound
+
+
+def test_the_parity_report_says_when_compared_runs_come_from_two_trees():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from learning_parity import trees
+
+    assert trees({"t2t": [{"tree": "2d50ed8"}] * 2, "fairseq": [{"tree": "2d50ed8"}] * 2}) == \
+        "trees: t2t 2d50ed8; fairseq 2d50ed8"
+    mixed = trees({"t2t": [{"tree": "2d50ed8"}, {"tree": "8a947ce"}], "fairseq": [{}]})
+    assert mixed.startswith("trees: t2t 2d50ed8, 8a947ce; fairseq unrecorded") and "MORE THAN ONE TREE" in mixed
