@@ -286,13 +286,15 @@ def _advance(cache: DecoderCache, beams: _Beams, keep: torch.Tensor, live, pos: 
 
 
 def pad_sources(sources: Sequence[Sequence[int]], ids: SpecialIds, device: torch.device | str = "cpu"):
-    """(B, S) tensor of ``ids + [eos]`` right-padded with pad, as the trainer's collate builds ``src``."""
+    """(B, S) tensor of ``ids + [eos]`` right-padded with pad, as the trainer's collate builds ``src``
+    (copied onto a CUDA device from pinned memory without waiting, as :func:`_to_device`)."""
     width = max(len(s) for s in sources) + 1
     src = torch.full((len(sources), width), ids.pad, dtype=torch.long)
     for row, sentence in enumerate(sources):
         src[row, : len(sentence)] = torch.as_tensor(list(sentence), dtype=torch.long)
         src[row, len(sentence)] = ids.eos
-    return src.to(device)
+    [src] = _to_device([src.view(-1)], torch.device(device))
+    return src.view(len(sources), width)
 
 
 def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]], **kwargs: Any) -> list[Hypothesis]:
