@@ -46,6 +46,21 @@ def test_tf32_matmuls_on_cuda_only_under_auto_and_bf16(monkeypatch):
     assert calls[-1] == "high" and torch.backends.cudnn.allow_tf32 is True
 
 
+def test_every_stage_on_cuda_keeps_attention_off_cudnn(monkeypatch):
+    """Training and inference both set up through set_up_arithmetic; a CPU stage leaves the switch alone."""
+    calls = []
+    monkeypatch.setattr(torch.backends.cuda, "enable_cudnn_sdp", calls.append)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    model = torch.nn.Linear(2, 2)
+    model.use_onednn = lambda on: None
+    assert precisionlib.set_up_arithmetic(model, "auto", "default", torch.device("cpu")) == "fp32"
+    assert calls == []
+    monkeypatch.setattr(torch, "set_float32_matmul_precision", lambda value: None)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert precisionlib.set_up_arithmetic(model, "auto", "default", torch.device("cuda", 0)) == "bf16"
+    assert calls == [False]
+
+
 def test_autocast_only_for_bf16():
     assert isinstance(autocast_for("bf16", torch.device("cpu")), torch.autocast)
     assert not isinstance(autocast_for("fp32", torch.device("cpu")), torch.autocast)

@@ -5,12 +5,13 @@
 
 with W_i^Q, W_i^K in R^{d_model x d_k}, W_i^V in R^{d_model x d_v}, W^O in R^{h d_v x d_model}. The
 attention itself runs through ``torch.nn.functional.scaled_dot_product_attention`` (fused flash or
-memory-efficient kernels on GPU), except on a CPU without gradients for more than one query per
-(row, head): there it is two batched products. In ``benchmarks/decode_speed.py`` (beam 4) these took
-35-42% less time than the CPU flash kernel for the decoder's encoder-decoder attention, where a
-sentence's 4 beams are 4 queries (0.37-0.49 s against 0.64-0.69 s per 500 sentences), and the same
-for the encoder; the decoder's self-attention, one query per row, took 30% more time through them
-(0.80 s against 0.61 s) and stays with the flash kernel.
+memory-efficient kernels on GPU; not cuDNN's, :func:`aiayn.runtime.precision.avoid_cudnn_attention`),
+except on a CPU without gradients for more than one query per (row, head): there it is two batched
+products. In ``benchmarks/decode_speed.py`` (beam 4) these took 35-42% less time than the CPU flash
+kernel for the decoder's encoder-decoder attention, where a sentence's 4 beams are 4 queries (0.37-0.49
+s against 0.64-0.69 s per 500 sentences), and the same for the encoder; the decoder's self-attention,
+one query per row, took 30% more time through them (0.80 s against 0.61 s) and stays with the flash
+kernel.
 """
 
 from __future__ import annotations

@@ -59,6 +59,23 @@ def enable_tf32(device: torch.device, precision: str) -> None:
     torch.backends.cudnn.allow_tf32 = tf32
 
 
+def avoid_cudnn_attention(device: torch.device) -> None:
+    """Keep ``scaled_dot_product_attention`` off cuDNN's kernel on CUDA (flash and memory-efficient
+    kernels remain), process-wide as the TF32 switches.
+
+    cuDNN's attention builds an execution plan for every new shape of its inputs, hundreds of
+    milliseconds each (sgl-project/sglang pull request 4650 measured about 400 ms; pytorch/pytorch pull
+    request 155958 added the opt-in ``TORCH_CUDNN_SDPA_AVOID_RECOMPILE`` for this), and here every shape
+    is new: each training batch's lengths differ, and decoding adds a key per step. On an H200 with
+    torch 2.11, where bf16 attention picked cuDNN's kernel, a base and a big model's steps of 25,000
+    tokens took the same 0.8 s with the GPU idle 89-93% of each step, and bf16 beam search ran 11
+    times slower than fp32, whose attention cuDNN does not serve. Plan building fits both (the same
+    time for both sizes, an idle GPU, bf16 alone); ``benchmarks/gpu_acceptance.py`` measures training
+    and decoding with cuDNN's kernel allowed and not, side by side, which proves or refutes it."""
+    if device.type == "cuda":
+        torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def tf32_matmuls(device: torch.device) -> bool:
     """Whether float32 matrix products on ``device`` may run on TF32 tensor cores (process-wide
     ``torch.set_float32_matmul_precision``, "highest" is plain fp32), which sets their peak FLOP/s."""
@@ -75,9 +92,11 @@ def autocast_for(resolved: str, device: torch.device) -> contextlib.AbstractCont
 def set_up_arithmetic(model, precision: str, cpu_matmul: str, device: torch.device, compiled: bool = False,
                       key: str = "train.cpu_matmul") -> str:
     """What every stage that runs ``model`` on ``device`` sets up: TF32 as ``precision`` says
-    (:func:`enable_tf32`) and the model's float32 CPU products through oneDNN as ``cpu_matmul`` says
-    (:func:`use_onednn`); returns the resolved precision to autocast in (:func:`resolve_precision`)."""
+    (:func:`enable_tf32`), attention off cuDNN's kernel (:func:`avoid_cudnn_attention`) and the
+    model's float32 CPU products through oneDNN as ``cpu_matmul`` says (:func:`use_onednn`); returns
+    the resolved precision to autocast in (:func:`resolve_precision`)."""
     enable_tf32(device, precision)
+    avoid_cudnn_attention(device)
     model.use_onednn(use_onednn(cpu_matmul, compiled, device, key))
     return resolve_precision(precision, device)
 
