@@ -63,15 +63,17 @@ def avoid_cudnn_attention(device: torch.device) -> None:
     """Keep ``scaled_dot_product_attention`` off cuDNN's kernel on CUDA (flash and memory-efficient
     kernels remain), process-wide as the TF32 switches.
 
-    cuDNN's attention builds an execution plan for every new shape of its inputs, hundreds of
-    milliseconds each (sgl-project/sglang pull request 4650 measured about 400 ms; pytorch/pytorch pull
-    request 155958 added the opt-in ``TORCH_CUDNN_SDPA_AVOID_RECOMPILE`` for this), and here every shape
-    is new: each training batch's lengths differ, and decoding adds a key per step. On an H200 with
-    torch 2.11, where bf16 attention picked cuDNN's kernel, a base and a big model's steps of 25,000
-    tokens took the same 0.8 s with the GPU idle 89-93% of each step, and bf16 beam search ran 11
-    times slower than fp32, whose attention cuDNN does not serve. Plan building fits both (the same
-    time for both sizes, an idle GPU, bf16 alone); ``benchmarks/gpu_acceptance.py`` measures training
-    and decoding with cuDNN's kernel allowed and not, side by side, which proves or refutes it."""
+    cuDNN's attention builds an execution graph for every new shape of its inputs (pytorch/pytorch
+    ``aten/src/ATen/native/cudnn/MHA.cpp``: its graph cache is keyed by every size and stride of q, k
+    and v, ``MHAParams``; the opt-in ``TORCH_CUDNN_SDPA_AVOID_RECOMPILE`` of pull request 155958 rounds
+    lengths up instead), hundreds of milliseconds each (sgl-project/sglang pull request 4650 measured
+    about 400 ms), and here every shape is new: each training batch's lengths differ, and decoding adds
+    a key per step. On an H200 with torch 2.11, where bf16 attention picked cuDNN's kernel, a base and a
+    big model's steps of 25,000 tokens took the same 0.8 s with the GPU idle 89-93% of each step, and
+    bf16 beam search ran 11 times slower than fp32, whose attention cuDNN does not serve. Graph building
+    fits both (the same time for both sizes, an idle GPU, bf16 alone); ``benchmarks/gpu_acceptance.py``
+    measures training and decoding with cuDNN's kernel allowed and not, side by side, which proves or
+    refutes it."""
     if device.type == "cuda":
         torch.backends.cuda.enable_cudnn_sdp(False)
 
