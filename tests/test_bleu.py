@@ -147,6 +147,7 @@ def test_newstest2014_reference_lengths():
     assert result["paper_bleu"] == pytest.approx(100.0)
 
 
+@pytest.mark.slow  # the whole newstest2014 tokenized five times: 7 s
 def test_newstest2014_reference_with_straightened_quotes():
     """The paper's tweaked reference: 659 „ “ become ", one token for one, so the lengths stay."""
     if not NEWSTEST_DE.exists():

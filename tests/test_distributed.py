@@ -139,6 +139,7 @@ def _all_reduce_after_peer_exits(rank: int, store_file: str, errors) -> None:
         errors.put(None)
 
 
+@pytest.mark.slow  # two spawned processes
 def test_a_rank_whose_peer_is_gone_says_so_and_names_the_checkpoint_to_resume(tmp_path):
     """gloo's own message for a peer that exited (a real two-process group) is recognised; the error names
     the newest checkpoint; other errors and one-rank runs pass through."""

@@ -31,6 +31,7 @@ for i in range(601):
 """
 
 
+@pytest.mark.slow  # a fresh process of 600 products: 3.5 s
 def test_onednn_products_of_many_row_counts_do_not_grow_memory():
     # A fresh process: freed memory of earlier tests in this one could hide a growth.
     out = subprocess.run([sys.executable, "-c", PRODUCTS], capture_output=True, text=True, check=True).stdout

@@ -3,13 +3,34 @@ a training job's resources (aiayn.train.slurm), built by the plugin's own functi
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from aiayn.train.slurm import SRUN_ONE_AGENT_PER_NODE, train_launcher, train_resources
 
-submit_string = pytest.importorskip("snakemake_executor_plugin_slurm.submit_string")
-plugin_utils = pytest.importorskip("snakemake_executor_plugin_slurm.utils")
-validation = pytest.importorskip("snakemake_executor_plugin_slurm.validation")
+
+def _import_plugin(*modules: str) -> list:
+    """The plugin's modules, imported with an ``scontrol`` that fails at once first in PATH: the package asks
+    ``scontrol show config`` for MinJobAge when imported (only for a help text: ``_get_status_command_help``,
+    ``get_min_job_age`` in ``job_status_query.py``, snakemake-executor-plugin-slurm 2.8.0), which waits up
+    to 10 s where a SLURM client is installed and no controller answers. The sbatch line does not depend
+    on it."""
+    path = os.environ.get("PATH", "")
+    with tempfile.TemporaryDirectory() as stand_in:
+        scontrol = Path(stand_in, "scontrol")
+        scontrol.write_text("#!/bin/sh\nexit 1\n")
+        scontrol.chmod(0o755)
+        os.environ["PATH"] = os.pathsep.join((stand_in, path))
+        try:
+            return [pytest.importorskip(f"snakemake_executor_plugin_slurm.{module}") for module in modules]
+        finally:
+            os.environ["PATH"] = path
+
+
+submit_string, plugin_utils, validation = _import_plugin("submit_string", "utils", "validation")
 
 SIGNAL = "--signal=TERM@300"  # profiles/slurm/config.yaml's slurm_extra for train
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import sys
 import typing
 from typing import IO
@@ -43,9 +44,14 @@ COLUMNS = ("experiment", *MODEL_COLUMNS, *TRAIN_COLUMNS, "positional", "params",
 
 def model_parameters(model_settings: dict, vocab_size: int) -> int:
     """Parameter count of the model a settings ``model`` section describes, built on the meta device."""
+    return _parameters(ModelConfig.from_dict(model_settings), vocab_size)
+
+
+@functools.cache
+def _parameters(model: ModelConfig, vocab_size: int) -> int:
+    """Once per model in a process (the first build on the meta device imports torch's compiler, 3 s)."""
     with torch.device("meta"):
-        model = Transformer(ModelConfig.from_dict(model_settings), vocab_size)
-    return count_parameters(model)
+        return count_parameters(Transformer(model, vocab_size))
 
 
 def step_plan(train: TrainConfig, gpus: int, nodes: int = 1) -> dict:
