@@ -72,12 +72,21 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
     ({"data": {"bpe": {"vocab_size": 8000}}}, "unknown data.bpe setting(s) ['vocab_size']"),
     ({"figures": {"checkpoint": "best"}}, "figures.checkpoint: 'best' is not one of avg, last"),
     ({"bleu": {"straighten": "both"}}, "unknown bleu setting(s) ['straighten']; known: ['straighten_quotes']"),
+    ({"defaults": {"train": 5}}, "defaults.train: 5 is not a mapping of settings"),
+    ({"defaults": {"model": {"d_model": 511}}}, "defaults.model.d_model must be even for sinusoidal positions"),
+    ({"tasks": {"wsj": {"splits": {"train": [5, 3]}}}}, "tasks.wsj.splits.train: bad WSJ section range [5, 3]"),
 ])
 def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(overlay), encoding="utf-8")
     with pytest.raises(aiayn_config.ConfigError, match=re.escape(message)):
         aiayn_config.load(ROOT / "config.yaml", path)
+
+
+def test_an_empty_overlay_changes_nothing(tmp_path):
+    """An overlay file with nothing in it (or only comments) is no change, not a config of nothing."""
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n", encoding="utf-8")
+    assert aiayn_config.load(ROOT / "config.yaml", tmp_path / "empty.yaml") == aiayn_config.load(ROOT / "config.yaml")
 
 
 def test_a_stage_refuses_an_old_name_with_its_new_name():

@@ -53,6 +53,7 @@ def load(path: str | Path, *overlays: str | Path) -> dict:
     for name in (path, *overlays):
         with open(name, encoding="utf-8") as handle:
             layer = json.load(handle) if str(name).endswith(".json") else yaml.safe_load(handle)
+        layer = {} if layer is None else layer  # an empty file (or only comments) changes nothing
         config = deep_merge(config, layer) if isinstance(config, dict) and isinstance(layer, dict) else layer
     return validate(prune(config), source=" + ".join(str(name) for name in (path, *overlays)))
 

@@ -163,6 +163,8 @@ def _name(kind: Any) -> str:
     names = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
     if kind in names:
         return names[kind]
+    if dataclasses.is_dataclass(kind):
+        return "a mapping of settings"
     origin = typing.get_origin(kind) or kind
     return {tuple: "a list", list: "a list", dict: "a mapping"}.get(origin, f"a {getattr(kind, '__name__', kind)}")
 
@@ -243,11 +245,11 @@ class Section:
         return to_dict(self)
 
 
-def build(cls: type, values: Any, section: str, in_file: bool = False) -> Any:
+def build(cls: type, values: Any, section: str, in_file: bool = False, partial: bool = False) -> Any:
     """``cls`` built from a config section (nested sections from mappings, lists as tuples where the
     type says so); an unknown key or a bad value raises ValueError naming the full key. ``in_file``:
-    ``values`` come from a config file (see :func:`check_keys`); an ``override`` field stays the
-    mapping it is, each of its keys checked."""
+    ``values`` come from a config file (see :func:`check_keys`); ``partial``: the section overrides
+    some keys of ``cls`` (an ``override`` field), each checked alone, and stays the mapping it is."""
     if not isinstance(values, Mapping):
         raise ValueError(f"{section or 'the config'}: expected a mapping of settings, got {type(values).__name__}")
     check_keys(cls, values, section, in_file)
@@ -256,31 +258,22 @@ def build(cls: type, values: Any, section: str, in_file: bool = False) -> Any:
         if field.name in values:
             kind, where, opt = hints(cls)[field.name], key(section, field.name), spec(field)
             if opt.override:
-                kwargs[field.name] = _override(kind, values[field.name], where, in_file)
+                kwargs[field.name] = build(kind, values[field.name], where, in_file, partial=True)
                 continue
             value = _convert(values[field.name], kind, where, in_file)
             problem = value_problem(value, kind, opt)
             if problem:
                 raise ValueError(f"{where}: {problem}")
             kwargs[field.name] = value
+    if partial:
+        return dict(values)
     try:
         return cls(**kwargs)
     except TypeError as error:  # a field without default left out
         raise ValueError(f"{section or 'the config'}: {error}") from None
-
-
-def _override(cls: type, values: Any, section: str, in_file: bool) -> Any:
-    """An ``override`` section of ``cls``: each key checked as :func:`build` does, the mapping kept."""
-    if not isinstance(values, Mapping):
-        raise ValueError(f"{section}: expected a mapping of settings, got {type(values).__name__}")
-    check_keys(cls, values, section, in_file)
-    for field in dataclasses.fields(cls):
-        if field.name in values:
-            kind, where = hints(cls)[field.name], key(section, field.name)
-            problem = value_problem(_convert(values[field.name], kind, where, in_file), kind, spec(field))
-            if problem:
-                raise ValueError(f"{where}: {problem}")
-    return dict(values)
+    except ValueError as error:  # a check across fields, which names its keys from the class's SECTION
+        own, message = getattr(cls, "SECTION", ""), str(error)
+        raise ValueError(section + message[len(own):] if own and message.startswith(f"{own}.") else message) from None
 
 
 def _convert(value: Any, kind: Any, where: str, in_file: bool = False) -> Any:
