@@ -75,6 +75,7 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
     ({"defaults": {"train": 5}}, "defaults.train: 5 is not a mapping of settings"),
     ({"defaults": {"model": {"d_model": 511}}}, "defaults.model.d_model must be even for sinusoidal positions"),
     ({"tasks": {"wsj": {"splits": {"train": [5, 3]}}}}, "tasks.wsj.splits.train: bad WSJ section range [5, 3]"),
+    ({"demo": {"seed": 1}}, "demo: missing train_pairs, eval_pairs, trees (required: no default)"),
 ])
 def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"

@@ -267,10 +267,12 @@ def build(cls: type, values: Any, section: str, in_file: bool = False, partial: 
             kwargs[field.name] = value
     if partial:
         return dict(values)
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in kwargs and f.init
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise ValueError(f"{section or 'the config'}: missing {', '.join(missing)} (required: no default)")
     try:
         return cls(**kwargs)
-    except TypeError as error:  # a field without default left out
-        raise ValueError(f"{section or 'the config'}: {error}") from None
     except ValueError as error:  # a check across fields, which names its keys from the class's SECTION
         own, message = getattr(cls, "SECTION", ""), str(error)
         raise ValueError(section + message[len(own):] if own and message.startswith(f"{own}.") else message) from None
