@@ -84,10 +84,13 @@ def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
         aiayn_config.load(ROOT / "config.yaml", path)
 
 
-def test_an_empty_overlay_changes_nothing(tmp_path):
-    """An overlay file with nothing in it (or only comments) is no change, not a config of nothing."""
-    (tmp_path / "empty.yaml").write_text("# nothing yet\n", encoding="utf-8")
-    assert aiayn_config.load(ROOT / "config.yaml", tmp_path / "empty.yaml") == aiayn_config.load(ROOT / "config.yaml")
+@pytest.mark.parametrize("text, found", [("# nothing yet\n", "an empty file"), ("- a\n- b\n", "list")])
+def test_an_overlay_that_is_not_a_mapping_is_refused_naming_it(tmp_path, text, found):
+    """As Snakemake's --configfile refuses it: an empty overlay is a mistake, not a config of nothing."""
+    (tmp_path / "overlay.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(aiayn_config.ConfigError, match=f"overlay.yaml: expected a mapping of settings at the top "
+                       f"level, got {found}"):
+        aiayn_config.load(ROOT / "config.yaml", tmp_path / "overlay.yaml")
 
 
 def test_a_stage_refuses_an_old_name_with_its_new_name():

@@ -49,12 +49,14 @@ def load(path: str | Path, *overlays: str | Path) -> dict:
     """Read a config file (YAML, or JSON as the workflow records a run's config) and ``overlays`` merged
     onto it in order (as ``--configfile`` does), then prune (:func:`prune`) and validate it
     (:func:`validate`: the defaults filled in); raises :class:`ConfigError` naming the file(s) and key."""
-    config: Any = {}
+    config: dict = {}
     for name in (path, *overlays):
         with open(name, encoding="utf-8") as handle:
             layer = json.load(handle) if str(name).endswith(".json") else yaml.safe_load(handle)
-        layer = {} if layer is None else layer  # an empty file (or only comments) changes nothing
-        config = deep_merge(config, layer) if isinstance(config, dict) and isinstance(layer, dict) else layer
+        if not isinstance(layer, dict):  # as Snakemake's --configfile refuses it (an empty file too)
+            raise ConfigError(f"invalid configuration: {name}: expected a mapping of settings at the top level, "
+                              f"got {'an empty file' if layer is None else type(layer).__name__}")
+        config = deep_merge(config, layer)
     return validate(prune(config), source=" + ".join(str(name) for name in (path, *overlays)))
 
 
