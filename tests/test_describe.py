@@ -1,5 +1,8 @@
 import csv
 import io
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -96,3 +99,12 @@ def test_full_prints_the_whole_config_with_every_default_help_and_source(capsys)
     assert yaml.safe_load(out) == aiayn_config.load(CONFIG)
     assert "    warmup_steps: 4000  # steps of linear learning-rate warmup [paper 5.3]" in out.splitlines()
     assert "      d_model: 1024  # width of every sublayer's output and of the embeddings [paper 3.1]" in out
+
+
+def test_a_bad_config_ends_with_one_line_naming_the_file_and_key(tmp_path):
+    """As every stage does (aiayn.io.setup_logging): status 1, the error on one line, no traceback."""
+    (tmp_path / "bad.yaml").write_text("defaults:\n  model:\n    d_model: 511\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "aiayn.describe", str(CONFIG), str(tmp_path / "bad.yaml")],
+                            capture_output=True, text=True, env={**os.environ, "AIAYN_DEBUG": ""})
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "bad.yaml: defaults.model.d_model must be even for sinusoidal positions" in result.stderr

@@ -31,6 +31,7 @@ import torch
 import yaml
 
 from aiayn import config as aiayn_config
+from aiayn.io import setup_logging
 from aiayn.model import Transformer, count_parameters
 from aiayn.options import Config, ModelConfig, TrainConfig
 from aiayn.options.core import hints, members, spec
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="print the whole config, defaults filled in, "
                         "each key with its help and source (YAML)")
     args = parser.parse_args(argv)
+    setup_logging()  # a bad config file or key ends with one line naming it
     if args.full:
         print("\n".join(annotated(aiayn_config.load(*args.config))))
         return 0
