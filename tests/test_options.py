@@ -76,6 +76,10 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
     ({"defaults": {"model": {"d_model": 511}}}, "defaults.model.d_model must be even for sinusoidal positions"),
     ({"tasks": {"wsj": {"splits": {"train": [5, 3]}}}}, "tasks.wsj.splits.train: bad WSJ section range [5, 3]"),
     ({"demo": {"seed": 1}}, "demo: missing train_pairs, eval_pairs, trees (required: no default)"),
+    ({"defaults": {"train": {"adam_betas": [0.9]}}}, "defaults.train.adam_betas: [0.9] does not have 2 items"),
+    ({"defaults": {"train": {"threads": 0}}}, "defaults.train.threads: 0 is less than the minimum of 1 (or null)"),
+    ({"figures": {"figure3": {"heads": [0]}}}, "figures.figure3.heads: 0 is less than the minimum of 1 (or 'auto')"),
+    ({"figures": {"figure3": {"heads": "some"}}}, "figures.figure3.heads: 'some' is not one of auto (or a list)"),
 ])
 def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"
@@ -117,7 +121,7 @@ def test_option_metadata_drives_check():
     for bad, message in ((Toy(rate=1.0), "toy.rate: 1.0 is greater than or equal to the maximum of 1.0"),
                          (Toy(mode="c"), "toy.mode: 'c' is not one of a, b"),
                          (Toy(pair=(1, 0)), "toy.pair: 0 is less than the minimum of 1"),
-                         (Toy(pair=(1, 2, 3)), r"toy.pair: \(1, 2, 3\) does not have 2 items"),
+                         (Toy(pair=(1, 2, 3)), r"toy.pair: \[1, 2, 3\] does not have 2 items"),
                          (Toy(rate=True), "toy.rate: True is not a number")):
         with pytest.raises(ValueError, match=message):
             check(bad, "toy")

@@ -128,9 +128,13 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
         if any(problem is None for problem in problems):
             return None
         typed = [p for member, p in zip(union, problems) if _is_instance(value, member)]
-        return typed[0] if typed else f"{value!r} is not {' or '.join(_name(m) for m in union)}"
+        others = [" or ".join(map(repr, string_choices(opt))) if member is str and string_choices(opt) else
+                  _name(member) for member in union if not _is_instance(value, member)]
+        if not typed:
+            return f"{_shown(value)} is not {' or '.join(others)}"
+        return typed[0] + (f" (or {' or '.join(others)})" if others else "")
     if not _is_instance(value, kind):
-        return f"{value!r} is not {_name(kind)}"
+        return f"{_shown(value)} is not {_name(kind)}"
     if dataclasses.is_dataclass(kind) or kind in (type(None), bool, Any):
         return None
     if kind in (int, float):
@@ -138,6 +142,11 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
     if kind is str:
         return _string_problem(value, opt)
     return _container_problem(value, kind, opt)
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a config file writes it: a tuple as the list it was read from."""
+    return repr(list(value)) if isinstance(value, tuple) else repr(value)
 
 
 def _is_instance(value: Any, kind: Any) -> bool:
@@ -208,7 +217,7 @@ def _string_problem(value: str, opt: Option) -> str | None:
 def _container_problem(value: Any, kind: Any, opt: Option) -> str | None:
     args, origin = typing.get_args(kind), typing.get_origin(kind)
     if opt.min_items is not None and len(value) < opt.min_items:
-        return f"{value!r} has fewer than {opt.min_items} items"
+        return f"{_shown(value)} has fewer than {opt.min_items} items"
     if origin is dict:
         for key, item in value.items():
             if opt.key_pattern is not None and not re.search(opt.key_pattern, str(key)):
@@ -218,7 +227,7 @@ def _container_problem(value: Any, kind: Any, opt: Option) -> str | None:
                 return f"{key}: {problem}"
         return None
     if origin is tuple and args and args[-1] is not Ellipsis and len(value) != len(args):
-        return f"{value!r} does not have {len(args)} items"
+        return f"{_shown(value)} does not have {len(args)} items"
     for item in value:
         problem = value_problem(item, args[0], opt) if args else None
         if problem:
