@@ -54,7 +54,7 @@ def load(path: str | Path, *overlays: str | Path) -> dict:
         with open(name, encoding="utf-8") as handle:
             layer = json.load(handle) if str(name).endswith(".json") else yaml.safe_load(handle)
         if not isinstance(layer, dict):  # as Snakemake's --configfile refuses it (an empty file too)
-            raise ConfigError(f"invalid configuration: {name}: expected a mapping of settings at the top level, "
+            raise ConfigError(f"{name}: expected a mapping of settings at the top level, "
                               f"got {'an empty file' if layer is None else type(layer).__name__}")
         config = deep_merge(config, layer)
     return validate(prune(config), source=" + ".join(str(name) for name in (path, *overlays)))
@@ -128,7 +128,7 @@ def validate(config: Any, source: str = "config") -> dict:
     try:
         typed = build(Config, config, "", in_file=True)
     except ValueError as error:
-        raise ConfigError(f"invalid configuration: {source}: {error}") from None
+        raise ConfigError(f"{source}: {error}") from None
     config = {**config, **{name: to_dict(getattr(typed, name), in_file=True) for name in FILLED}}
     config = {f.name: config[f.name] for f in dataclasses.fields(Config) if f.name in config}  # the definitions' order
     _check_references(config, source)
