@@ -98,6 +98,16 @@ def test_plain_file_round_trips_in_every_format(tmp_path, suffix, opener):
     assert out.read_text(encoding="utf-8") == text + "\n"
 
 
+def test_a_windows_file_loses_its_byte_order_mark_and_carriage_returns_only(tmp_path, caplog):
+    path = tmp_path / "train.de"
+    path.write_bytes("\ufeffEin Satz.\r\nZwei\rdrei.\r\nletzte Zeile".encode("utf-8"))
+    out = tmp_path / "out.de"
+    with caplog.at_level("INFO"):
+        assert extract.convert(str(path), str(out)) == 3
+    assert out.read_bytes() == "Ein Satz.\nZwei\rdrei.\nletzte Zeile\n".encode("utf-8")
+    assert "dropped the byte order mark" in caplog.text and "2 lines ended in CRLF" in caplog.text
+
+
 def test_plain_sgm_file_is_the_real_test_set(tmp_path):
     """newstest2014's source sgm given as a plain (gzipped) file gives sacreBLEU's 3003 lines exactly."""
     sgm = SHARED / "sgm_newstest2014-full" / "newstest2014-deen-src.en.sgm"

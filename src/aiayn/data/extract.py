@@ -9,6 +9,8 @@ file (a researcher's own corpus, one file per side). Either way, by the name of 
   to one space.
 - Anything else is copied line by line.
 
+A byte order mark opening a file and the carriage returns of CRLF line endings are dropped (logged).
+
 Every line is checked to be UTF-8 (an error names archive, member and line); a last line without a
 newline gets one, so line counts agree with ``wc -l``. A missing member is an error listing the
 archive's most similar names.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import codecs
 import difflib
 import gzip
 import logging
@@ -60,13 +63,24 @@ def open_member(tar: tarfile.TarFile, member: str, archive: str) -> tuple[tarfil
 
 
 def decoded_lines(raw: IO[bytes], where: str) -> Iterator[str]:
-    """Lines of a byte stream decoded as UTF-8, each ending in ``\\n``; bad bytes name the line."""
+    """Lines of a byte stream decoded as UTF-8, each ending in ``\\n``; bad bytes name the line. What a
+    Windows editor adds is not text: a byte order mark opening the stream and each line's carriage return
+    before its ``\\n`` are dropped (Moses would keep the mark as a token of the first sentence), and the
+    log says so once per stream."""
+    crlf = 0
     for number, line in enumerate(raw, 1):
+        if number == 1 and line.startswith(codecs.BOM_UTF8):
+            line = line[len(codecs.BOM_UTF8):]
+            log.info("%s: dropped the byte order mark that opens it", where)
+        if line.endswith(b"\r\n"):
+            line, crlf = line[:-2] + b"\n", crlf + 1
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as error:
             raise DataError(f"{where}: line {number}: invalid UTF-8 ({error.reason} at byte {error.start})") from None
         yield text if text.endswith("\n") else text + "\n"
+    if crlf:
+        log.info("%s: %d lines ended in CRLF (Windows): their carriage returns dropped", where, crlf)
 
 
 _DECOMPRESS = {".gz": lambda s: gzip.GzipFile(fileobj=s, mode="rb"),
