@@ -54,6 +54,23 @@ def test_decoding_device_auto_explicit_and_missing(monkeypatch, tmp_path):
     with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but GPU index 1 does not exist"):
         resolve_device("cuda:1", tmp_path)
     assert resolve_device("cuda", tmp_path) == (torch.device("cuda", 0), None)
+    for other in ("mps", "tpu"):  # a device torch knows but decoding does not use, and one it does not know
+        with pytest.raises(ValueError, match=f"--device {other}: use auto, cpu, cuda or cuda:N"):
+            resolve_device(other, tmp_path)
+
+
+def test_a_gpu_that_cannot_be_used_ends_a_stage_as_bad_input_not_as_a_bug(tmp_path):
+    """One line naming the setting to change, without 'internal error' and its traceback."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from aiayn.io import setup_logging; from aiayn.runtime.devices import GpuUnavailableError; "
+            "setup_logging(); raise GpuUnavailableError('train.gpus=1 but no GPU')")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "AIAYN_DEBUG": ""})
+    assert result.returncode == 1 and "error: train.gpus=1 but no GPU" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
 
 
 def test_auto_device_claims_a_free_gpu_like_training(monkeypatch, tmp_path):

@@ -27,8 +27,9 @@ from aiayn.runtime.gpus import card_of
 log = logging.getLogger(__name__)
 
 
-class GpuUnavailableError(RuntimeError):
-    """GPUs were asked for but cannot be used; the message names the cause."""
+class GpuUnavailableError(ValueError):
+    """GPUs were asked for but cannot be used; the message names the cause and the setting to change
+    (a ValueError: a CLI ends with that one line, as for any bad input, :mod:`aiayn.io`)."""
 
 
 def default_lock_dir() -> Path:
@@ -148,8 +149,11 @@ def resolve_device(requested: str, lock_dir: Path | None = None) -> tuple[torch.
                 claim.release()
             raise
         return torch.device("cuda", 0), claim
-    device = torch.device(requested)
-    if device.type != "cuda":
+    try:
+        device = torch.device(requested)
+    except RuntimeError:  # torch's own list of every device type it knows
+        device = None
+    if device is None or device.type != "cuda":
         raise ValueError(f"--device {requested}: use auto, cpu, cuda or cuda:N")
     check_cuda(1, device.index or 0, what=f"--device {requested}")
     return torch.device("cuda", device.index or 0), None
