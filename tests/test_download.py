@@ -127,6 +127,20 @@ def test_size_mismatch_and_missing_file(server, tmp_path):
     assert len(server.requests) == 2  # a 404 is not retried
 
 
+def test_a_checksum_mismatch_ends_the_stage_with_one_line_not_as_a_bug(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "a.tgz").write_bytes(PAYLOAD[:10])
+    settings = _settings(tmp_path, _lock(tmp_path, {"a.tgz": _pin(PAYLOAD)}))
+    result = subprocess.run([sys.executable, "-m", "aiayn.data.download", "--url", (tmp_path / "a.tgz").as_uri(),
+                             "--out", str(tmp_path / "out" / "a.tgz"), "--settings", settings],
+                            capture_output=True, text=True, env={**os.environ, "AIAYN_DEBUG": ""})
+    assert result.returncode == 1 and "error: a.tgz: size mismatch" in result.stderr, result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
 def test_file_url_local_path_and_mirrors(server, tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()

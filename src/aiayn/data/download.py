@@ -51,8 +51,9 @@ _LOCK_KEYS = {"sha256", "size", "md5", "url", "source", "note"}
 _HEX = {"sha256": re.compile(r"[0-9a-f]{64}"), "md5": re.compile(r"[0-9a-f]{32}")}
 
 
-class DownloadError(RuntimeError):
-    """A download that failed, or an archive that does not match its lock entry."""
+class DownloadError(ValueError):
+    """A download that failed, or an archive that does not match its lock entry (a ValueError: the
+    stage ends with its one line, as for any bad input, :mod:`aiayn.io`)."""
 
 
 class TransferError(OSError):
