@@ -107,6 +107,18 @@ def test_bad_input_ends_a_stage_with_one_line_and_status_1(tmp_path, src, tgt, e
     assert debug.stderr.index("error: ") < debug.stderr.index("Traceback")
 
 
+@pytest.mark.parametrize("module, error", [("aiayn.runtime.devices", "GpuUnavailableError"),
+                                           ("aiayn.data.download", "DownloadError"),
+                                           ("aiayn.train.step", "NonFiniteError")])
+def test_what_a_setting_or_the_data_mends_ends_with_one_line_not_as_a_bug(module, error):
+    """A GPU that is not there, a download that fails, a diverged model: the message names what to change."""
+    code = f"from aiayn.io import setup_logging; from {module} import {error}; setup_logging(); raise {error}('why')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "AIAYN_DEBUG": ""})
+    assert result.returncode == 1 and "error: why (AIAYN_DEBUG=1 shows the traceback)" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
 def test_a_bug_keeps_its_traceback_after_the_line(tmp_path):
     code = "from aiayn.io import setup_logging; setup_logging(); raise TypeError('unexpected')"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

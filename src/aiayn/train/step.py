@@ -113,8 +113,9 @@ class PendingResults:
         return out
 
 
-class NonFiniteError(RuntimeError):
-    """A step's loss or gradient norm was not finite under ``nan_policy: stop``, or too many in a row."""
+class NonFiniteError(ValueError):
+    """A step's loss or gradient norm was not finite under ``nan_policy: stop``, or too many in a row (a
+    ValueError: the message names the settings to change, and the job ends with it as with bad input)."""
 
 
 class Skips:
