@@ -16,7 +16,7 @@ import torch.multiprocessing as mp
 from train_helpers import make_task, settings
 
 from aiayn.options import TrainConfig
-from aiayn.runtime.devices import GpuClaim
+from aiayn.runtime.devices import GpuClaim, GpuUnavailableError
 from aiayn.train.__main__ import main, read_settings
 from aiayn.train.distributed import DistEnv
 from aiayn.train.step import NonFiniteError
@@ -239,7 +239,7 @@ def test_gpu_claims_are_exclusive(tmp_path):
     assert third.try_claim(1, 3) is None and third.handles == {}
     first.release()
     assert third.try_claim(2, 3) == [0, 1]
-    with pytest.raises(RuntimeError, match="gpus=4"):
+    with pytest.raises(GpuUnavailableError, match="train.gpus=4 but this machine has 3 GPU"):
         GpuClaim(tmp_path).claim(4, 3)
 
 
@@ -420,8 +420,6 @@ def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
 
 
 def test_gpus_that_cannot_be_used_fail_before_training(data, tmp_path, monkeypatch):
-    from aiayn.runtime.devices import GpuUnavailableError
-
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     path = tmp_path / "train.json"

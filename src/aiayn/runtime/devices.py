@@ -77,7 +77,7 @@ class GpuClaim:
     def claim(self, n: int, count: int, poll_seconds: float = 10.0) -> list[int]:
         """Claim ``n`` GPUs, waiting (and logging) while other trainings hold them."""
         if n > count:
-            raise RuntimeError(f"train.gpus={n} but this machine has {count} GPU(s)")
+            raise GpuUnavailableError(f"train.gpus={n} but this machine has {count} GPU(s)")
         waited = 0.0
         while (ids := self.try_claim(n, count)) is None:
             if waited % 600 == 0:
