@@ -14,10 +14,10 @@ from aiayn.train.slurm import SRUN_ONE_AGENT_PER_NODE, train_launcher, train_res
 
 def _import_plugin(*modules: str) -> list:
     """The plugin's modules, imported with an ``scontrol`` that fails at once first in PATH: the package asks
-    ``scontrol show config`` for MinJobAge when imported (only for a help text: ``_get_status_command_help``,
-    ``get_min_job_age`` in ``job_status_query.py``, snakemake-executor-plugin-slurm 2.8.0), which waits up
-    to 10 s where a SLURM client is installed and no controller answers. The sbatch line does not depend
-    on it."""
+    ``scontrol show config`` for MinJobAge when imported, for a help text (``"help": _get_status_command_help()``
+    in ``snakemake_executor_plugin_slurm/__init__.py`` -> ``get_min_job_age`` in ``job_status_query.py``, timeout
+    10 s; snakemake/snakemake-executor-plugin-slurm at cdc05f9, and the 2.8.0 the extra pins), which waits
+    where a SLURM client is installed and no controller answers. The sbatch line does not depend on it."""
     path = os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory() as stand_in:
         scontrol = Path(stand_in, "scontrol")

@@ -53,7 +53,9 @@ def load(path: str | Path, *overlays: str | Path) -> dict:
     for name in (path, *overlays):
         with open(name, encoding="utf-8") as handle:
             layer = json.load(handle) if str(name).endswith(".json") else yaml.safe_load(handle)
-        if not isinstance(layer, dict):  # as Snakemake's --configfile refuses it (an empty file too)
+        # Refused as Snakemake refuses such a --configfile, an empty one too (snakemake/snakemake at ead894bd,
+        # src/snakemake/common/configfile.py, load_configfile: "... given as JSON or YAML with keys at top level").
+        if not isinstance(layer, dict):
             raise ConfigError(f"{name}: expected a mapping of settings at the top level, "
                               f"got {'an empty file' if layer is None else type(layer).__name__}")
         config = deep_merge(config, layer)
