@@ -49,7 +49,7 @@ def bleu(paper_bleu: float, sacrebleu: float) -> dict:
 
 def summary(config: dict, task: str, exp: str, params: int, wall_seconds: float) -> dict:
     """A summary of a run on 8 P100s in fp32, as the paper trained."""
-    from aiayn.config import resolve
+    from aiayn.runs import resolve
 
     settings = resolve(config, exp, task)
     settings["train"]["precision"] = "fp32"

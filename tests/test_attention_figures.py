@@ -11,6 +11,7 @@ from report_fixtures import ROOT
 from tiny_checkpoint import write_tiny
 
 from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.options.figures import FiguresConfig, Layer
 from aiayn.report import attention
 
@@ -74,7 +75,7 @@ def test_layer_5_of_6_scales_to_the_model_depth(n_layers, layer):
 def test_config_yaml_figures_are_the_papers_defaults():
     assert set(yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))["figures"]) == {"task", "experiment"}
     config = aiayn_config.load(ROOT / "config.yaml")
-    assert FiguresConfig.from_dict(aiayn_config.figure_settings(config)) == FiguresConfig()
+    assert FiguresConfig.from_dict(aiayn_runs.figure_settings(config)) == FiguresConfig()
     assert FiguresConfig().figure3.word == "making" and FiguresConfig().figure4.word == "its"
 
 
@@ -100,11 +101,11 @@ def test_figures_off_when_their_run_is_not_run_or_deleted(tmp_path):
     for name, overlay in overlays.items():
         (tmp_path / name).write_text(yaml.safe_dump(overlay), encoding="utf-8")
         config = aiayn_config.load(ROOT / "config.yaml", tmp_path / name)
-        assert aiayn_config.figures_run(config) is None, name
-        assert not any("attention" in path for path in aiayn_config.settings_files(config)), name
+        assert aiayn_runs.figures_run(config) is None, name
+        assert not any("attention" in path for path in aiayn_runs.settings_files(config)), name
     fr = tmp_path / "fr.yaml"
     fr.write_text(yaml.safe_dump({"figures": {"task": "en-fr", "experiment": "big"}}), encoding="utf-8")
-    assert aiayn_config.figures_run(aiayn_config.load(ROOT / "config.yaml", fr)) == {
+    assert aiayn_runs.figures_run(aiayn_config.load(ROOT / "config.yaml", fr)) == {
         "task": "en-fr", "experiment": "big", "checkpoint": "avg", "lang": "en"}
 
 

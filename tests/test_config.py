@@ -1,28 +1,12 @@
 import copy
-import json
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 from paths import ROOT
 
 from aiayn import config as aiayn_config
-from aiayn.options import (
-    AverageConfig,
-    BleuConfig,
-    BpeConfig,
-    CleanConfig,
-    DecodeConfig,
-    DownloadConfig,
-    ModelConfig,
-    PerplexityConfig,
-    ShardsConfig,
-    TokenizeConfig,
-    TrainConfig,
-    TreebankConfig,
-)
-from aiayn.options.figures import FiguresConfig
+from aiayn import runs as aiayn_runs
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +15,7 @@ def paper():
 
 
 def test_paper_config_is_the_paper(paper):
-    base = aiayn_config.resolve(paper, "base", "en-de")
+    base = aiayn_runs.resolve(paper, "base", "en-de")
     assert base["model"] == {**base["model"], "n_layers": 6, "d_model": 512, "d_ff": 2048, "n_heads": 8,
                              "d_k": 64, "d_v": 64, "dropout": 0.1, "positional": "sinusoid", "norm": "post"}
     assert base["train"]["adam_betas"] == [0.9, 0.98] and base["train"]["adam_eps"] == 1e-9
@@ -43,9 +27,9 @@ def test_paper_config_is_the_paper(paper):
 
 def test_table3_rows_override_only_what_the_paper_changes(paper):
     table = {row["row"]: row for row in _paper_table3()}
-    base = aiayn_config.resolve(paper, "base", "en-de")
+    base = aiayn_runs.resolve(paper, "base", "en-de")
     for exp in [e for e, spec in paper["experiments"].items() if "table3" in spec["tables"]]:
-        run = aiayn_config.resolve(paper, exp, "en-de")
+        run = aiayn_runs.resolve(paper, exp, "en-de")
         row = table[exp]
         for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout"):
             expected = row[key] if row[key] != "" else (table["base"][key] if exp != "big" else None)
@@ -66,26 +50,26 @@ def _paper_table3():
 
 
 def test_big_uses_paper_dropout_per_pair(paper):
-    assert aiayn_config.resolve(paper, "big", "en-de")["model"]["dropout"] == 0.3
-    assert aiayn_config.resolve(paper, "big", "en-fr")["model"]["dropout"] == 0.1
-    assert aiayn_config.resolve(paper, "big", "en-fr")["average"]["last"] == 20
-    assert aiayn_config.resolve(paper, "big", "en-fr")["train"]["train_steps"] == 300000
+    assert aiayn_runs.resolve(paper, "big", "en-de")["model"]["dropout"] == 0.3
+    assert aiayn_runs.resolve(paper, "big", "en-fr")["model"]["dropout"] == 0.1
+    assert aiayn_runs.resolve(paper, "big", "en-fr")["average"]["last"] == 20
+    assert aiayn_runs.resolve(paper, "big", "en-fr")["train"]["train_steps"] == 300000
 
 
 def test_checkpoint_spacing_is_the_papers_in_steps(paper):
     """10 minutes of the paper's steps: 100k in 12 h (base), 300k in 3.5 days (big), rounded."""
-    assert aiayn_config.resolve(paper, "base", "en-de")["train"]["checkpoint_steps"] == 1400 == round(100000 / 72, -2)
-    assert aiayn_config.resolve(paper, "big", "en-de")["train"]["checkpoint_steps"] == 600 == round(300000 / 504, -2)
-    demo = aiayn_config.deep_merge(paper, yaml.safe_load((ROOT / "configs/demo.yaml").read_text()))
+    assert aiayn_runs.resolve(paper, "base", "en-de")["train"]["checkpoint_steps"] == 1400 == round(100000 / 72, -2)
+    assert aiayn_runs.resolve(paper, "big", "en-de")["train"]["checkpoint_steps"] == 600 == round(300000 / 504, -2)
+    demo = aiayn_runs.deep_merge(paper, yaml.safe_load((ROOT / "configs/demo.yaml").read_text()))
     for config in (paper, demo):
-        for task, exp in aiayn_config.runs(config):
-            train, last = (run := aiayn_config.resolve(config, exp, task))["train"], run["average"]["last"]
+        for task, exp in aiayn_runs.runs(config):
+            train, last = (run := aiayn_runs.resolve(config, exp, task))["train"], run["average"]["last"]
             assert train["train_steps"] // train["checkpoint_steps"] >= last <= train["keep_checkpoints"], (exp, task)
 
 
 def test_parser_uses_tensor2tensors_parsing_preset(paper):
     """transformer_parsing_base over the base model; everything else is base's (paper section 6.3)."""
-    parser, base = aiayn_config.resolve(paper, "parser", "wsj"), aiayn_config.resolve(paper, "base", "en-de")
+    parser, base = aiayn_runs.resolve(paper, "parser", "wsj"), aiayn_runs.resolve(paper, "base", "en-de")
     assert parser["model"] == {**base["model"], "n_layers": 4, "d_model": 1024, "d_k": 128, "d_v": 128,
                                "dropout": 0.2, "attention_dropout": 0.2, "share_softmax": False}
     assert parser["train"] == {**base["train"], "warmup_steps": 16000, "lr_scale": 0.5, "max_length": 512}
@@ -94,10 +78,10 @@ def test_parser_uses_tensor2tensors_parsing_preset(paper):
 
 def test_semi_supervised_parser_uses_transformer_parsing_big(paper):
     """With silver trees the parser takes tensor2tensor's transformer_parsing_big over the paper's 4 x 1024."""
-    assert aiayn_config.resolve(paper, "parser", "wsj")["model"]["n_heads"] == 8  # WSJ only: no silver, no change
+    assert aiayn_runs.resolve(paper, "parser", "wsj")["model"]["n_heads"] == 8  # WSJ only: no silver, no change
     semi = copy.deepcopy(paper)
     semi["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
-    parser, wsj_only = aiayn_config.resolve(semi, "parser", "wsj"), aiayn_config.resolve(paper, "parser", "wsj")
+    parser, wsj_only = aiayn_runs.resolve(semi, "parser", "wsj"), aiayn_runs.resolve(paper, "parser", "wsj")
     assert parser["model"] == {**wsj_only["model"], "d_ff": 4096, "n_heads": 16, "d_k": 64, "d_v": 64,
                                "dropout": 0.1, "attention_dropout": 0.0, "share_embeddings": False,
                                "share_softmax": True}
@@ -112,17 +96,17 @@ def test_semi_supervised_needs_a_parsing_task_and_takes_null(paper):
     with pytest.raises(aiayn_config.ConfigError, match=r"experiments\.A1\.semi_supervised: none of its tasks"):
         aiayn_config.validate(bad)
     null_d_ff = {"experiments": {"parser": {"semi_supervised": {"model": {"d_ff": None}}}}}
-    overlay = aiayn_config.prune(aiayn_config.deep_merge(paper, null_d_ff))
+    overlay = aiayn_config.prune(aiayn_runs.deep_merge(paper, null_d_ff))
     overlay["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
     aiayn_config.validate(overlay)
-    assert aiayn_config.resolve(overlay, "parser", "wsj")["model"]["d_ff"] == 2048
+    assert aiayn_runs.resolve(overlay, "parser", "wsj")["model"]["d_ff"] == 2048
 
 
 def test_semi_supervised_vocabulary_is_a_key(paper):
     wsj = copy.deepcopy(paper["tasks"]["wsj"])
-    assert aiayn_config.vocab_size(wsj) == 16000 and aiayn_config.vocab_size(paper["tasks"]["en-de"]) == 37000
+    assert aiayn_runs.vocab_size(wsj) == 16000 and aiayn_runs.vocab_size(paper["tasks"]["en-de"]) == 37000
     wsj["silver"] = {"path": "silver.txt", "ratio": 1.0}
-    assert aiayn_config.vocab_size(wsj) == 32000
+    assert aiayn_runs.vocab_size(wsj) == 32000
 
 
 def test_unknown_key_is_an_error_naming_it(paper):
@@ -149,10 +133,10 @@ def test_wrong_type_and_unknown_task(paper):
 
 def test_bleu_quote_handling_is_a_checked_key(paper):
     """bleu.straighten_quotes reaches the bleu stage's settings file; a bad value names the key."""
-    assert aiayn_config.settings_files(paper)["results/settings/bleu.json"] == {"straighten_quotes": "both"}
-    paper_way = aiayn_config.deep_merge(paper, {"bleu": {"straighten_quotes": "reference"}})
-    assert aiayn_config.settings_files(paper_way)["results/settings/bleu.json"] == {"straighten_quotes": "reference"}
-    bad = aiayn_config.deep_merge(paper, {"bleu": {"straighten_quotes": "hypothesis"}})
+    assert aiayn_runs.settings_files(paper)["results/settings/bleu.json"] == {"straighten_quotes": "both"}
+    paper_way = aiayn_runs.deep_merge(paper, {"bleu": {"straighten_quotes": "reference"}})
+    assert aiayn_runs.settings_files(paper_way)["results/settings/bleu.json"] == {"straighten_quotes": "reference"}
+    bad = aiayn_runs.deep_merge(paper, {"bleu": {"straighten_quotes": "hypothesis"}})
     with pytest.raises(aiayn_config.ConfigError, match=r"bleu\.straighten_quotes"):
         aiayn_config.validate(bad)
 
@@ -168,27 +152,11 @@ def test_normalization_is_per_side_or_both(paper):
         aiayn_config.validate(bad)
 
 
-def test_resolve_does_not_mutate_and_rejects_unknown(paper):
-    before = copy.deepcopy(paper)
-    aiayn_config.resolve(paper, "big", "en-fr")
-    assert paper == before
-    with pytest.raises(aiayn_config.ConfigError, match="unknown experiment"):
-        aiayn_config.resolve(paper, "Z9", "en-de")
-    with pytest.raises(aiayn_config.ConfigError, match="does not train on task"):
-        aiayn_config.resolve(paper, "A1", "en-fr")
-
-
-def test_runs(paper):
-    assert len(aiayn_config.runs(paper, "table2")) == 4
-    assert len(aiayn_config.runs(paper, "table3")) == 22  # base and big train on both pairs
-    assert aiayn_config.runs(paper, "table4") == [("wsj", "parser")]
-
-
 def test_demo_overlay_is_valid(paper):
     overlay = yaml.safe_load((ROOT / "configs/demo.yaml").read_text())
-    merged = aiayn_config.deep_merge(paper, overlay)
+    merged = aiayn_runs.deep_merge(paper, overlay)
     aiayn_config.validate(merged, source="configs/demo.yaml")
-    assert aiayn_config.resolve(merged, "A4", "en-de")["model"]["n_heads"] == 16
+    assert aiayn_runs.resolve(merged, "A4", "en-de")["model"]["n_heads"] == 16
 
 
 def test_odd_d_model_with_sinusoids_is_refused_naming_the_run(paper):
@@ -200,107 +168,6 @@ def test_odd_d_model_with_sinusoids_is_refused_naming_the_run(paper):
     aiayn_config.validate(bad)
 
 
-def _overlays(paper, *names):
-    merged = paper
-    for name in names:
-        merged = aiayn_config.deep_merge(merged, yaml.safe_load((ROOT / "configs" / name).read_text()))
-    return merged
-
-
-# What each settings file is read into, by the stage that reads it (its CLI's --settings).
-READERS = {
-    "download.json": lambda v: DownloadConfig.from_dict(v, "data"),
-    "tokenize.<lang>.json": lambda v: TokenizeConfig.from_dict(v, "data.tokenize"),
-    "clean.json": lambda v: CleanConfig.from_dict(v, "data.clean"),
-    "shards.json": lambda v: ShardsConfig.from_dict(v, "data.shards"),
-    "bpe.json": lambda v: BpeConfig.from_dict(v, "data.bpe"),
-    "treebank.json": lambda v: TreebankConfig.from_dict(v, "tasks.wsj"),
-    "train.json": lambda v: (ModelConfig.from_dict(v["model"]), TrainConfig.from_dict(v["train"])),
-    "average.json": lambda v: AverageConfig.from_dict(v, "average"),
-    "decode.json": lambda v: DecodeConfig.from_dict(v, "decode"),
-    "bleu.json": lambda v: BleuConfig.from_dict(v, "bleu"),
-    "perplexity.json": lambda v: PerplexityConfig.from_dict(v, "perplexity"),
-    "config.json": lambda v: aiayn_config.validate(v),
-    "attention.json": lambda v: FiguresConfig.from_dict(v),
-}
-
-
-@pytest.mark.parametrize("overlays", [(), ("demo.yaml",), ("demo.yaml", "test.yaml")])
-def test_every_settings_file_is_read_by_its_stage(paper, overlays):
-    files = aiayn_config.settings_files(_overlays(paper, *overlays))
-    assert {_reader(path) for path in files} == set(READERS)
-    for path, content in files.items():
-        READERS[_reader(path)](json.loads(json.dumps(content)))
-
-
-def _reader(path):
-    """READERS' key of a settings file: its name, the language of a tokenize file generalized."""
-    return re.sub(r"^tokenize\.\w+\.json$", "tokenize.<lang>.json", Path(path).name)
-
-
-def test_tokenize_settings_resolve_punctuation_normalization_per_side(paper):
-    """{source: true, target: false} normalizes sources only (data.tokenize.normalize_punctuation)."""
-    files = aiayn_config.settings_files(aiayn_config.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": {
-        "source": True, "target": False}}}}))
-    data = paper["data_dir"]
-    normalized = {lang: files[f"{data}/settings/{task}/tokenize.{lang}.json"]["normalize_punctuation"]
-                  for task, lang in (("en-de", "en"), ("en-de", "de"), ("en-fr", "fr"))}
-    assert normalized == {"en": True, "de": False, "fr": False}
-    both = aiayn_config.settings_files(
-        aiayn_config.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": True}}}))
-    assert both[f"{data}/settings/en-de/tokenize.de.json"]["normalize_punctuation"] is True
-
-
-def test_stage_defaults_are_the_paper_config(paper):
-    """Each stage run by hand (no --settings) runs what config.yaml says: the paper's setup."""
-    files = aiayn_config.settings_files(paper)
-    defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(),
-                "clean.json": CleanConfig(),
-                "shards.json": ShardsConfig(), "en-de/bpe.json": BpeConfig(), "treebank.json": TreebankConfig(),
-                "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig(),
-                "results/settings/bleu.json": BleuConfig(),
-                "results/settings/perplexity.json": PerplexityConfig()}
-    for suffix, default in defaults.items():
-        [path] = [p for p in files if p.endswith(suffix) and "en-fr" not in p]
-        assert READERS[_reader(path)](files[path]) == default, path
-    model, train = READERS["train.json"](files["results/en-de/base/settings/train.json"])
-    assert model == ModelConfig() and train == TrainConfig()
-
-
-def test_a_decode_change_touches_only_that_runs_decode_file(paper):
-    before = aiayn_config.settings_files(paper)
-    after = aiayn_config.settings_files(
-        aiayn_config.deep_merge(paper, {"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
-    changed = sorted(path for path in before if before[path] != after[path])
-    assert changed == ["results/config.json", "results/en-de/A1/settings/decode.json"]
-    after = aiayn_config.settings_files(
-        aiayn_config.deep_merge(paper, {"experiments": {"A2": {"model": {"d_ff": 128}}}}))
-    changed = sorted(path for path in before if before[path] != after[path])
-    assert changed == ["results/config.json", "results/en-de/A2/settings/train.json"]
-
-
-def test_seeds_add_runs_that_differ_only_in_their_seed(paper):
-    """``seeds: k`` adds k - 1 runs, seed i = train.seed + i, each with its own settings files; the first
-    seed keeps the experiment's directory and files, and other runs are untouched."""
-    assert paper["defaults"]["seeds"] == 1 and aiayn_config.run_names(paper) == list(paper["experiments"])
-    before = aiayn_config.settings_files(paper)
-    config = aiayn_config.deep_merge(paper, {"experiments": {"C1": {"seeds": 3, "train": {"seed": 7}}}})
-    aiayn_config.validate(config)
-    assert aiayn_config.seed_runs(config, "en-de", "C1") == [("C1", 7), ("C1.seed8", 8), ("C1.seed9", 9)]
-    after = aiayn_config.settings_files(config)
-    assert sorted(set(after) - set(before)) == sorted(f"results/en-de/C1.seed{s}/settings/{stage}.json"
-                                                      for s in (8, 9) for stage in ("average", "decode", "train"))
-    first, third = after["results/en-de/C1/settings/train.json"], after["results/en-de/C1.seed9/settings/train.json"]
-    assert third["train"]["seed"] == 9 and third["experiment"] == "C1"
-    assert {**third, "train": {**third["train"], "seed": 7}} == first
-    assert aiayn_config.run_names(config)[-2:] == ["C1.seed8", "C1.seed9"]
-    assert aiayn_config.resolve_run(config, "C1.seed8", "en-de")["train"]["seed"] == 8
-    per_task = aiayn_config.deep_merge(paper, {"defaults": {"seeds": 2}, "experiments": {"big": {"task_overrides": {
-        "en-fr": {"train": {"seed": 5}}}}}})
-    assert aiayn_config.seeds(per_task, "big", "en-de") == [1, 2]
-    assert aiayn_config.seeds(per_task, "big", "en-fr") == [5, 6]
-
-
 def test_bad_seeds_are_refused_naming_the_key(paper):
     for where, value in (("defaults", 0), ("experiments.A1", "2")):
         bad = copy.deepcopy(paper)
@@ -308,23 +175,23 @@ def test_bad_seeds_are_refused_naming_the_key(paper):
         section["seeds"] = value
         with pytest.raises(aiayn_config.ConfigError, match=re.escape(f"{where}.seeds")):
             aiayn_config.validate(bad)
-    clash = aiayn_config.deep_merge(paper, {"experiments": {"A1": {"seeds": 2},
+    clash = aiayn_runs.deep_merge(paper, {"experiments": {"A1": {"seeds": 2},
                                                             "A1.seed2": {"tasks": ["en-de"], "tables": []}}})
     with pytest.raises(aiayn_config.ConfigError, match=r"experiments\.A1\.seeds: seed 2 runs in en-de/A1\.seed2"):
         aiayn_config.validate(clash)
-    merged = aiayn_config.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}}})
+    merged = aiayn_runs.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}}})
     merged["experiments"]["A1"]["seeds"] = None   # an overlay's null: defaults' seeds again
     assert "seeds" not in aiayn_config.prune(merged)["experiments"]["A1"]
-    with pytest.raises(aiayn_config.ConfigError, match="unknown run 'A1.seed2'"):
-        aiayn_config.resolve_run(paper, "A1.seed2", "en-de")
+    with pytest.raises(ValueError, match="unknown run 'A1.seed2'"):
+        aiayn_runs.resolve_run(paper, "A1.seed2", "en-de")
 
 
 def test_run_choice_limits_runs_and_names_unknown_keys(paper):
     config = copy.deepcopy(paper)
     config["run"] = {"tasks": ["en-fr"], "experiments": ["base", "big"]}
     aiayn_config.validate(config)
-    assert aiayn_config.runs(config) == [("en-fr", "base"), ("en-fr", "big")]
-    assert aiayn_config.runs(config, "table3") == aiayn_config.runs(config)
+    assert aiayn_runs.runs(config) == [("en-fr", "base"), ("en-fr", "big")]
+    assert aiayn_runs.runs(config, "table3") == aiayn_runs.runs(config)
     for run, message in (({"tasks": ["de-en"]}, "run.tasks: unknown task 'de-en'"),
                          ({"experiments": ["base", "Z"]}, "run.experiments: unknown experiment 'Z'"),
                          ({"tasks": ["wsj"], "experiments": ["A1"]}, "run.experiments: 'A1' trains on")):
@@ -336,14 +203,14 @@ def test_run_choice_limits_runs_and_names_unknown_keys(paper):
 def test_null_deletes_entries_and_overrides(paper):
     overlay = {"tasks": {"en-fr": None}, "experiments": {"A1": None, "parser": {"model": {"dropout": None}}},
                "sources": {"un": None}}
-    merged = aiayn_config.deep_merge(paper, overlay)
+    merged = aiayn_runs.deep_merge(paper, overlay)
     merged["tasks"]["en-fr"], merged["sources"]["un"] = None, None   # deep_merge keeps a null as Snakemake does
     config = aiayn_config.prune(merged)
     aiayn_config.validate(config)
     assert "en-fr" not in config["tasks"] and "A1" not in config["experiments"] and "un" not in config["sources"]
     assert (config["experiments"]["base"]["tasks"] == ["en-de"]
             and "en-fr" not in config["experiments"]["big"]["task_overrides"])
-    assert aiayn_config.resolve(config, "parser", "wsj")["model"]["dropout"] == 0.1
+    assert aiayn_runs.resolve(config, "parser", "wsj")["model"]["dropout"] == 0.1
     assert aiayn_config.prune(paper) == paper
     typo = copy.deepcopy(paper)
     typo["experiments"]["A1"]["tasks"] = ["en-dee"]
@@ -378,11 +245,11 @@ def test_plain_file_sources_are_checked_naming_the_key(paper, tmp_path):
 def test_own_corpus_template_names_its_placeholder_files(paper, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     own = yaml.safe_load((ROOT / "configs/own-corpus.yaml").read_text())
-    config = aiayn_config.prune(aiayn_config.deep_merge(paper, own))
+    config = aiayn_config.prune(aiayn_runs.deep_merge(paper, own))
     with pytest.raises(aiayn_config.ConfigError, match=r"sources.my_train.files.en: no such file 'corpus/train.en.gz'"):
         aiayn_config.validate(config)
     for name in ("train.en.gz", "train.de.gz", "dev.en", "dev.de", "test.en", "test.de"):
         (tmp_path / "corpus").mkdir(exist_ok=True)
         (tmp_path / "corpus" / name).write_bytes(b"")
     aiayn_config.validate(config)
-    assert aiayn_config.runs(config) == [("mine", "base")]
+    assert aiayn_runs.runs(config) == [("mine", "base")]

@@ -152,14 +152,14 @@ def test_a_training_process_builds_its_train_config_once(tmp_path, monkeypatch):
 
 
 def test_parsing_the_config_loads_no_stage():
-    """aiayn.config (what the Snakefile imports) and aiayn.options load neither torch nor the data tools,
-    and aiayn.options nothing of aiayn but itself."""
+    """aiayn.config and aiayn.runs (what the Snakefile imports) and aiayn.options load neither torch nor the data
+    tools, and aiayn.options nothing of aiayn but itself."""
     code = ("import sys, aiayn.config; heavy = {'torch', 'sacremoses', 'regex', 'tqdm', 'numpy'}; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy)); "
             "print(sorted(m for m in sys.modules if m.startswith('aiayn.') and not m.startswith('aiayn.options')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines()
-    assert out == ["[]", "['aiayn.config']"]
+    assert out == ["[]", "['aiayn.config', 'aiayn.runs']"]
 
 
 def test_a_flag_takes_its_default_help_and_range_from_the_definition(capsys):

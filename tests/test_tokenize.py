@@ -103,9 +103,10 @@ def _config_settings(tmp_path, overlay=None):
     from report_fixtures import ROOT
 
     from aiayn import config as aiayn_config
+    from aiayn import runs as aiayn_runs
 
     paper = aiayn_config.load(ROOT / "config.yaml")
-    files = aiayn_config.settings_files(aiayn_config.deep_merge(paper, overlay or {}))
+    files = aiayn_runs.settings_files(aiayn_runs.deep_merge(paper, overlay or {}))
     paths = {}
     for name in ("en-de/tokenize.en.json", "en-de/tokenize.de.json", "clean.json"):
         paths[name] = tmp_path / name.replace("/", ".")

@@ -31,6 +31,7 @@ import torch
 import yaml
 
 from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.io import setup_logging
 from aiayn.model import Transformer, count_parameters
 from aiayn.options import Config, ModelConfig, TrainConfig
@@ -66,12 +67,12 @@ def describe(config: dict, vocab_size: int | None = None, gpus: int | None = Non
              nodes: int | None = None) -> list[dict]:
     """One dict per experiment that runs (on its first task) with the columns of :data:`COLUMNS`."""
     rows, first = [], {}
-    for task, experiment in aiayn_config.runs(config):
+    for task, experiment in aiayn_runs.runs(config):
         first.setdefault(experiment, task)
     for experiment, task in first.items():
-        settings = aiayn_config.resolve(config, experiment, task)
+        settings = aiayn_runs.resolve(config, experiment, task)
         model, train = settings["model"], settings["train"]
-        vocab = vocab_size or aiayn_config.vocab_size(config["tasks"][task])
+        vocab = vocab_size or aiayn_runs.vocab_size(config["tasks"][task])
         row = {"experiment": experiment}
         row.update({key: model[key] for key in MODEL_COLUMNS})
         row.update({key: train[key] for key in TRAIN_COLUMNS})

@@ -1,6 +1,6 @@
 """A stage's settings: one JSON file per stage and run, read into that stage's dataclass.
 
-The workflow writes each stage's section of the config (``aiayn.config.settings_files``) into a file
+The workflow writes each stage's section of the config (``aiayn.runs.settings_files``) into a file
 that the stage's rule takes as input and passes as ``--settings FILE``; nothing else carries a setting
 from the config to a stage. Each dataclass (:mod:`aiayn.options`) has the keys of its config section and
 the paper's values as defaults, so a stage run by hand without ``--settings`` runs the paper's setup.

@@ -1,9 +1,10 @@
 # The config, checked once when the Snakefile is parsed, and the functions that map a run to its files.
-# Settings reach a stage only through its settings file (aiayn.config.settings_files, rules/settings.smk).
+# Settings reach a stage only through its settings file (aiayn.runs.settings_files, rules/settings.smk).
 import json
 import re
 
 from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.train import slurm as train_slurm
 from aiayn.data import sources as data_sources
 from aiayn.options.sources import archive_name, is_archive, is_local, local_path
@@ -22,14 +23,14 @@ TASKS = config["tasks"]
 SOURCES = config["sources"]
 TRANSLATION = [t for t, spec in TASKS.items() if spec["kind"] == "translation"]
 PARSING = [t for t, spec in TASKS.items() if spec["kind"] == "parsing"]
-RUNS = aiayn_config.run_names(config)  # run directories: experiments, then extra seeds (<exp>.seed<S>)
+RUNS = aiayn_runs.run_names(config)  # run directories: experiments, then extra seeds (<exp>.seed<S>)
 ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if is_archive(source)]
 FILE_CORPORA = [c for c in SOURCES if c not in ARCHIVE_CORPORA]
 # The archives some translation task reads (what the demo generates; a source no task names has none).
 READ_ARCHIVES = data_sources.downloads(SOURCES, [c for c in ARCHIVE_CORPORA if any(
     c in (*TASKS[t]["train"], TASKS[t]["dev"], TASKS[t]["test"]) for t in TRANSLATION)])
 DOWNLOADS = data_sources.downloads(SOURCES)
-SETTINGS = {path: json.dumps(value, sort_keys=True) for path, value in aiayn_config.settings_files(config).items()}
+SETTINGS = {path: json.dumps(value, sort_keys=True) for path, value in aiayn_runs.settings_files(config).items()}
 
 
 def _alternatives(names):
@@ -89,7 +90,7 @@ def run_train(wildcards):
     """A run's resolved train section, resolved once per run (every job of it asks, some several times)."""
     key = (wildcards.exp, wildcards.task)
     if key not in _TRAIN:
-        _TRAIN[key] = aiayn_config.resolve_run(config, wildcards.exp, wildcards.task)["train"]
+        _TRAIN[key] = aiayn_runs.resolve_run(config, wildcards.exp, wildcards.task)["train"]
     return _TRAIN[key]
 
 
@@ -125,7 +126,7 @@ def hypothesis(wildcards):
 def _tables_requested():
     wanted = []
     for table in ("table2", "table3", "table4"):
-        runs = aiayn_config.runs(config, table)
+        runs = aiayn_runs.runs(config, table)
         if not runs:
             continue
         missing = [t for t, _ in runs if TASKS[t]["kind"] == "parsing" and not TASKS[t]["treebank"]]
@@ -140,7 +141,7 @@ def _tables_requested():
 
 
 TABLES = _tables_requested()
-FIGURES = aiayn_config.figures_run(config)  # the run the attention figures are drawn from, or None
+FIGURES = aiayn_runs.figures_run(config)  # the run the attention figures are drawn from, or None
 
 
 def all_targets():

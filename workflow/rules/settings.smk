@@ -1,4 +1,4 @@
-# Each stage's settings file, written from its part of the config (aiayn.config.settings_files). The content
+# Each stage's settings file, written from its part of the config (aiayn.runs.settings_files). The content
 # is the rule's parameter, so Snakemake reruns this rule when the content changes, and then exactly the
 # jobs that read the file; nothing is written when the Snakefile is parsed.
 

@@ -26,7 +26,7 @@ class TokenizeConfig(Section):
     """The keys of ``data.tokenize``: the Moses steps and the lines per work unit.
 
     In a tokenize stage's settings file ``normalize_punctuation`` is that file's side's value
-    (``aiayn.config.settings_files`` resolves the per-side setting with :func:`normalizes`).
+    (``aiayn.runs.settings_files`` resolves the per-side setting with :func:`normalizes`).
     """
 
     SECTION = "data.tokenize"

@@ -4,7 +4,7 @@ One row per run (task and experiment, in the config's order, limited by ``run:``
 differ from ``defaults`` (the base model), steps, parameters, training time and target tokens per second
 (its ``summary.json``), dev perplexity from the last checkpoint (``dev-last.ppl.json``), dev BLEU from the
 last checkpoint (translation), and test BLEU or F1 from the averaged checkpoints for the runs decoded on
-the test set (:func:`aiayn.config.decodes_test`: Table 2 and 4 runs and experiments in no paper table;
+the test set (:func:`aiayn.runs.decodes_test`: Table 2 and 4 runs and experiments in no paper table;
 Table 3 rows are scored on dev only, as in the paper). A parsing task without a treebank runs nothing
 and is left out. A run trained with several seeds (``seeds``) shows the mean ± sample sd of its scores,
 training time and speed over them, and their number in a Seeds column (:mod:`aiayn.report.seeds`);
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.report import seeds
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (
@@ -58,7 +58,7 @@ SPREAD_KEYS = ("dev_ppl", "dev_bleu", "dev_sacrebleu", "test_bleu", "test_sacreb
 def table_runs(config: dict) -> list[tuple[str, str]]:
     """``[(task, experiment)]`` of the table: every run, but parsing without a treebank (nothing runs)."""
     tasks = config["tasks"]
-    return [(t, e) for t, e in aiayn_config.runs(config) if tasks[t]["kind"] != "parsing" or tasks[t].get("treebank")]
+    return [(t, e) for t, e in aiayn_runs.runs(config) if tasks[t]["kind"] != "parsing" or tasks[t].get("treebank")]
 
 
 def _paths(config: dict, directory: Path, task: str, exp: str) -> dict[str, Path]:
@@ -67,7 +67,7 @@ def _paths(config: dict, directory: Path, task: str, exp: str) -> dict[str, Path
     paths = {"summary": directory / "train" / "summary.json", "ppl": directory / "dev-last.ppl.json"}
     if translation:
         paths["dev_bleu"] = directory / "dev-last.bleu.json"
-    if aiayn_config.decodes_test(config, exp):
+    if aiayn_runs.decodes_test(config, exp):
         paths["test"] = directory / ("test-avg.bleu.json" if translation else "test-avg.evalb.json")
     return paths
 
@@ -143,7 +143,7 @@ def changes(config: dict, task: str, exp: str, trained: dict) -> str:
     ``model`` and ``train`` are the ones the run trained with (``trained``, its summary's settings),
     ``average`` and ``decode`` the config's for the run.
     """
-    resolved = aiayn_config.resolve(config, exp, task)
+    resolved = aiayn_runs.resolve(config, exp, task)
     sections = {"model": trained.get("model", {}), "train": trained.get("train", {}),
                 "average": resolved["average"], "decode": resolved["decode"]}
     differ = [f"{section}.{key}={_text(value)}" for section, values in sections.items()

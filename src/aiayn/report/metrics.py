@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.cli import add_log
 
 log = logging.getLogger(__name__)
@@ -49,9 +49,9 @@ def run_dir(results_dir: Path, task: str, experiment: str) -> Path:
 
 
 def seed_dirs(config: dict, results_dir: Path, task: str, experiment: str) -> list[Path]:
-    """The run directories of every seed of a run (:func:`aiayn.config.seed_runs`), the first one
+    """The run directories of every seed of a run (:func:`aiayn.runs.seed_runs`), the first one
     :func:`run_dir`."""
-    return [run_dir(results_dir, task, name) for name, _ in aiayn_config.seed_runs(config, task, experiment)]
+    return [run_dir(results_dir, task, name) for name, _ in aiayn_runs.seed_runs(config, task, experiment)]
 
 
 def summary_path(results_dir: Path, task: str, experiment: str) -> Path:

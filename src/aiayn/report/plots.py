@@ -23,6 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.io import atomic_path, setup_logging
 from aiayn.report import experiments, paper, table3
 from aiayn.report.metrics import TABLES, MetricFileError, report_parser, require, run_dir
@@ -94,7 +95,7 @@ def table3_chart(rows: list[dict]) -> Figure:
 
 def _runs(config: dict, table: str) -> list[tuple[str, str]]:
     """The runs a table reports: the experiments table every run, a paper table those listing it."""
-    return experiments.table_runs(config) if table == "experiments" else aiayn_config.runs(config, table)
+    return experiments.table_runs(config) if table == "experiments" else aiayn_runs.runs(config, table)
 
 
 def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str, ...] = TABLES) -> list[Path]:

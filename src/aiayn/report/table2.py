@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (
@@ -68,7 +68,7 @@ BASELINE = "Copy the source (baseline)"
 def tasks_and_experiments(config: dict) -> dict[str, list[str]]:
     """``{task: [experiment, ...]}`` for every run reported in Table 2, in the config's order."""
     grouped: dict[str, list[str]] = {}
-    for task, exp in aiayn_config.runs(config, "table2"):
+    for task, exp in aiayn_runs.runs(config, "table2"):
         grouped.setdefault(task, []).append(exp)
     return dict(sorted(grouped.items(), key=lambda item: list(config["tasks"]).index(item[0])))
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.report import paper, seeds
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (
@@ -73,7 +73,7 @@ MODEL_KEYS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout",
 def rows_in_order(config: dict) -> list[tuple[str, str]]:
     """``[(task, experiment)]`` of the Table 3 rows that run: the paper's order first, then the config's;
     the first task of each that runs."""
-    chosen = aiayn_config.runs(config, "table3")
+    chosen = aiayn_runs.runs(config, "table3")
     return [row for row in all_rows(config) if row in chosen]
 
 
@@ -83,7 +83,7 @@ def all_rows(config: dict) -> list[tuple[str, str]]:
     known = [row for row in paper.TABLE3_ORDER if row in names]
     ordered = known + [exp for exp in names if exp not in paper.TABLE3_ORDER]
     first = {}
-    for task, exp in aiayn_config.runs(config, "table3"):
+    for task, exp in aiayn_runs.runs(config, "table3"):
         first.setdefault(exp, task)
     return [(first.get(exp, config["experiments"][exp]["tasks"][0]), exp) for exp in ordered]
 
@@ -196,7 +196,7 @@ def mark_resolution(rows: list[dict[str, Any]], values: dict[str, dict[str, list
 def _not_run(config: dict, task: str, exp: str, by_name: dict[str, dict[str, str]]) -> dict[str, Any]:
     """A row that did not run: the settings it would train with and the paper's numbers; ours blank."""
     prow = by_name.get(exp, {})
-    return {"row": exp, **settings_columns(aiayn_config.resolve(config, exp, task), Path("config")),
+    return {"row": exp, **settings_columns(aiayn_runs.resolve(config, exp, task), Path("config")),
             "ppl_paper": paper.or_none(prow.get("ppl_dev")), "bleu_paper": paper.or_none(prow.get("bleu_dev")),
             "params_paper": paper.or_none(prow.get("params_millions") or (by_name["base"]["params_millions"]
                                                                          if prow else None))}

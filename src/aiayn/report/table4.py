@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import EVALB_KEYS, number, read_metrics, run_dir
@@ -37,14 +37,14 @@ def _evalb_path(results_dir: Path, task: str, exp: str) -> Path:
 
 def inputs(config: dict, results_dir: Path) -> list[Path]:
     """Every metric file Table 4 reads."""
-    runs = aiayn_config.runs(config, "table4")
+    runs = aiayn_runs.runs(config, "table4")
     tasks = list(dict.fromkeys(task for task, _ in runs))
     return [_evalb_path(results_dir, t, e) for t, e in runs] + [_evalb_path(results_dir, t, "baseline") for t in tasks]
 
 
 def build(config: dict, results_dir: Path) -> Table:
     """Table 4 from the metric files under ``results_dir`` (see :func:`inputs`)."""
-    runs = aiayn_config.runs(config, "table4")
+    runs = aiayn_runs.runs(config, "table4")
     matched = {(paper.TABLE4_ROWS[e], training(config, t)): (t, e) for t, e in runs if e in paper.TABLE4_ROWS}
     notes: list[str] = []
     rows, placed = [], set()

@@ -1,7 +1,7 @@
 """Train one model: ``python -m aiayn.train --data D/bin/<task> --settings FILE --out-dir R/<task>/<exp>/train``.
 
 ``--settings`` is the run's ``R/<task>/<exp>/settings/train.json``: its ``model`` and ``train`` sections
-(``aiayn.config.resolve``) with ``experiment`` and ``task``; they travel into every checkpoint.
+(``aiayn.runs.resolve``) with ``experiment`` and ``task``; they travel into every checkpoint.
 
 Writes ``checkpoints/ckpt_<step:08d>.pt``, ``checkpoint_last.pt``, ``log.csv`` and, last,
 ``summary.json`` under ``--out-dir``; a rerun with the same ``--out-dir`` resumes from the latest
