@@ -1,6 +1,6 @@
 """Every option of the workflow, defined once: name, type, default (the paper's value), range or
-choices, help and source, as frozen dataclasses with field metadata (:func:`option`). The stages
-receive these dataclasses; the config's validation (:func:`build`, once, in
+choices, help and source, as frozen dataclasses with field metadata (:func:`aiayn.options.core.option`). The stages
+receive these dataclasses; the config's validation (:func:`aiayn.options.core.build`, once, in
 :func:`aiayn.config.validate`), its defaults and the command-line flags that set an option
 (:func:`aiayn.cli.add_option`) are derived from them; ``aiayn-describe --full`` prints them all
 with the config's values. Standard library only, below every layer.
@@ -22,7 +22,6 @@ file* is the part of the config that stage reads (:mod:`aiayn.settings`).
 
 from __future__ import annotations
 
-from aiayn.options.core import Option, build, check, check_keys, option, to_dict
 from aiayn.options.data import (
     BpeConfig,
     CleanConfig,
@@ -41,7 +40,7 @@ from aiayn.options.treebank import Silver, Splits, TreebankConfig
 from aiayn.options.workflow import Config
 
 __all__ = ["FiguresConfig", "AverageConfig", "BleuConfig", "Config", "DataConfig", "DecodeConfig",
-           "DownloadConfig", "FigureSpec", "Layer", "BpeConfig", "CleanConfig", "ModelConfig", "Option",
+           "DownloadConfig", "FigureSpec", "Layer", "BpeConfig", "CleanConfig", "ModelConfig",
            "PerplexityConfig", "RunConfig", "ShardsConfig", "Silver", "Splits", "StepPlan", "TokenizeConfig",
-           "TrainConfig", "TreebankConfig", "build", "check", "check_keys", "normalizes", "option", "to_dict"]
+           "TrainConfig", "TreebankConfig", "normalizes"]
 
