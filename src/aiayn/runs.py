@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 
 def deep_merge(base: dict, override: dict) -> dict:
-    """Return ``base`` with ``override`` applied recursively (dicts merge, everything else replaces)."""
+    """Return ``base`` with ``override`` applied recursively (dicts merge, everything else replaces): a run's
+    overrides onto ``defaults`` here, a config's overlays onto it in :func:`aiayn.config.load`."""
     merged = copy.deepcopy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
