@@ -216,7 +216,6 @@ def _check_seed_runs(config: dict, source: str) -> None:
                                   f"which is also an experiment's name; rename experiments.{name}")
 
 
-
 def _check_figures(config: dict, source: str) -> dict:
     """``figures`` names a translation run, its settings build, and listed heads exist in that run's model;
     returns the section with the definitions' defaults filled in."""
