@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
-from aiayn.options import AverageConfig, Config, DecodeConfig, FiguresConfig, ModelConfig, TrainConfig
+from aiayn.options import AverageConfig, Config, DecodeConfig, ModelConfig, TrainConfig
 from aiayn.options.core import build, to_dict
 from aiayn.options.sources import file_problem, is_archive
 from aiayn.options.workflow import FigureRun
-from aiayn.runs import FIGURE_RUN_KEYS, SECTIONS, deep_merge, figure_settings, resolve, runs, seed_runs
+from aiayn.runs import FIGURE_RUN_KEYS, SECTIONS, deep_merge, resolve, runs, seed_runs
 
 FILLED = ("threads", "data", "bleu", "perplexity", "defaults")  # absent keys take the definitions' defaults
 DELETABLE = ("tasks", "sources", "experiments")
@@ -123,8 +123,8 @@ def validate(config: Any, source: str = "config") -> dict:
     config = {**config, **{name: to_dict(getattr(typed, name), in_file=True) for name in FILLED}}
     config = {f.name: config[f.name] for f in dataclasses.fields(Config) if f.name in config}  # the definitions' order
     _check_references(config, source)
-    if config.get("figures"):
-        config["figures"] = _check_figures(config, source)
+    if typed.figures is not None:
+        config["figures"] = _check_figures(config, typed.figures, source)
     return config
 
 
@@ -216,27 +216,18 @@ def _check_seed_runs(config: dict, source: str) -> None:
                                   f"which is also an experiment's name; rename experiments.{name}")
 
 
-def _check_figures(config: dict, source: str) -> dict:
-    """``figures`` names a translation run, its settings build, and listed heads exist in that run's model;
-    returns the section with the definitions' defaults filled in."""
-    spec = config["figures"]
-    try:
-        run = build(FigureRun, {key: spec[key] for key in FIGURE_RUN_KEYS if key in spec}, "figures")
-    except ValueError as error:
-        raise ConfigError(f"{source}: {error}") from None
-    task, exp = spec["task"], spec["experiment"]
-    if config["tasks"].get(task, {}).get("kind") != "translation":
-        raise ConfigError(f"{source}: figures.task: {task!r} is not a translation task of tasks")
-    if exp not in config["experiments"]:
-        raise ConfigError(f"{source}: figures.experiment: unknown experiment {exp!r}")
-    try:
-        opts = FiguresConfig.from_dict(figure_settings(config))
-    except ValueError as error:
-        raise ConfigError(f"{source}: {error}") from None
-    if task in config["experiments"][exp]["tasks"]:  # else nothing is drawn (figures_run)
-        n_heads = resolve(config, exp, task)["model"]["n_heads"]
-        for name, figure in opts.specs().items():
+def _check_figures(config: dict, run: FigureRun, source: str) -> dict:
+    """``figures`` names a translation run, and listed heads exist in that run's model; returns the
+    section with the definitions' defaults filled in."""
+    if config["tasks"].get(run.task, {}).get("kind") != "translation":
+        raise ConfigError(f"{source}: figures.task: {run.task!r} is not a translation task of tasks")
+    if run.experiment not in config["experiments"]:
+        raise ConfigError(f"{source}: figures.experiment: unknown experiment {run.experiment!r}")
+    if run.task in config["experiments"][run.experiment]["tasks"]:  # else nothing is drawn (figures_run)
+        n_heads = resolve(config, run.experiment, run.task)["model"]["n_heads"]
+        for name, figure in run.specs().items():
             if any(head > n_heads for head in figure.listed_heads()):
-                raise ConfigError(f"{source}: figures.{name}.heads: {list(figure.heads)}, but experiments.{exp} "
-                                  f"has {n_heads} heads")
-    return {**{key: to_dict(run)[key] for key in FIGURE_RUN_KEYS}, **to_dict(opts)}
+                raise ConfigError(f"{source}: figures.{name}.heads: {list(figure.heads)}, but "
+                                  f"experiments.{run.experiment} has {n_heads} heads")
+    values = to_dict(run)
+    return {**{key: values[key] for key in FIGURE_RUN_KEYS}, **values}

@@ -36,7 +36,6 @@ from aiayn.io import setup_logging
 from aiayn.model import Transformer, count_parameters
 from aiayn.options import Config, ModelConfig, TrainConfig
 from aiayn.options.core import hints, members, spec
-from aiayn.options.workflow import FigureRun
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")
@@ -109,8 +108,6 @@ def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
 
 def _section_type(cls: type | None, field: dataclasses.Field | None, value: object) -> type | None:
     """The dataclass a mapping value is (``dict`` for a mapping of named entries), else None."""
-    if cls is Config and field is not None and field.name == "figures":
-        return FigureRun
     if field is None or not isinstance(value, dict):
         return None
     kind = hints(cls)[field.name]

@@ -45,6 +45,7 @@ class Option:
     renamed_from: tuple[str, ...] = ()
     absent_means: Any = NOT_GIVEN
     override: bool = False
+    merge: bool = False
     in_config: bool = True
     resumable: bool = False
 
@@ -58,7 +59,9 @@ def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices
     using one gets an error naming the new name), ``absent_means`` (the value that behaves as the
     project did before the key existed: what a checkpoint written then is compared as), ``override``
     (a section of some keys that override a run's defaults: each key is checked alone, the section as a
-    whole once merged into a run), ``in_config=False`` (set by the workflow, not a config key) and
+    whole once merged into a run), ``merge`` (a mapping given for this section overrides the keys of the
+    field's default, not of its class's defaults: a figure keeps its paper sentence when only its heads
+    are given), ``in_config=False`` (set by the workflow, not a config key) and
     ``resumable`` (a training run may change it and continue from its checkpoint: :mod:`aiayn.train.resume`)."""
     renamed = (renamed_from,) if isinstance(renamed_from, str) else tuple(renamed_from)
     spec = Option(help=help, choices=tuple(choices) if choices is not None else None, renamed_from=renamed,
@@ -269,7 +272,10 @@ def build(cls: type, values: Any, section: str, in_file: bool = False, partial: 
             if opt.override:
                 kwargs[field.name] = build(kind, values[field.name], where, in_file, partial=True)
                 continue
-            value = _convert(values[field.name], kind, where, in_file)
+            value = values[field.name]
+            if opt.merge and isinstance(value, Mapping):
+                value = {**to_dict(field.default_factory() if field.default is MISSING else field.default), **value}
+            value = _convert(value, kind, where, in_file)
             problem = value_problem(value, kind, opt)
             if problem:
                 raise ValueError(f"{where}: {problem}")
@@ -284,7 +290,8 @@ def build(cls: type, values: Any, section: str, in_file: bool = False, partial: 
         return cls(**kwargs)
     except ValueError as error:  # a check across fields, which names its keys from the class's SECTION
         own, message = getattr(cls, "SECTION", ""), str(error)
-        raise ValueError(section + message[len(own):] if own and message.startswith(f"{own}.") else message) from None
+        renamed = own and message.startswith((f"{own}.", f"{own}:"))
+        raise ValueError(section + message[len(own):] if renamed else message) from None
 
 
 def _convert(value: Any, kind: Any, where: str, in_file: bool = False) -> Any:

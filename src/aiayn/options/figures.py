@@ -11,12 +11,10 @@ when it parses its config (:func:`aiayn.config.validate`).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
 
-from aiayn.options.core import Section, build, check, check_keys, option
+from aiayn.options.core import Section, option
 
 FIGURE3_SENTENCE = ("It is in this spirit that a majority of American governments have passed new laws since 2009 "
                     "making the registration or voting process more difficult.")
@@ -40,7 +38,7 @@ class Layer(Section):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 1 <= self.index <= self.of:
-            raise ValueError(f"index must be between 1 and of, got index {self.index} of {self.of}")
+            raise ValueError(f"layer: index must be between 1 and of, got index {self.index} of {self.of}")
 
     def of_model(self, n_layers: int) -> int:
         """The 1-based encoder layer of a model with ``n_layers`` layers."""
@@ -48,9 +46,11 @@ class Layer(Section):
 
 
 @dataclass(frozen=True)
-class FigureSpec:
+class FigureSpec(Section):
     """One figure: its sentence, the word attention is drawn from (Figures 3 and 4), and its heads:
     ``auto`` (``count`` heads chosen as :mod:`aiayn.report.attention` says) or a list of 1-based heads."""
+
+    SECTION = "figure"
 
     sentence: str = option(help="the sentence drawn", source=APPENDIX, min_length=1)
     word: str | None = option(None, help="the word attention is drawn from (Figures 3 and 4)", min_length=1)
@@ -61,14 +61,11 @@ class FigureSpec:
     def __post_init__(self) -> None:
         if isinstance(self.heads, list):
             object.__setattr__(self, "heads", tuple(self.heads))
+        super().__post_init__()
         if not self.sentence.strip():
-            raise ValueError("sentence is empty")
-        try:
-            check(self, "figure")
-        except ValueError as error:  # build() names the figure
-            raise ValueError(str(error).removeprefix("figure.")) from None
+            raise ValueError("figure: sentence is empty")
         if self.word is not None and not re.search(rf"(?<!\w){re.escape(self.word)}(?!\w)", self.sentence):
-            raise ValueError(f"word {self.word!r} is not a word of the sentence {self.sentence!r}")
+            raise ValueError(f"figure: word {self.word!r} is not a word of the sentence {self.sentence!r}")
 
     def listed_heads(self) -> tuple[int, ...]:
         return () if self.heads == "auto" else tuple(self.heads)
@@ -87,37 +84,22 @@ def _figure5() -> FigureSpec:
 
 
 @dataclass(frozen=True)
-class FiguresConfig:
-    """The layer and the three figures; defaults: the paper's."""
+class FiguresConfig(Section):
+    """The layer and the three figures; defaults: the paper's. A figure given in part keeps the rest of
+    the paper's (``merge``)."""
 
-    layer: Layer = option(help="the encoder layer drawn", factory=Layer)
-    figure3: FigureSpec = option(help="Figure 3: attention from one word", factory=_figure3)
-    figure4: FigureSpec = option(help="Figure 4: one word's attention per head", factory=_figure4)
-    figure5: FigureSpec = option(help="Figure 5: every word's attention in two heads", factory=_figure5)
+    SECTION = "figures"
 
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "FiguresConfig":
-        """Build from ``figures`` less its run keys; a bad key or value raises ValueError naming it."""
-        check_keys(cls, values, "figures")
-        built = {}
-        for name, value in values.items():
-            if not isinstance(value, Mapping):
-                raise ValueError(f"figures.{name}: expected a mapping, got {value!r}")
-            default = dataclasses.asdict(getattr(cls(), name))
-            try:
-                built[name] = _build(type(getattr(cls(), name)), {**default, **value}, name)
-            except ValueError as error:
-                message = str(error)
-                raise ValueError(message if f"figures.{name}" in message else
-                                 f"figures.{name}: {message}") from None
-        return cls(**built)
+    layer: Layer = option(help="the encoder layer drawn", factory=Layer, merge=True)
+    figure3: FigureSpec = option(help="Figure 3: attention from one word", factory=_figure3, merge=True)
+    figure4: FigureSpec = option(help="Figure 4: one word's attention per head", factory=_figure4, merge=True)
+    figure5: FigureSpec = option(help="Figure 5: every word's attention in two heads", factory=_figure5, merge=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in NEEDS_WORD:
+            if getattr(self, name).word is None:
+                raise ValueError(f"figures.{name}: word is required: the figure draws attention from one word")
 
     def specs(self) -> dict[str, FigureSpec]:
         return {name: getattr(self, name) for name in FIGURES}
-
-
-def _build(kind: type, values: dict, name: str) -> Any:
-    spec = build(kind, values, f"figures.{name}")
-    if name in NEEDS_WORD and spec.word is None:
-        raise ValueError("word is required: the figure draws attention from one word")
-    return spec

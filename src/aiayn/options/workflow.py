@@ -6,7 +6,6 @@ names exists, say) and builds every run's settings."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from aiayn.options.core import option
 from aiayn.options.data import DataConfig
@@ -64,8 +63,8 @@ class Run:
 
 @dataclass(frozen=True, kw_only=True)
 class FigureRun(FiguresConfig):
-    """``figures``: the run drawn from, and the figures (:class:`FiguresConfig`, checked by its own
-    ``from_dict``: each figure's keys override that figure's defaults)."""
+    """``figures``: the run drawn from, and the figures (:class:`FiguresConfig`: each figure's keys
+    override that figure's defaults)."""
 
     task: str = option(help="the translation task of the run drawn")
     experiment: str = option(help="the experiment of the run drawn")
@@ -121,7 +120,7 @@ class Config:
     sources: dict[str, Archive | Files] = option(help="an archive (url, members per task and language) or "
                                                  "plain files (files per language)")
     run: Run | None = option(None, help=Run.__doc__.splitlines()[0])
-    figures: dict[str, Any] | None = option(None, help="the paper's attention figures 3-5 (aiayn.report.attention): "
-                                            "the run drawn (FigureRun) and FiguresConfig; null draws none")
+    figures: FigureRun | None = option(None, help="the paper's attention figures 3-5 (aiayn.report.attention): "
+                                       "the run drawn and the figures; null draws none")
     defaults: Defaults = option(help=Defaults.__doc__.splitlines()[0], factory=Defaults)
     experiments: dict[str, Experiment] = option(help="paper rows and your own experiments", min_items=1)
