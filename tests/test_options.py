@@ -16,7 +16,7 @@ from train_helpers import make_task, settings
 
 from aiayn import config as aiayn_config
 from aiayn.options import Config, DecodeConfig, TrainConfig
-from aiayn.options.core import check, hints, option
+from aiayn.options.core import Section, build, check, hints, option
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
@@ -108,6 +108,28 @@ def test_a_dataclass_made_by_hand_is_checked_by_the_same_definition():
         TrainConfig(precision="fp16")
     with pytest.raises(ValueError, match="decode.cpu_matmul: 'blas' is not one of onednn, mkl"):
         DecodeConfig(cpu_matmul="blas")
+
+
+@dataclasses.dataclass(frozen=True)
+class Part(Section):
+    SECTION = "part"
+    name: str = option("class default", help="a name")
+    size: int = option(1, help="a size", minimum=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Whole(Section):
+    merged: Part = option(help="a part", factory=lambda: Part("field default", 2), merge=True)
+    plain: Part = option(help="a part", factory=lambda: Part("field default", 2))
+
+
+def test_a_merged_section_given_in_part_keeps_its_defaults_own_keys():
+    """``merge``: the keys given override the field's default (a paper figure), not its class's defaults;
+    without it, the class's defaults fill what is not given."""
+    whole = build(Whole, {"merged": {"size": 3}, "plain": {"size": 3}}, "whole")
+    assert whole.merged == Part("field default", 3) and whole.plain == Part("class default", 3)
+    with pytest.raises(ValueError, match="whole.merged.size: 0 is less than the minimum of 1"):
+        build(Whole, {"merged": {"size": 0}}, "whole")
 
 
 def test_option_metadata_drives_check():
