@@ -80,6 +80,14 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
     ({"defaults": {"train": {"threads": 0}}}, "defaults.train.threads: 0 is less than the minimum of 1 (or null)"),
     ({"figures": {"figure3": {"heads": [0]}}}, "figures.figure3.heads: 0 is less than the minimum of 1 (or 'auto')"),
     ({"figures": {"figure3": {"heads": "some"}}}, "figures.figure3.heads: 'some' is not one of auto (or a list)"),
+    # shapes that an overlay's deletions (aiayn.config.prune) meet before the definitions judge them
+    ({"sources": [1]}, "sources: [1] is not a mapping"),
+    ({"experiments": {"C5": {"tasks": [[1]]}}}, "experiments.C5.tasks: [1] is not a string"),
+    ({"experiments": {"big": {"task_overrides": [1]}}}, "experiments.big.task_overrides: [1] is not a mapping"),
+    ({"figures": {"task": {"a": 1}}}, "figures.task: {'a': 1} is not a string"),
+    ({"tasks": {"en-de": {"kind": [1]}}}, "tasks.en-de.kind: [1] is not one of translation, parsing"),
+    ({"defaults": {"model": {"dropout": float("nan")}}}, "defaults.model.dropout: nan is not a finite number"),
+    ({"defaults": {"train": {"label_smoothing": float("inf")}}}, "defaults.train.label_smoothing: inf is not a finite"),
 ])
 def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"

@@ -65,12 +65,12 @@ def prune(config: Any) -> Any:
     if not isinstance(config, dict):
         return config
     config = copy.deepcopy(config)
-    deleted: dict[str, set] = {}
+    deleted = {key: [] for key in DELETABLE}  # lists: a malformed entry compared with them may be unhashable
     for key in DELETABLE:
         if isinstance(config.get(key), dict):
-            deleted[key] = {name for name, value in config[key].items() if value is None}
+            deleted[key] = [name for name, value in config[key].items() if value is None]
             config[key] = {name: value for name, value in config[key].items() if value is not None}
-    for source in (config.get("sources") or {}).values():
+    for source in _values(config.get("sources")):
         if isinstance(source, dict) and isinstance(source.get("files"), dict):
             source["files"] = {lang: url for lang, url in source["files"].items() if url is not None}
     _prune_figures(config, deleted)
@@ -79,23 +79,29 @@ def prune(config: Any) -> Any:
         return config
     for name, spec in list(experiments.items()):
         if isinstance(spec, dict):
-            _prune_experiment(config, name, spec, deleted.get("tasks", set()))
+            _prune_experiment(config, name, spec, deleted["tasks"])
     return config
 
 
-def _prune_figures(config: dict, deleted: dict[str, set]) -> None:
+def _values(mapping: Any) -> list:
+    """The values of ``mapping``, or none if it is not a mapping (:func:`validate` judges that)."""
+    return list(mapping.values()) if isinstance(mapping, dict) else []
+
+
+def _prune_figures(config: dict, deleted: dict[str, list]) -> None:
     """No ``figures`` when an overlay deleted the task or the experiment they draw from."""
     figures = config.get("figures")
-    if isinstance(figures, dict) and (figures.get("task") in deleted.get("tasks", set())
-                                      or figures.get("experiment") in deleted.get("experiments", set())):
+    if isinstance(figures, dict) and (figures.get("task") in deleted["tasks"]
+                                      or figures.get("experiment") in deleted["experiments"]):
         log.info("figures: task %s or experiment %s deleted; no attention figures", figures.get("task"),
                  figures.get("experiment"))
         config["figures"] = None
 
 
-def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -> None:
-    if isinstance(spec.get("tasks"), list) and deleted_tasks & set(spec["tasks"]):
-        log.info("experiments.%s: deleted task(s) %s dropped", name, sorted(deleted_tasks & set(spec["tasks"])))
+def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: list) -> None:
+    gone = [t for t in spec["tasks"] if t in deleted_tasks] if isinstance(spec.get("tasks"), list) else []
+    if gone:
+        log.info("experiments.%s: deleted task(s) %s dropped", name, gone)
         spec["tasks"] = [t for t in spec["tasks"] if t not in deleted_tasks]
         if not spec["tasks"]:
             log.info("experiments.%s: no task left; not run", name)
@@ -106,7 +112,7 @@ def _prune_experiment(config: dict, name: str, spec: dict, deleted_tasks: set) -
     overrides = spec.get("task_overrides")
     if isinstance(overrides, dict):
         spec["task_overrides"] = {t: v for t, v in overrides.items() if t not in deleted_tasks}
-    for sections in [spec, spec.get("semi_supervised"), *(spec.get("task_overrides") or {}).values()]:
+    for sections in [spec, spec.get("semi_supervised"), *_values(spec.get("task_overrides"))]:
         for section in SECTIONS:
             if isinstance(sections, dict) and isinstance(sections.get(section), dict):
                 sections[section] = {k: v for k, v in sections[section].items() if v is not None}

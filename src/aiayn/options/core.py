@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import types
 import typing
@@ -195,6 +196,9 @@ def string_choices(opt: Option) -> tuple | None:
 
 
 def _range_problem(value: float, opt: Option) -> str | None:
+    # YAML's .nan and .inf and JSON's NaN and Infinity: no option means them, and NaN passes every bound
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r} is not a finite number"
     if numeric_choices(opt) is not None and value not in opt.choices:
         return f"{value!r} is not one of {', '.join(map(str, opt.choices))}"
     bounds = ((opt.minimum, lambda b: value < b, "less than the minimum of"),
@@ -321,7 +325,7 @@ def _member(classes: list, value: Mapping, where: str) -> type:
         return classes[0]
     kinds = {_kind(cls): cls for cls in classes}
     if None not in kinds:
-        if value.get("kind") not in kinds:
+        if not isinstance(value.get("kind"), str) or value["kind"] not in kinds:
             raise ValueError(f"{key(where, 'kind')}: {value.get('kind')!r} is not one of {', '.join(kinds)}")
         return kinds[value["kind"]]
     fitting = [cls for cls in classes if set(value) <= {f.name for f in dataclasses.fields(cls)}]
