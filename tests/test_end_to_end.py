@@ -129,3 +129,21 @@ def test_dry_runs_and_lint_change_no_file(run, tmp_path):
         assert snakemake(run, *args, configs=configs).returncode == 0
     assert snapshot(run) == before
     assert "Nothing to be done" in snakemake(run, "--dry-run").stdout
+
+
+def test_paths_with_spaces_and_shell_characters_run(tmp_path):
+    """Every path a rule's command names is quoted: a data and results directory such as a home folder
+    "Jane Doe (work)" holds runs the workflow as any other."""
+    root = tmp_path / "Jane Doe (work)"
+    data, results = root / "my data", root / "my results"
+    overlay = tmp_path / "spaces.yaml"
+    overlay.write_text(yaml.safe_dump({
+        "data_dir": str(data), "results_dir": str(results),
+        "data": {"mirror": str(data / "mirror"), "lock": str(data / "mirror/sources.lock")},
+        "tasks": {"wsj": {"treebank": str(data / "mirror/treebank")}},
+        "run": {"tasks": ["en-de"], "experiments": ["base", "big"]}}), encoding="utf-8")  # big: 2 ranks, torchrun
+    result = snakemake(tmp_path, configs=[*CONFIGS, str(overlay)])
+    assert result.returncode == 0, result.stderr[-6000:]
+    for exp in ("base", "big"):
+        bleu = json.loads((results / f"en-de/{exp}/test-avg.bleu.json").read_text(encoding="utf-8"))
+        assert 0.0 <= bleu["sacrebleu"] <= 100.0

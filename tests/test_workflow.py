@@ -2,6 +2,7 @@
 at the workflow (a dry run, lint) writes nothing."""
 
 import re
+import shlex
 
 import pytest
 import yaml
@@ -60,6 +61,26 @@ def test_paper_dag_without_treebank_skips_table4_with_a_warning(tmp_path):
     result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), "--dry-run", "--forceall")
     assert "table4 skipped: tasks.wsj.treebank is not set" in result.stdout + result.stderr
     assert "results/tables/table4.md" not in result.stdout
+
+
+def test_every_command_quotes_its_paths(tmp_path):
+    """A data and results directory with a space and shell characters (a home folder "Jane Doe (work)"):
+    every command of the demo's whole DAG keeps each path one word. tests/test_end_to_end.py runs such a
+    workflow."""
+    root = tmp_path / "Jane Doe (work)"
+    overlay = tmp_path / "spaces.yaml"
+    overlay.write_text(yaml.safe_dump({
+        "data_dir": f"{root}/data", "results_dir": f"{root}/results",
+        "data": {"mirror": f"{root}/data/mirror", "lock": f"{root}/data/mirror/sources.lock"},
+        "tasks": {"wsj": {"treebank": f"{root}/data/mirror/treebank"}}}))
+    result = snakemake(tmp_path, "--configfile", str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"),
+                       str(overlay), "--dry-run", "--forceall", "--printshellcmds")
+    commands = [line for line in result.stdout.splitlines() if "python -m aiayn" in line]
+    rules = set(re.findall(r"^rule (\w+):", result.stdout, re.M)) - {"all"}
+    assert len(commands) >= len(rules) > 20
+    for command in commands:
+        words = [word for word in shlex.split(command) if "Jane" in word]
+        assert words and all(str(root) in word for word in words), command
 
 
 def test_invalid_config_fails_at_parse_time_naming_the_key(tmp_path):

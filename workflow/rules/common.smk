@@ -1,7 +1,10 @@
 # The config, checked once when the Snakefile is parsed, and the functions that map a run to its files.
 # Settings reach a stage only through its settings file (aiayn.runs.settings_files, rules/settings.smk).
+# A rule's command quotes every path and name it is given ({input:q}, a list as one word per item): data_dir
+# and results_dir may hold spaces (tests/test_workflow.py::test_every_command_quotes_its_paths).
 import json
 import re
+import shlex
 
 from aiayn import config as aiayn_config
 from aiayn import runs as aiayn_runs

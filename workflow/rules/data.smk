@@ -36,9 +36,9 @@ if "demo" in config:
         conda:
             "../../envs/aiayn.yaml"
         shell:
-            "python -m aiayn.demo.mirror --config {input.config} --out-dir {params.out_dir} --seed {params.demo[seed]}"
-            " --train-pairs {params.demo[train_pairs]} --eval-pairs {params.demo[eval_pairs]}"
-            " --trees {params.demo[trees]} --log {log}"
+            "python -m aiayn.demo.mirror --config {input.config:q} --out-dir {params.out_dir:q}"
+            " --seed {params.demo[seed]} --train-pairs {params.demo[train_pairs]} --eval-pairs {params.demo[eval_pairs]}"
+            " --trees {params.demo[trees]} --log {log:q}"
 
 
 # An archive, or one side of a plain-file source (D/downloads/<corpus>/<lang>/<file name>).
@@ -58,7 +58,8 @@ rule download:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.download --url {params.url} --out {output} --settings {input.settings} --log {log}"
+        "python -m aiayn.data.download --url {params.url:q} --out {output:q} --settings {input.settings:q}"
+        " --log {log:q}"
 
 
 rule extract:
@@ -74,7 +75,8 @@ rule extract:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.extract --archive {input.archive} --member {params.member} --out {output} --log {log}"
+        "python -m aiayn.data.extract --archive {input.archive:q} --member {params.member:q} --out {output:q}"
+        " --log {log:q}"
 
 
 # A plain-file source (sources.<corpus>.files): one file per side, decompressed and converted to text.
@@ -89,7 +91,7 @@ rule convert:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.extract --file {input} --out {output} --log {log}"
+        "python -m aiayn.data.extract --file {input:q} --out {output:q} --log {log:q}"
 
 
 rule tokenize:
@@ -105,8 +107,8 @@ rule tokenize:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.tokenize --lang {wildcards.lang} --input {input.text} --output {output}"
-        " --settings {input.settings} --threads {threads} --log {log}"
+        "python -m aiayn.data.tokenize --lang {wildcards.lang:q} --input {input.text:q} --output {output:q}"
+        " --settings {input.settings:q} --threads {threads} --log {log:q}"
 
 
 # One clean rule per translation task: its two outputs are named by the task's languages.
@@ -126,7 +128,7 @@ for _task in TRANSLATION:
         params:
             src=_src,
             tgt=_tgt,
-            corpora=" ".join(f"{D}/tok/{_task}/{c}" for c in TASKS[_task]["train"]),
+            corpora=[f"{D}/tok/{_task}/{c}" for c in TASKS[_task]["train"]],
             prefix=lambda w, output: output.stats.removesuffix(".stats.json"),
         priority: 10
         log:
@@ -134,9 +136,9 @@ for _task in TRANSLATION:
         conda:
             "../../envs/aiayn.yaml"
         shell:
-            "python -m aiayn.data.clean --src-lang {params.src} --tgt-lang {params.tgt}"
-            " --corpora {params.corpora} --out-prefix {params.prefix} --stats {output.stats}"
-            " --settings {input.settings} --log {log}"
+            "python -m aiayn.data.clean --src-lang {params.src:q} --tgt-lang {params.tgt:q}"
+            " --corpora {params.corpora:q} --out-prefix {params.prefix:q} --stats {output.stats:q}"
+            " --settings {input.settings:q} --log {log:q}"
 
 
 # A parsing task's bracket tokens ((NP, )NP) stay whole pieces: its treebank rule lists them.
@@ -157,8 +159,8 @@ rule bpe_learn:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.bpe learn --inputs {input.texts} --model-prefix {params.prefix}"
-        " --settings {input.settings} --symbols {input.symbols} --threads {threads} --log {log}"
+        "python -m aiayn.data.bpe learn --inputs {input.texts:q} --model-prefix {params.prefix:q}"
+        " --settings {input.settings:q} --symbols {input.symbols:q} --threads {threads} --log {log:q}"
 
 
 rule bpe_encode:
@@ -174,8 +176,8 @@ rule bpe_encode:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.bpe encode --model {input.model} --input {input.text} --output {output}"
-        " --threads {threads} --log {log}"
+        "python -m aiayn.data.bpe encode --model {input.model:q} --input {input.text:q} --output {output:q}"
+        " --threads {threads} --log {log:q}"
 
 
 rule binarize:
@@ -195,5 +197,5 @@ rule binarize:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.binarize --model {input.model} --src {input.src} --tgt {input.tgt}"
-        " --out-dir {params.out_dir} --settings {input.settings} --threads {threads} --log {log}"
+        "python -m aiayn.data.binarize --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
+        " --out-dir {params.out_dir:q} --settings {input.settings:q} --threads {threads} --log {log:q}"

@@ -17,8 +17,8 @@ rule translate:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.decode.translate --checkpoint {input.checkpoint} --spm {input.spm}"
-        " --input {input.src} --output {output} --settings {input.settings} --threads {threads} --log {log}"
+        "python -m aiayn.decode.translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+        " --input {input.src:q} --output {output:q} --settings {input.settings:q} --threads {threads} --log {log:q}"
 
 
 rule detokenize:
@@ -34,8 +34,8 @@ rule detokenize:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.data.detokenize --lang {params.lang} --input {input.hyp} --settings {input.settings}"
-        " --output {output} --log {log}"
+        "python -m aiayn.data.detokenize --lang {params.lang:q} --input {input.hyp:q} --settings {input.settings:q}"
+        " --output {output:q} --log {log:q}"
 
 
 # What aiayn-translate and aiayn-parse read of a run beyond its own directory (aiayn.decode.manifest).
@@ -48,15 +48,15 @@ rule inference_manifest:
     params:
         kind=lambda w: TASKS[w.task]["kind"],
         sides=lambda w: sides(w.task),
-        tokenize=lambda w, input: f"--tokenize {input.tokenize}" if input.tokenize else "",
+        tokenize=lambda w, input: f"--tokenize {shlex.quote(input.tokenize[0])}" if input.tokenize else "",
     log:
         f"{R}/{{task}}/{{exp}}/logs/inference_manifest.log",
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.decode.manifest --kind {params.kind} --source-lang {params.sides[0]}"
-        " --target-lang {params.sides[1]} --spm {input.spm} {params.tokenize} --output {output} --log {log}"
+        "python -m aiayn.decode.manifest --kind {params.kind:q} --source-lang {params.sides[0]:q}"
+        " --target-lang {params.sides[1]:q} --spm {input.spm:q} {params.tokenize} --output {output:q} --log {log:q}"
 
 
 # The copy baseline (kind "copy", run "baseline") scores the test source as the hypothesis.
@@ -77,8 +77,8 @@ rule bleu:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.evaluate.bleu --hyp {input.hyp} --ref {input.ref} --lang {params.lang}"
-        " --settings {input.settings} --output {output} > {log} 2>&1"
+        "python -m aiayn.evaluate.bleu --hyp {input.hyp:q} --ref {input.ref:q} --lang {params.lang:q}"
+        " --settings {input.settings:q} --output {output:q} > {log:q} 2>&1"
 
 
 rule perplexity:
@@ -98,5 +98,5 @@ rule perplexity:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.evaluate.perplexity --checkpoint {input.checkpoint} --data {params.data}"
-        " --settings {input.settings} --output {output} --threads {threads} --log {log}"
+        "python -m aiayn.evaluate.perplexity --checkpoint {input.checkpoint:q} --data {params.data:q}"
+        " --settings {input.settings:q} --output {output:q} --threads {threads} --log {log:q}"

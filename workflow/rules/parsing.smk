@@ -17,8 +17,8 @@ rule treebank:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.parsing.prepare --treebank {input.treebank} --out-dir {params.out_dir}"
-        " --settings {input.settings} --log {log}"
+        "python -m aiayn.parsing.prepare --treebank {input.treebank:q} --out-dir {params.out_dir:q}"
+        " --settings {input.settings:q} --log {log:q}"
 
 
 rule trees:
@@ -34,8 +34,8 @@ rule trees:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.parsing.postprocess --hyp {input.hyp} --words {input.words} --gold {input.gold}"
-        " --output {output} --log {log}"
+        "python -m aiayn.parsing.postprocess --hyp {input.hyp:q} --words {input.words:q} --gold {input.gold:q}"
+        " --output {output:q} --log {log:q}"
 
 
 rule flat_baseline:
@@ -48,7 +48,7 @@ rule flat_baseline:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.parsing.baseline --gold {input.gold} --output {output} --log {log}"
+        "python -m aiayn.parsing.baseline --gold {input.gold:q} --output {output:q} --log {log:q}"
 
 
 rule evalb:
@@ -66,5 +66,5 @@ rule evalb:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.evaluate.evalb {input.gold} {input.test} --out {output.txt}"
-        " --json-out {output.json} --log {log}"
+        "python -m aiayn.evaluate.evalb {input.gold:q} {input.test:q} --out {output.txt:q}"
+        " --json-out {output.json:q} --log {log:q}"

@@ -12,15 +12,15 @@ rule tables:
     params:
         results=lambda w, input: os.path.dirname(input.config),
         out_dir=lambda w, output: os.path.dirname(output[0]),
-        tables=" ".join(TABLES),
+        tables=TABLES,
     log:
         f"{R}/logs/tables.log",
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.report.tables --config {input.config} --results-dir {params.results} --out-dir {params.out_dir}"
-        " --tables {params.tables} --log {log}"
+        "python -m aiayn.report.tables --config {input.config:q} --results-dir {params.results:q}"
+        " --out-dir {params.out_dir:q} --tables {params.tables:q} --log {log:q}"
 
 
 rule plots:
@@ -37,15 +37,15 @@ rule plots:
         ),
     params:
         results=lambda w, input: os.path.dirname(input.config),
-        tables=" ".join(TABLES),
+        tables=TABLES,
     log:
         f"{R}/logs/plots.log",
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.report.plots --config {input.config} --results-dir {params.results} --out-dir {output}"
-        " --tables {params.tables} --log {log}"
+        "python -m aiayn.report.plots --config {input.config:q} --results-dir {params.results:q} --out-dir {output:q}"
+        " --tables {params.tables:q} --log {log:q}"
 
 
 # The paper's attention figures (Figures 3-5) from one trained model's encoder, when `figures` names a run.
@@ -74,5 +74,6 @@ if FIGURES:
         conda:
             "../../envs/aiayn.yaml"
         shell:
-            "python -m aiayn.report.attention --checkpoint {input.checkpoint} --spm {input.spm} --lang {params.lang}"
-            " --tokenize-settings {input.tokenize} --settings {input.settings} --out-dir {params.out_dir} --log {log}"
+            "python -m aiayn.report.attention --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
+            " --lang {params.lang:q} --tokenize-settings {input.tokenize:q} --settings {input.settings:q}"
+            " --out-dir {params.out_dir:q} --log {log:q}"

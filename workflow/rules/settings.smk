@@ -16,4 +16,4 @@ rule settings:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.settings --json {params.content:q} --output {output} --log {log}"
+        "python -m aiayn.settings --json {params.content:q} --output {output:q} --log {log:q}"

@@ -27,8 +27,8 @@ rule train:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "{params.launch} python -m aiayn.train --data {params.data} --settings {input.settings}"
-        " --out-dir {params.out_dir} --threads {threads} --log {log}"
+        "{params.launch} python -m aiayn.train --data {params.data:q} --settings {input.settings:q}"
+        " --out-dir {params.out_dir:q} --threads {threads} --log {log:q}"
 
 
 rule average:
@@ -44,5 +44,5 @@ rule average:
     conda:
         "../../envs/aiayn.yaml"
     shell:
-        "python -m aiayn.decode.average --train-dir {params.train_dir} --settings {input.settings}"
-        " --output {output} --log {log}"
+        "python -m aiayn.decode.average --train-dir {params.train_dir:q} --settings {input.settings:q}"
+        " --output {output:q} --log {log:q}"
