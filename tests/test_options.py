@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -15,6 +17,7 @@ import yaml
 from train_helpers import make_task, settings
 
 from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.options import Config, DecodeConfig, TrainConfig
 from aiayn.options.core import Section, build, check, hints, option
 
@@ -94,6 +97,43 @@ def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path.write_text(yaml.safe_dump(overlay), encoding="utf-8")
     with pytest.raises(aiayn_config.ConfigError, match=re.escape(message)):
         aiayn_config.load(ROOT / "config.yaml", path)
+
+
+def _mutated(config: dict, rng: random.Random) -> dict:
+    """``config`` with one to three of its entries replaced by a value of another shape, or deleted."""
+    config = copy.deepcopy(config)
+    odd = [None, 0, -1, 1.5, True, "x", "", [], [1], [[1]], {}, {"a": 1}, {"kind": [1]}, "en-de", ["base"],
+           float("nan"), 10**9, "DELETE"]
+    for _ in range(rng.randint(1, 3)):
+        node, path = config, []
+        while isinstance(node, (dict, list)) and node and (not path or rng.random() < 0.7):
+            path.append(rng.choice(list(node) if isinstance(node, dict) else range(len(node))))
+            parent, node = node, node[path[-1]]
+        if not path:
+            continue
+        value = rng.choice(odd)
+        if value == "DELETE":
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = copy.deepcopy(value)
+    return config
+
+
+def test_a_malformed_config_is_refused_naming_its_key_never_with_a_traceback():
+    """Random reshapings of the demo's config (deleted keys, lists for mappings, unhashable names, NaN):
+    each is valid or a ConfigError, through the overlay's deletions, the validation and the planning of its
+    runs and settings files."""
+    layers = [yaml.safe_load((ROOT / name).read_text(encoding="utf-8")) for name in ("config.yaml",
+                                                                                       "configs/demo.yaml")]
+    merged, rng, outcomes = aiayn_runs.deep_merge(*layers), random.Random(0), []
+    for _ in range(1000):
+        try:
+            valid = aiayn_config.validate(aiayn_config.prune(_mutated(merged, rng)), source="mutated")
+            aiayn_runs.settings_files(valid)
+            outcomes.append("valid")
+        except aiayn_config.ConfigError:
+            outcomes.append("refused")
+    assert outcomes.count("refused") > 500 and outcomes.count("valid") > 10  # the mutations reach both
 
 
 @pytest.mark.parametrize("text, found", [("# nothing yet\n", "an empty file"), ("- a\n- b\n", "list")])
