@@ -105,6 +105,18 @@ def test_cli_writes_json_and_refuses_line_mismatch(tmp_path, capsys):
         bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "en"])
 
 
+def test_cli_names_an_empty_or_undecodable_file_and_its_line(tmp_path):
+    hyp, ref = tmp_path / "hyp.txt", tmp_path / "ref.txt"
+    hyp.write_text("", encoding="utf-8")
+    ref.write_text("", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"hyp\.txt and .*ref\.txt are empty: no line to score"):
+        bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "en"])
+    hyp.write_bytes(b"the cat\ncaf\xe9\n")
+    ref.write_text("the cat\ncafe\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"hyp\.txt: line 2: invalid continuation byte at byte 3: invalid UTF-8"):
+        bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "en"])
+
+
 # reference: 2 of 15 tokens („ “ against &quot;) miss, and every n-gram holding one
 @pytest.mark.parametrize("mode, expected", [("both", 100.0), ("none", 100.0),
                                             ("reference", 100 * (13 / 15 * 11 / 14 * 9 / 13 * 7 / 12) ** 0.25)])

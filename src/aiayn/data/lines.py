@@ -74,6 +74,12 @@ def iter_lines(path: str | os.PathLike, max_chars: int | None = None) -> Iterato
         raise _utf8_error(path) from None
 
 
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """The lines of a UTF-8 text file (``.gz`` transparently) without their ``\\n``, empty lines kept; a
+    bad line raises :class:`DataError` naming file and line (:func:`iter_lines`)."""
+    return list(iter_lines(path))
+
+
 def count_lines(path: str | os.PathLike) -> int:
     """Number of lines as ``wc -l`` counts them, plus one for a last line without ``\\n``."""
     count, last = 0, b"\n"

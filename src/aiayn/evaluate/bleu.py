@@ -55,7 +55,8 @@ from sacremoses import MosesTokenizer
 
 from aiayn import settings
 from aiayn.cli import add_log, add_option, add_settings, overridden
-from aiayn.io import open_text, setup_logging, write_json
+from aiayn.data.lines import read_lines
+from aiayn.io import setup_logging, write_json
 from aiayn.options import BleuConfig
 from aiayn.options.evaluate import STRAIGHTEN_MODES
 
@@ -68,12 +69,6 @@ _STRAIGHTEN = str.maketrans({quote: '"' for quote in DOUBLE_QUOTES})
 # Perl reads bytes: its \s is ASCII whitespace only, every other byte (UTF-8 included) is \S.
 _COMPOUND = re.compile(r"(\S)-(\S)", flags=re.ASCII)
 _PERL_SPACE = re.compile(r"[ \t\n\r\f\v]+")
-
-
-def read_lines(path: str) -> list[str]:
-    """Lines of a UTF-8 (or ``.gz``) file without their newline; empty lines are kept."""
-    with open_text(path) as handle:
-        return [line.rstrip("\n") for line in handle]
 
 
 def straighten_quotes(lines: list[str]) -> tuple[list[str], int]:
@@ -212,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(hyp_lines) != len(ref_lines):
         raise SystemExit(f"line counts differ: {args.hyp} has {len(hyp_lines)} lines, "
                          f"{args.ref} has {len(ref_lines)}")
+    if not hyp_lines:
+        raise SystemExit(f"{args.hyp} and {args.ref} are empty: no line to score")
     result = score(hyp_lines, ref_lines, args.lang, straighten) | {"hyp": args.hyp, "ref": args.ref}
     log.info("%s vs %s: sacreBLEU %.2f (%s), paper BLEU %.2f (%s; %d hypothesis and %d reference quotes "
              "straightened), %d lines", args.hyp, args.ref, result["sacrebleu"], result["sacrebleu_signature"],

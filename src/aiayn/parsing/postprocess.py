@@ -18,16 +18,12 @@ from collections import Counter
 from pathlib import Path
 
 from aiayn.cli import add_log
-from aiayn.io import atomic_output, open_text, setup_logging
+from aiayn.data.lines import read_lines
+from aiayn.io import atomic_output, setup_logging
 from aiayn.parsing.repair import repair
 from aiayn.parsing.trees import Tree, parse_tree
 
 log = logging.getLogger(__name__)
-
-
-def read_lines(path: Path) -> list[str]:
-    with open_text(path) as handle:
-        return [line.rstrip("\n") for line in handle]
 
 
 def with_gold_tags(tree: Tree, gold: Tree) -> Tree:
