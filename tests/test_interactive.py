@@ -118,6 +118,27 @@ def test_bad_lines_give_defined_outputs_and_name_their_line(run_dir, tmp_path, c
     assert not any(w.startswith(("line 1:", "line 2:", "line 5:")) for w in warnings)
 
 
+def test_a_line_too_long_for_the_memory_is_skipped_and_the_others_decoded(run_dir, tmp_path, monkeypatch, capsys):
+    """The batch that does not fit is decoded a line at a time; the line that does not fit alone gets an empty
+    output and a warning. The allocator is the CPU's, failing as it does for a source of 200,000 subwords."""
+    sp = spm.SentencePieceProcessor(model_file=str(run_dir / "../data/spm.model"))
+    fits = max(len(sp.encode(MosesPipeline("en").line(line))) for line in TEXT[:2]) + 1  # with its eos, if any
+    search, big = interactive.translate_sentences_n_best, f"{TEXT[1]} {TEXT[1]}"  # within the learned positions
+
+    def tight_memory(model, sources, **options):
+        if any(len(ids) > fits for ids in sources):
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                               "memory: you tried to allocate 640006400016 bytes.")
+        return search(model, sources, **options)
+
+    monkeypatch.setattr(interactive, "translate_sentences_n_best", tight_memory)
+    got = translate(run_dir, tmp_path, f"{TEXT[0]}\n{big}\n{TEXT[1]}\n".encode())
+    assert got == [expected(run_dir, TEXT[0])[0], "", expected(run_dir, TEXT[1])[0]]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if " WARNING " in line]
+    assert len(warnings) == 1 and "line 2: " in warnings[0], warnings
+    assert "subwords, too long to decode in the memory there is ([enforce fail" in warnings[0]
+
+
 def test_n_best_and_scores(run_dir, tmp_path):
     got = translate(run_dir, tmp_path, f"{TEXT[0]}\n\n{LONG}\n{TEXT[1]}\n".encode(), "--n-best", "3", "--scores")
     rows = [line.split("\t") for line in got]

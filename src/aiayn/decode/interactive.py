@@ -29,7 +29,8 @@ translation`` with ``--scores``), best first, the line numbered from 1.
 Defined outputs for bad input (the command never stops on one): an empty line (or one that is empty
 once tokenized) gives an empty output line; a line that is not valid UTF-8, or longer than the model's
 learned positions allow (source and longest possible output, ``model.max_positions``; sinusoids have
-no limit and the output length is bounded by ``decode.max_len_a * |x| + max_len_b``), gives an empty
+no limit and the output length is bounded by ``decode.max_len_a * |x| + max_len_b``), or too long to
+decode in the memory there is (a batch that does not fit is decoded a line at a time), gives an empty
 output line and a warning on standard error naming its line number. With ``--n-best`` these give no
 output lines.
 """
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 import sentencepiece as spm
+import torch
 
 from aiayn import settings
 from aiayn.cli import add_log, add_option, add_settings, check_options
@@ -151,21 +153,43 @@ def prepare_line(number: int, raw: bytes, decoder: Decoder, pipeline: TextPipeli
     return Source(number, prepared, tuple(ids))
 
 
+def out_of_memory(error: RuntimeError) -> bool:
+    """Whether ``error`` is an allocation that failed (a GPU's, or the CPU allocator's)."""
+    return isinstance(error, torch.OutOfMemoryError) or "can't allocate memory" in str(error)
+
+
+def search_within_memory(decoder: Decoder, sources: list[Source], n_best: int) -> dict[int, list[Hypothesis] | str]:
+    """The hypotheses of each source by line number; when the batch does not fit in memory, each line
+    alone, and a line that does not fit alone gets why (sinusoids set no length limit, memory does)."""
+    try:
+        return dict(zip((s.number for s in sources), decoder.search([list(s.ids) for s in sources], n_best)))
+    except RuntimeError as error:
+        if not out_of_memory(error):
+            raise
+        if len(sources) == 1:
+            return {sources[0].number: f"{len(sources[0].ids)} subwords, too long to decode in the memory there "
+                                       f"is ({str(error).splitlines()[0][:200]})"}
+    return {number: found for source in sources
+            for number, found in search_within_memory(decoder, [source], n_best).items()}
+
+
 def decode_batch(batch: list[tuple[int, bytes]], decoder: Decoder, pipeline: TextPipeline,
                  n_best: int) -> list[tuple[int, list[tuple[float, str]] | None]]:
     """``(line number, [(score, output)] best first)`` per input line; ``[]`` for an empty source,
     None for a skipped line (a warning names it)."""
     sources = [prepare_line(number, raw, decoder, pipeline) for number, raw in batch]
-    for source in sources:
-        if source.skipped:
-            log.warning("line %d: %s; its output is empty", source.number, source.skipped)
     todo = [s for s in sources if s.ids and not s.skipped]
-    found = dict(zip((s.number for s in todo), decoder.search([list(s.ids) for s in todo], n_best) if todo else []))
+    found = search_within_memory(decoder, todo, n_best) if todo else {}
     results: list = []
     for source in sources:
         hyps = found.get(source.number, [])
+        skipped = source.skipped or (hyps if isinstance(hyps, str) else None)
+        if skipped:
+            log.warning("line %d: %s; its output is empty", source.number, skipped)
+            results.append((source.number, None))
+            continue
         outputs = [(h.score, pipeline.finish(decoder.sp.decode(h.tokens), source.text)) for h in hyps]
-        results.append((source.number, None if source.skipped else outputs))
+        results.append((source.number, outputs))
     return results
 
 
