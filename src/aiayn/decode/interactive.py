@@ -241,7 +241,10 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 def run_files(args: argparse.Namespace, kind: str) -> RunFiles:
     """The files to decode with: the run's (``--run``), each overridden by an explicit path."""
     if args.run is not None:
-        files = read_run(args.run, "last" if args.last else "avg")
+        try:
+            files = read_run(args.run, "last" if args.last else "avg")
+        except ValueError as error:
+            raise ValueError(f"{error}; or give --checkpoint, --spm and --settings") from None
         if files.kind != kind:
             raise ValueError(f"{args.run} is a {files.kind} run: use "
                              f"{'aiayn-parse' if files.kind == 'parsing' else 'aiayn-translate'}")

@@ -87,7 +87,7 @@ def read_run(run_dir: str | os.PathLike, which: str = "avg") -> RunFiles:
     manifest = run_dir / MANIFEST
     if not manifest.exists():
         raise ValueError(f"{manifest}: no such file; the workflow writes it for every run it trains "
-                         f"(snakemake ... {manifest}), or give --checkpoint, --spm and --settings")
+                         f"(snakemake ... {manifest})")
     content = read_json(manifest)
     unknown = sorted(set(content) - {"kind", "source_lang", "target_lang", "spm", "tokenize"})
     if unknown or content.get("kind") not in KINDS:
