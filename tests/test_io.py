@@ -133,3 +133,9 @@ def test_a_full_disk_says_what_to_do(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "no space left on the device writing results/x.pt" in result.stderr
     assert "run the same command again" in result.stderr
+
+
+def test_a_json_file_that_does_not_parse_is_named_with_its_line(tmp_path):
+    (tmp_path / "summary.json").write_text('{"step": 5,\n "loss": }\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"summary\.json: not valid JSON: Expecting value: line 2 column 10"):
+        read_json(tmp_path / "summary.json")

@@ -145,6 +145,17 @@ def test_an_overlay_that_is_not_a_mapping_is_refused_naming_it(tmp_path, text, f
         aiayn_config.load(ROOT / "config.yaml", tmp_path / "overlay.yaml")
 
 
+@pytest.mark.parametrize("name, text, message", [
+    ("overlay.yaml", "defaults:\n  train: {seed: 1\n", r"overlay\.yaml: not valid YAML: while parsing a flow mapping\n"
+     r'  in ".*overlay\.yaml", line 2, column 10'),
+    ("run.json", '{"a": 1,}', r"run\.json: not valid JSON: Expecting property name .*: line 1 column 9"),
+])
+def test_a_config_file_that_does_not_parse_is_refused_naming_it_and_the_line(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(aiayn_config.ConfigError, match=message):
+        aiayn_config.load(ROOT / "config.yaml", tmp_path / name)
+
+
 def test_a_stage_refuses_an_old_name_with_its_new_name():
     with pytest.raises(ValueError, match="train.max_tokens was renamed train.tokens_per_step"):
         TrainConfig.from_dict({"max_tokens": 25000})

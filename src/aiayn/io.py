@@ -103,8 +103,12 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 def read_json(path: str | os.PathLike) -> Any:
+    """The JSON value in ``path``; a file that is not JSON is a ValueError naming it, line and column."""
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        try:
+            return json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON: {error}") from None
 
 
 def open_text(path: str | os.PathLike, mode: str = "r") -> IO[str]:
