@@ -84,3 +84,13 @@ def test_bf16_decoding_runs_and_keeps_the_lines(setup):
                            "--settings", str(bf16)]) == 0
     got = out.read_text(encoding="utf-8").split("\n")
     assert len(got) == 6 and got[1] == "" and all(got[i] for i in (0, 2, 3, 4))
+
+
+def test_a_bad_input_or_sentencepiece_file_is_named(setup, tmp_path):
+    root, sp, _ = setup
+    (tmp_path / "test.en").write_bytes(b"a b\ncaf\xe9\n")
+    with pytest.raises(ValueError, match=r"test\.en: line 2: invalid continuation byte at byte 3: invalid UTF-8"):
+        translate.read_sources(str(tmp_path / "test.en"), sp)
+    with pytest.raises(ValueError, match=r"decode\.json: not a readable sentencepiece model \(.*ModelProto"):
+        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "decode.json"),
+                        "--input", str(root / "test.en"), "--output", str(tmp_path / "out"), "--device", "cpu"])

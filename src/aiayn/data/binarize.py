@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-import sentencepiece as spm
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
+from aiayn.data.bpe import load_processor
 from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, check_aligned, chunked, iter_lines, ordered_map
 from aiayn.data.shards import ShardWriter, _sha256
 from aiayn.io import progress, setup_logging
@@ -32,7 +32,7 @@ class PieceVocab:
     """piece -> id lookup of a sentencepiece model; unknown pieces map to its unk id."""
 
     def __init__(self, model: str | Path):
-        processor = spm.SentencePieceProcessor(model_file=str(model))
+        processor = load_processor(model)
         self.size = processor.get_piece_size()
         self.unk_id = processor.unk_id()
         self._ids = {processor.id_to_piece(i): i for i in range(self.size)}
@@ -83,7 +83,7 @@ def binarize(model: str, src: str, tgt: str, out_dir: str, max_shard_mb: float =
     ``threads`` worker processes look the pieces up; this process appends them to the shards in order.
     """
     count = check_aligned([src, tgt])
-    size = spm.SentencePieceProcessor(model_file=str(model)).get_piece_size()
+    size = load_processor(model).get_piece_size()
     extra = {"spm_model": str(model), "spm_model_sha256": _sha256(model),
              "spm_pieces": size, "src_file": str(src), "tgt_file": str(tgt)}
     writer, unknown = ShardWriter(out_dir, size, max_shard_mb), 0

@@ -178,8 +178,17 @@ class SpmEncode:
 
     def __call__(self, lines: list[str]) -> list[str]:
         if self._sp is None:
-            self._sp = spm.SentencePieceProcessor(model_file=self.model)
+            self._sp = load_processor(self.model)
         return [" ".join(pieces) for pieces in self._sp.encode(lines, out_type=str)]
+
+
+def load_processor(path: str | os.PathLike) -> spm.SentencePieceProcessor:
+    """The sentencepiece model in ``path``; a missing file or one that is not a model is a ValueError
+    naming it (sentencepiece raises RuntimeError: ``could not parse ModelProto``, ``NOT_FOUND``)."""
+    try:
+        return spm.SentencePieceProcessor(model_file=str(path))
+    except RuntimeError as error:
+        raise ValueError(f"{path}: not a readable sentencepiece model ({error})") from None
 
 
 def encode_file(model: str, input_path: str, output_path: str, threads: int = 1,

@@ -51,7 +51,7 @@ import torch
 
 from aiayn import settings
 from aiayn.cli import add_log, add_option, add_settings, check_options
-from aiayn.data.bpe import SpmEncode
+from aiayn.data.bpe import SpmEncode, load_processor
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.decode.beam import Hypothesis, SpecialIds, max_output_length, translate_sentences_n_best
@@ -119,7 +119,7 @@ def decode_options(files: RunFiles, beam: int | None) -> DecodeConfig:
 
 def make_decoder(files: RunFiles, session: InferenceSession, opts: DecodeConfig) -> Decoder:
     """The model of ``session`` (``files.checkpoint``) with its sentencepiece model and decode settings."""
-    sp = spm.SentencePieceProcessor(model_file=str(files.spm))
+    sp = load_processor(files.spm)
     ids = check_vocabulary(str(files.checkpoint), session.checkpoint.vocab, str(files.spm), sp)
     longest = longest_source(ModelConfig.from_dict(session.checkpoint.model_settings), opts)
     log.info("%s on %s (%s), decoding with %s", files.checkpoint, session.device, session.precision,

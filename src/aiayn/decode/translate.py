@@ -32,8 +32,10 @@ import torch
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
+from aiayn.data.bpe import load_processor
+from aiayn.data.lines import iter_lines
 from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
-from aiayn.io import atomic_output, open_text, progress, setup_logging
+from aiayn.io import atomic_output, progress, setup_logging
 from aiayn.options import DecodeConfig
 from aiayn.runtime.session import inference_session
 
@@ -60,11 +62,10 @@ def piece_ids(line: str, sp: spm.SentencePieceProcessor) -> tuple[list[int], int
 def read_sources(path: str, sp: spm.SentencePieceProcessor) -> Sources:
     """Map each line's space-separated pieces to ids; unknown pieces become unk and are counted."""
     ids, unknown = [], 0
-    with open_text(path) as handle:
-        for line in handle:
-            sentence, n_unknown = piece_ids(line, sp)
-            ids.append(sentence)
-            unknown += n_unknown
+    for line in iter_lines(path):  # a line that is not UTF-8 is named
+        sentence, n_unknown = piece_ids(line, sp)
+        ids.append(sentence)
+        unknown += n_unknown
     return Sources(ids, unknown)
 
 
@@ -115,7 +116,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging(args.log)
-    sp = spm.SentencePieceProcessor(model_file=args.spm)
+    sp = load_processor(args.spm)
     opts = settings.read(args.settings, DecodeConfig, "decode")
     with inference_session(args.checkpoint, device=args.device, precision=opts.precision, threads=args.threads,
                            cpu_matmul=opts.cpu_matmul, lock_dir=args.gpu_lock_dir) as session:

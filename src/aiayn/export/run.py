@@ -61,9 +61,9 @@ def check_exportable(cfg: ModelConfig, engine: str) -> None:
 
 def pieces(spm: Path) -> list[str]:
     """The sentencepiece model's pieces by id; ids 0-3 must be the workflow's special symbols."""
-    import sentencepiece
+    from aiayn.data.bpe import load_processor
 
-    processor = sentencepiece.SentencePieceProcessor(model_file=str(spm))
+    processor = load_processor(spm)
     out = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
     if out[:4] != list(SPECIALS.values()):
         raise ValueError(f"{spm}: pieces 0-3 are {out[:4]}, not the workflow's {list(SPECIALS.values())}")

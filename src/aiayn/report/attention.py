@@ -50,6 +50,7 @@ import torch
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
+from aiayn.data.bpe import load_processor
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.decode.translate import check_vocabulary
 from aiayn.io import read_json, setup_logging, write_json
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = dataclasses.asdict(settings.read(args.tokenize_settings, TokenizeConfig, "data.tokenize"))
     steps.pop("chunk_lines")
     model, checkpoint = load_model(args.checkpoint)
-    sp = spm.SentencePieceProcessor(model_file=args.spm)
+    sp = load_processor(args.spm)
     check_vocabulary(args.checkpoint, checkpoint.vocab, args.spm, sp)
     record = draw_all(model, sp, MosesPipeline(lang=args.lang, **steps), opts, args.out_dir)
     write_json(args.out_dir / "figures.json", {"checkpoint": args.checkpoint, **record})
