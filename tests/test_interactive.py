@@ -122,7 +122,7 @@ def test_a_line_too_long_for_the_memory_is_skipped_and_the_others_decoded(run_di
     """The batch that does not fit is decoded a line at a time; the line that does not fit alone gets an empty
     output and a warning. The allocator is the CPU's, failing as it does for a source of 200,000 subwords."""
     sp = spm.SentencePieceProcessor(model_file=str(run_dir / "../data/spm.model"))
-    fits = max(len(sp.encode(MosesPipeline("en").line(line))) for line in TEXT[:2]) + 1  # with its eos, if any
+    fits = max(len(sp.encode(MosesPipeline("en").line(line))) for line in TEXT[:2])  # subwords of the longest
     search, big = interactive.translate_sentences_n_best, f"{TEXT[1]} {TEXT[1]}"  # within the learned positions
 
     def tight_memory(model, sources, **options):
