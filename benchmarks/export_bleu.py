@@ -26,9 +26,10 @@ import torch
 
 from aiayn import settings
 from aiayn.data.detokenize import MosesDetok
+from aiayn.data.lines import read_lines
 from aiayn.decode.beam import SpecialIds, translate_sentences
 from aiayn.decode.manifest import read_run
-from aiayn.evaluate.bleu import read_lines, score
+from aiayn.evaluate.bleu import score
 from aiayn.export.run import export
 from aiayn.options import DecodeConfig
 from aiayn.runtime.session import load_model

@@ -25,6 +25,7 @@ from pathlib import Path
 from sacremoses import MosesPunctNormalizer
 
 from aiayn.data.detokenize import MosesDetok
+from aiayn.data.lines import read_lines
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.evaluate import bleu
 
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows = []
     for name in args.files:
-        lines = bleu.read_lines(str(PLAIN / name))
+        lines = read_lines(str(PLAIN / name))
         lang = name.rsplit(".", 1)[1]
         counts, changed = rule_counts(lines, lang)
         rows.append((name, lang, len(lines), changed, counts, ceiling(lines, lang, True), ceiling(lines, lang, False)))

@@ -33,8 +33,8 @@ import sentencepiece as spm
 
 from aiayn.data.bpe import learn
 from aiayn.data.detokenize import MosesDetok
+from aiayn.data.lines import read_lines
 from aiayn.data.tokenize import MosesPipeline
-from aiayn.evaluate.bleu import read_lines
 from aiayn.io import setup_logging
 from aiayn.options import BpeConfig
 

@@ -29,12 +29,12 @@ import argparse
 from preprocessing_effect import WMT, print_table
 
 from aiayn.data.detokenize import MosesDetok
+from aiayn.data.lines import read_lines
 from aiayn.evaluate.bleu import (
     moses_tokenize,
     multi_bleu,
     paper_tokenize,
     perl_split,
-    read_lines,
     split_compounds,
     straighten_quotes,
 )

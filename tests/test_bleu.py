@@ -5,6 +5,7 @@ import pytest
 import sacrebleu
 from paths import SHARED_WMT
 
+from aiayn.data.lines import read_lines
 from aiayn.evaluate import bleu
 
 NEWSTEST_DE = SHARED_WMT / "plain" / "newstest2014-full.en-de.de"
@@ -149,7 +150,7 @@ def test_bad_quote_setting_names_the_file_and_key(tmp_path):
 def test_newstest2014_reference_lengths():
     if not NEWSTEST_DE.exists():
         pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")
-    lines = bleu.read_lines(str(NEWSTEST_DE))
+    lines = read_lines(str(NEWSTEST_DE))
     assert len(lines) == 3003
     result = bleu.score(lines, lines, "de")
     assert result["ref_len_13a"] == 62688
@@ -164,7 +165,7 @@ def test_newstest2014_reference_with_straightened_quotes():
     """The paper's tweaked reference: 659 „ “ become ", one token for one, so the lengths stay."""
     if not NEWSTEST_DE.exists():
         pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")
-    lines = bleu.read_lines(str(NEWSTEST_DE))
+    lines = read_lines(str(NEWSTEST_DE))
     tweaked, changed = bleu.straighten_quotes(lines)
     assert changed == 659
     tokens = bleu.paper_tokenize(tweaked, "de")
@@ -183,7 +184,7 @@ def test_newstest2014_reference_with_straightened_quotes():
 def test_multi_bleu_agrees_with_sacrebleu_without_tokenization_or_smoothing():
     if not NEWSTEST_DE.exists():
         pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")
-    refs = bleu.paper_tokenize(bleu.read_lines(str(NEWSTEST_DE))[:500], "de")
+    refs = bleu.paper_tokenize(read_lines(str(NEWSTEST_DE))[:500], "de")
     hyps = [[t for i, t in enumerate(ref) if i % 5 != 2] for ref in refs]   # a damaged copy
     ours = bleu.multi_bleu(hyps, refs)
     theirs = sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]],

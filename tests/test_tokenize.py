@@ -117,7 +117,7 @@ def _config_settings(tmp_path, overlay=None):
 def _newstest(tmp_path, lines=1000):
     from test_bleu import NEWSTEST_DE
 
-    from aiayn.evaluate.bleu import read_lines
+    from aiayn.data.lines import read_lines
 
     if not NEWSTEST_DE.exists():
         pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")

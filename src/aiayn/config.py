@@ -40,12 +40,12 @@ def load(path: str | Path, *overlays: str | Path) -> dict:
     (:func:`validate`: the defaults filled in); raises :class:`ConfigError` naming the file(s) and key."""
     config: dict = {}
     for name in (path, *overlays):
+        is_json = str(name).endswith(".json")
         with open(name, encoding="utf-8") as handle:
             try:
-                layer = json.load(handle) if str(name).endswith(".json") else yaml.safe_load(handle)
+                layer = json.load(handle) if is_json else yaml.safe_load(handle)
             except (json.JSONDecodeError, yaml.YAMLError) as error:  # YAML's says the line and column
-                raise ConfigError(f"{name}: not valid {'JSON' if str(name).endswith('.json') else 'YAML'}: "
-                                  f"{error}") from None
+                raise ConfigError(f"{name}: not valid {'JSON' if is_json else 'YAML'}: {error}") from None
         # Refused as Snakemake refuses such a --configfile, an empty one too (snakemake/snakemake at ead894bd,
         # src/snakemake/common/configfile.py, load_configfile: "... given as JSON or YAML with keys at top level").
         if not isinstance(layer, dict):
