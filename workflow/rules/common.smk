@@ -1,7 +1,8 @@
 # The config, checked once when the Snakefile is parsed, and the functions that map a run to its files.
 # Settings reach a stage only through its settings file (aiayn.runs.settings_files, rules/settings.smk).
-# A rule's command quotes every path and name it is given ({input:q}, a list as one word per item): data_dir
-# and results_dir may hold spaces (tests/test_workflow.py::test_every_command_quotes_its_paths).
+# A rule's command quotes every path and name it is given ({input:q}; a list's items are formatted and quoted
+# one by one, snakemake/snakemake at ead894bd, src/snakemake/utils.py, SequenceFormatter): data_dir and
+# results_dir may hold spaces (tests/test_workflow.py::test_every_command_quotes_its_paths).
 import json
 import re
 import shlex

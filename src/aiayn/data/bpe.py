@@ -184,10 +184,13 @@ class SpmEncode:
 
 def load_processor(path: str | os.PathLike) -> spm.SentencePieceProcessor:
     """The sentencepiece model in ``path``; a missing file or one that is not a model is a ValueError
-    naming it (sentencepiece raises RuntimeError: ``could not parse ModelProto``, ``NOT_FOUND``)."""
+    naming it. sentencepiece's loader fails with an InternalError "could not parse ModelProto from ..."
+    that its binding raises as RuntimeError, a kNotFound as IOError (google/sentencepiece at 27344904,
+    ``src/sentencepiece_processor.cc``, ``python/src/sentencepiece/sentencepiece.i`` ``ToSwigError``);
+    the installed 0.2.3 raises RuntimeError for a missing file too, so both are caught."""
     try:
         return spm.SentencePieceProcessor(model_file=str(path))
-    except RuntimeError as error:
+    except (RuntimeError, OSError) as error:
         raise ValueError(f"{path}: not a readable sentencepiece model ({error})") from None
 
 

@@ -154,8 +154,10 @@ def prepare_line(number: int, raw: bytes, decoder: Decoder, pipeline: TextPipeli
 
 
 def out_of_memory(error: RuntimeError) -> bool:
-    """Whether ``error`` is an allocation that failed (a GPU's, or the CPU allocator's)."""
-    return isinstance(error, torch.OutOfMemoryError) or "can't allocate memory" in str(error)
+    """Whether ``error`` is an allocation that failed: a GPU's, or the CPU allocator's, whose messages start
+    "DefaultCPUAllocator: can't allocate memory" (Linux, macOS) or "... not enough memory" (Windows), both
+    RuntimeErrors (pytorch/pytorch at 23fa910d, ``c10/core/impl/alloc_cpu.cpp``, ``alloc_cpu``)."""
+    return isinstance(error, torch.OutOfMemoryError) or "DefaultCPUAllocator:" in str(error)
 
 
 def search_within_memory(decoder: Decoder, sources: list[Source], n_best: int) -> dict[int, list[Hypothesis] | str]:
