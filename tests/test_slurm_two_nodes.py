@@ -11,8 +11,10 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -53,7 +55,7 @@ pytestmark = [
 def set_up(workdir: Path, train: dict, profile_changes: dict | None = None) -> tuple[tuple[str, ...], Path]:
     """configs/test.yaml's parser with ``train`` overrides: its data stages run here; returns Snakemake's
     common arguments and a CI-sized profile for these nodes (with ``profile_changes``)."""
-    workdir.mkdir(parents=True)
+    workdir.mkdir(parents=True, exist_ok=True)  # a second training in the same folder reuses its data
     overlay = workdir / "overlay.yaml"
     overlay.write_text(yaml.safe_dump({"run": {"tasks": ["wsj"], "experiments": ["parser"]},
                                        "experiments": {"parser": {"train": {"log_every_steps": 1, **train}}}}))
@@ -117,21 +119,35 @@ def test_two_nodes_train_what_one_host_of_two_ranks_trains(tmp_path):
     assert rows(across) == rows(one) and len(rows(one)) == 24
 
 
+def steps_per_second(train_dir: Path) -> float:
+    """The training speed of a finished run: its steps over the seconds between the first and last (log.csv)."""
+    with open(train_dir / "log.csv", encoding="utf-8") as handle:
+        logged = [(int(r["step"]), float(r["elapsed"])) for r in csv.DictReader(handle) if r["tokens_per_s"]]
+    return (logged[-1][0] - logged[0][0]) / (logged[-1][1] - logged[0][1])
+
+
 def test_a_time_limit_stops_the_training_with_a_checkpoint_and_the_resubmission_finishes_it(tmp_path):
     """A two-minute time limit with the profile's warning scaled to it (``--signal=TERM@60``): SIGTERM
     reaches the training in its step, which writes a stop checkpoint and exits; Snakemake submits the job
     again (``restart-times``) and it resumes there, at the step it stopped at (a step off the
     ``checkpoint_steps`` grid: no step is lost). The finished run's losses are an uninterrupted run's,
     bit for bit. Each submission's record is its SLURM log (Snakemake starts train.log afresh)."""
-    # A submission trains 300-750 steps between its start and the signal on this machine: 1,200 steps
-    # need two to four of them, and restart-times leaves room for slower ones.
-    steps = {"train_steps": 1200, "checkpoint_steps": 500, "dev_every_steps": 0}
-    changes = {"restart-times": 6, "train": {"runtime": 2, "slurm_extra": "'--signal=TERM@60'"}}
+    # The signal comes at most 60 s into a submission, and may come up to 60 s earlier (sbatch(1) of
+    # SLURM 22.05, --signal: "Due to the resolution of event handling by Slurm, the signal may be sent up
+    # to 60 seconds earlier"). The training is sized to 90 s of steps at this machine's measured speed, so
+    # the first submission cannot finish it; restart-times leaves room for submissions signalled early.
+    probe = train_parser(tmp_path / "host", {"gpus": 0, "cpu_ranks": 2, "train_steps": 300, "dev_every_steps": 0},
+                         through_slurm=False)
+    speed = steps_per_second(probe)
+    shutil.rmtree(probe.parent)  # the uninterrupted run below starts afresh, not from this one's checkpoints
+    total = max(1200, math.ceil(speed * 90 / 100) * 100)
+    steps = {"train_steps": total, "checkpoint_steps": 500, "dev_every_steps": 0}
+    changes = {"restart-times": 8, "train": {"runtime": 2, "slurm_extra": "'--signal=TERM@60'"}}
     across = train_parser(tmp_path / "nodes", {"gpus": 0, "cpu_ranks": 1, "nodes": 2, **steps}, through_slurm=True,
                           profile_changes=changes)
     jobs = sorted((tmp_path / "nodes" / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log"),
                   key=lambda path: int(path.stem))
-    assert len(jobs) >= 2, f"the training was not submitted again: {jobs}"
+    assert len(jobs) >= 2, f"the training ({total} steps at {speed:.0f} steps/s) was not submitted again: {jobs}"
     texts = [path.read_text(encoding="utf-8") for path in jobs]
     resumed = [int(re.search(r"resumed from \S+ \(step (\d+),", text).group(1)) for text in texts[1:]]
     assert all(step % steps["checkpoint_steps"] for step in resumed), resumed  # stop checkpoints, not the grid's
