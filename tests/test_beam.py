@@ -5,8 +5,10 @@ import pytest
 import torch
 from fake_model import BOS, EOS, FakeModel
 
+from aiayn.decode import beam
 from aiayn.decode.beam import (
     SpecialIds,
+    TooLong,
     UncachedDecoding,
     beam_search,
     beam_search_n_best,
@@ -172,6 +174,60 @@ def test_n_best_of_a_corpus_keeps_input_order_and_the_best_first():
     assert [hyps[0] for hyps in lists] == translate_sentences(model, sources, max_sentences=2, **settings)
     assert [[h.tokens for h in hyps] for hyps in lists] == [[[A, A, A], [A, A, B]], [[C, A], [C]], [[A, A, A], []]]
     assert all(hyps[0].score >= hyps[1].score for hyps in lists)
+
+
+CPU_OOM = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+           "to allocate 640006400016 bytes. Error code 12 (Cannot allocate memory)")
+
+
+def memory_for(monkeypatch, fits: int) -> list[list[int]]:
+    """Searches fail as the CPU allocator does when their batch holds more than ``fits`` source subwords;
+    returns the lengths of each batch tried."""
+    search, tried = beam.beam_search_n_best, []
+
+    def tight(model, src, lengths, **options):
+        tried.append(list(lengths))
+        if sum(lengths) > fits:
+            raise RuntimeError(CPU_OOM)
+        return search(model, src, lengths, **options)
+
+    monkeypatch.setattr(beam, "beam_search_n_best", tight)
+    return tried
+
+
+def test_a_batch_that_does_not_fit_is_searched_a_sentence_at_a_time(monkeypatch, caplog):
+    model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
+    sources = [[9], [8, 1, 1], [7, 1], [9, 1, 1, 1], [7, 4, 4]]
+    settings = dict(max_sentences=2, ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0,
+                    early_stop=True)
+    expected = translate_sentences(model, sources, **settings)
+    tried = memory_for(monkeypatch, fits=5)
+    assert translate_sentences(model, sources, **settings) == expected
+    assert tried == [[4, 3], [4], [3], [3, 2], [1]]  # longest first: the first batch alone does not fit
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == \
+        ["2 sentences of up to 4 subwords do not fit in memory together: searched one at a time"]
+
+
+def test_a_sentence_that_does_not_fit_alone_is_named_by_its_index(monkeypatch):
+    model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
+    memory_for(monkeypatch, fits=3)
+    too_long = r"^4 subwords, too long to decode in the memory there is \(\[enforce fail"
+    with pytest.raises(TooLong, match=too_long) as error:
+        translate_sentences(model, [[9], [8, 1, 1], [9, 1, 1, 1]], max_sentences=2, ids=IDS, beam_size=2)
+    assert (error.value.index, error.value.length) == (2, 4)
+
+
+def test_an_error_that_is_not_memory_is_not_retried(monkeypatch):
+    tried = []
+
+    def broken(model, src, lengths, **options):
+        tried.append(list(lengths))
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(beam, "beam_search_n_best", broken)
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        translate_sentences(FakeModel(LENGTH_TABLE), [[7, 1], [7]], max_sentences=2, ids=IDS, beam_size=2)
+    assert tried == [[2, 1]]
 
 
 @pytest.mark.parametrize("n_best", [0, 3])

@@ -15,7 +15,7 @@ import torch
 
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
-from aiayn.decode import interactive, manifest
+from aiayn.decode import beam, interactive, manifest
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
 from aiayn.decode.stream import LineBatches
 from aiayn.model import Transformer
@@ -123,20 +123,21 @@ def test_a_line_too_long_for_the_memory_is_skipped_and_the_others_decoded(run_di
     output and a warning. The allocator is the CPU's, failing as it does for a source of 200,000 subwords."""
     sp = spm.SentencePieceProcessor(model_file=str(run_dir / "../data/spm.model"))
     fits = max(len(sp.encode(MosesPipeline("en").line(line))) for line in TEXT[:2])  # subwords of the longest
-    search, big = interactive.translate_sentences_n_best, f"{TEXT[1]} {TEXT[1]}"  # within the learned positions
+    search, big = beam.beam_search_n_best, f"{TEXT[1]} {TEXT[1]}"  # within the learned positions
 
-    def tight_memory(model, sources, **options):
-        if any(len(ids) > fits for ids in sources):
+    def tight_memory(model, src, lengths, **options):
+        if max(lengths) > fits:
             raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
                                "memory: you tried to allocate 640006400016 bytes.")
-        return search(model, sources, **options)
+        return search(model, src, lengths, **options)
 
-    monkeypatch.setattr(interactive, "translate_sentences_n_best", tight_memory)
+    monkeypatch.setattr(beam, "beam_search_n_best", tight_memory)
     got = translate(run_dir, tmp_path, f"{TEXT[0]}\n{big}\n{TEXT[1]}\n".encode())
     assert got == [expected(run_dir, TEXT[0])[0], "", expected(run_dir, TEXT[1])[0]]
     warnings = [line for line in capsys.readouterr().err.splitlines() if " WARNING " in line]
-    assert len(warnings) == 1 and "line 2: " in warnings[0], warnings
-    assert "subwords, too long to decode in the memory there is ([enforce fail" in warnings[0]
+    assert len(warnings) == 2, warnings
+    assert "do not fit in memory together: searched one at a time" in warnings[0]
+    assert "line 2: " in warnings[1] and "too long to decode in the memory there is ([enforce fail" in warnings[1]
 
 
 def test_n_best_and_scores(run_dir, tmp_path):

@@ -139,3 +139,18 @@ def test_a_json_file_that_does_not_parse_is_named_with_its_line(tmp_path):
     (tmp_path / "summary.json").write_text('{"step": 5,\n "loss": }\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"summary\.json: not valid JSON: Expecting value: line 2 column 10"):
         read_json(tmp_path / "summary.json")
+
+
+@pytest.mark.parametrize("raised", [
+    "torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 20.00 GiB')",
+    "RuntimeError('[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can\\'t allocate memory: "
+    "you tried to allocate 640006400016 bytes. Error code 12 (Cannot allocate memory)')",
+])
+def test_memory_that_ran_out_is_one_line_not_a_bug(raised):
+    """An allocation that failed, where no stage gave it context: one line saying what ran out and what to do."""
+    code = f"import torch; from aiayn.io import setup_logging; setup_logging(); raise {raised}"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "AIAYN_DEBUG": ""})
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert re.search(r"error: out of memory \((CUDA out of memory|\[enforce fail).*\): a smaller batch \(the "
+                     r"stage's settings\) or a device with more memory", result.stderr), result.stderr

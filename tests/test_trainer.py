@@ -443,3 +443,25 @@ def test_cpu_matmul_takes_onednn_or_mkl():
     assert TrainConfig().cpu_matmul == "mkl" and TrainConfig(cpu_matmul="onednn").cpu_matmul == "onednn"
     with pytest.raises(ValueError, match="train.cpu_matmul: 'blas' is not one of onednn, mkl"):
         TrainConfig(cpu_matmul="blas")
+
+
+def test_memory_that_runs_out_names_the_key_that_sizes_a_pass_and_keeps_the_checkpoints(data, tmp_path, monkeypatch):
+    """An allocation that fails mid-run (the CUDA allocator's error, raised in step 3's forward pass) ends the
+    training with one line naming the last step done and train.tokens_per_pass; the checkpoints before it load."""
+    from aiayn.train import trainer as module
+    original = module.Trainer.micro_step
+
+    def out_of_memory_in_step_3(self, batch):
+        if self.progress.step + 1 == 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 79.11 GiB total)")
+        return original(self, batch)
+
+    monkeypatch.setattr(module.Trainer, "micro_step", out_of_memory_in_step_3)
+    (tmp_path / "train.json").write_text(json.dumps(settings(train_steps=5, checkpoint_steps=1, dev_every_steps=0)))
+    args = ["--data", str(data), "--settings", str(tmp_path / "train.json"), "--out-dir", str(tmp_path / "out"),
+            "--threads", "1"]
+    expected = (r"^out of memory on cpu after step 2 \(CUDA out of memory\. Tried to allocate 20\.00 GiB .*\): a "
+                r"forward pass holds up to train\.tokens_per_pass=\d+ tokens a side; a smaller value keeps ")
+    with pytest.raises(MemoryError, match=expected):
+        main(args)
+    assert _checkpoints_are_finite(tmp_path / "out") == [1, 2]

@@ -4,7 +4,7 @@ import pytest
 import torch
 from tiny_checkpoint import TEXT, write_tiny
 
-from aiayn.decode import translate
+from aiayn.decode import beam, translate
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
 
 DECODE = {"beam_size": 3, "length_penalty": 0.6, "max_len_a": 1, "max_len_b": 5, "early_stop": True,
@@ -94,3 +94,26 @@ def test_a_bad_input_or_sentencepiece_file_is_named(setup, tmp_path):
     with pytest.raises(ValueError, match=r"decode\.json: not a readable sentencepiece model \(.*ModelProto"):
         translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "decode.json"),
                         "--input", str(root / "test.en"), "--output", str(tmp_path / "out"), "--device", "cpu"])
+
+
+def test_a_line_too_long_for_the_memory_is_named_and_nothing_written(setup, tmp_path, monkeypatch):
+    """The batch that does not fit is decoded a sentence at a time; a test-set line that does not fit alone
+    stops the stage naming its file and line (skipping it would change the score unseen)."""
+    root, _, _ = setup
+    search, lines = beam.beam_search_n_best, (root / "test.en").read_text(encoding="utf-8").splitlines()
+    longest = max(range(len(lines)), key=lambda i: len(lines[i].split()))
+    assert sorted(len(line.split()) for line in lines)[-2] < len(lines[longest].split())
+
+    def tight_memory(model, src, lengths, **options):
+        if max(lengths) >= len(lines[longest].split()):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        return search(model, src, lengths, **options)
+
+    monkeypatch.setattr(beam, "beam_search_n_best", tight_memory)
+    named = (rf"test\.en: line {longest + 1}: {len(lines[longest].split())} subwords, too long to decode in the "
+             r"memory there is \(CUDA out of memory\. .*decode\.beam_size")
+    with pytest.raises(MemoryError, match=named):
+        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
+                        str(root / "test.en"), "--output", str(tmp_path / "out"), "--settings",
+                        str(root / "decode.json"), "--device", "cpu"])
+    assert not (tmp_path / "out").exists()

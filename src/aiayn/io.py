@@ -5,9 +5,10 @@ same directory, synced and renamed into place on success), so a killed job or a 
 leaves a file that looks complete, and the previous complete file stays until the new one replaces it.
 
 Every CLI calls :func:`setup_logging`, which also decides how an uncaught error ends the process
-(exit status 1): bad input (``ValueError``, ``OSError``: a file, line, key or disk at fault) is one
-line in the log that says what is wrong and where, without a traceback unless ``AIAYN_DEBUG=1``;
-anything else is a bug, logged with its traceback after the line. A long loop shows its progress
+(exit status 1): bad input (``ValueError``, ``OSError``: a file, line, key or disk at fault) and
+memory that ran out (:func:`out_of_memory`) are one line in the log that says what is wrong and where,
+without a traceback unless ``AIAYN_DEBUG=1``; anything else is a bug, logged with its traceback after
+the line. A long loop shows its progress
 through :func:`progress` (tqdm on a terminal, log lines in a log file).
 """
 
@@ -30,8 +31,18 @@ from tqdm import tqdm
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DEBUG_ENV = "AIAYN_DEBUG"
-# Errors in what the user gave a stage (files, settings, disk space): reported in one line.
-INPUT_ERRORS = (ValueError, OSError)
+# Errors in what the user gave a stage (files, settings, disk space, memory): reported in one line.
+INPUT_ERRORS = (ValueError, OSError, MemoryError)
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is an allocation that failed: Python's, a GPU's (``torch.OutOfMemoryError``) or
+    the CPU allocator's, whose messages start "DefaultCPUAllocator: can't allocate memory" (Linux, macOS)
+    or "... not enough memory" (Windows), both RuntimeErrors (pytorch/pytorch at 23fa910d,
+    ``c10/core/impl/alloc_cpu.cpp``, ``alloc_cpu``). Asks torch only when it is loaded."""
+    torch = sys.modules.get("torch")
+    return (isinstance(error, MemoryError) or (torch is not None and isinstance(error, torch.OutOfMemoryError))
+            or (isinstance(error, RuntimeError) and "DefaultCPUAllocator:" in str(error)))
 
 
 def _temporary_beside(path: Path) -> tuple[int, str]:
@@ -135,11 +146,14 @@ def debugging() -> bool:
 
 
 def error_line(exc: BaseException) -> str:
-    """What a user reads about an input error: its message, and for a full disk what to do."""
+    """What a user reads about an input error: its message, and for a full disk or memory what to do."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         where = f" writing {exc.filename}" if exc.filename else ""
         return (f"no space left on the device{where}: the previous complete outputs are intact; free "
                 "space (or move data_dir / results_dir) and run the same command again")
+    if out_of_memory(exc) and not isinstance(exc, MemoryError):  # torch's: the allocation, without context
+        return (f"out of memory ({str(exc).strip().splitlines()[0][:300]}): a smaller batch (the stage's "
+                "settings) or a device with more memory")
     return str(exc) or type(exc).__name__
 
 
@@ -149,7 +163,7 @@ def _log_uncaught(exc_type, exc, tb) -> None:
         sys.__excepthook__(exc_type, exc, tb)
         return
     logger = logging.getLogger("aiayn")
-    if issubclass(exc_type, INPUT_ERRORS):
+    if issubclass(exc_type, INPUT_ERRORS) or out_of_memory(exc):
         debug = debugging()
         hint = "" if debug else f" ({DEBUG_ENV}=1 shows the traceback)"
         logger.critical("error: %s%s", error_line(exc), hint, exc_info=(exc_type, exc, tb) if debug else None)

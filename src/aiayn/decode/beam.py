@@ -46,6 +46,7 @@ surviving rows and their tokens); log-probabilities stay on the device.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
@@ -53,7 +54,10 @@ from typing import Any, Callable, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
+from aiayn.io import out_of_memory
 from aiayn.options import DecodeConfig
+
+log = logging.getLogger(__name__)
 
 
 class DecoderCache(Protocol):
@@ -310,7 +314,9 @@ def translate_sentences_n_best(model: IncrementalModel, sources: Sequence[Sequen
 
     Sentences are sorted by length (longest first) into batches of at most ``max_sentences``;
     ``search`` holds beam_search_n_best's keyword arguments (``n_best`` among them); ``on_batch(n)``
-    is called after each batch. Every source must be non-empty.
+    is called after each batch. Every source must be non-empty. A batch that does not fit in memory
+    is searched a sentence at a time (a warning says so); a sentence that does not fit alone raises
+    :class:`TooLong`.
     """
     if max_sentences < 1:
         raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
@@ -320,13 +326,38 @@ def translate_sentences_n_best(model: IncrementalModel, sources: Sequence[Sequen
     results: list[list[Hypothesis]] = [[] for _ in sources]
     for start in range(0, len(order), max_sentences):
         chunk = order[start: start + max_sentences]
-        batch = [sources[i] for i in chunk]
-        hyps = beam_search_n_best(model, pad_sources(batch, ids, device), [len(s) for s in batch], ids=ids, **search)
-        for i, best in zip(chunk, hyps):
+        for i, best in zip(chunk, _search_within_memory(model, sources, chunk, ids, device, search)):
             results[i] = best
         if on_batch is not None:
             on_batch(len(chunk))
     return results
+
+
+class TooLong(MemoryError):
+    """A source sentence that does not fit in memory even searched alone (sinusoids set no length limit;
+    memory does): ``index`` among the sources searched, ``length`` its subwords."""
+
+    def __init__(self, index: int, length: int, cause: BaseException):
+        super().__init__(f"{length} subwords, too long to decode in the memory there is "
+                         f"({str(cause).strip().splitlines()[0][:200]})")
+        self.index, self.length = index, length
+
+
+def _search_within_memory(model: IncrementalModel, sources: Sequence[Sequence[int]], chunk: list[int],
+                          ids: SpecialIds, device: torch.device | str, search: dict) -> list[list[Hypothesis]]:
+    """The hypotheses of the sources ``chunk`` searched together, or one at a time when they do not fit."""
+    batch = [sources[i] for i in chunk]
+    try:
+        return beam_search_n_best(model, pad_sources(batch, ids, device), [len(s) for s in batch], ids=ids, **search)
+    except RuntimeError as error:
+        if not out_of_memory(error):
+            raise
+        if len(chunk) == 1:
+            raise TooLong(chunk[0], len(batch[0]), error) from None
+        # out of the except block before searching again: the error's traceback holds the failed batch's tensors
+    log.warning("%d sentences of up to %d subwords do not fit in memory together: searched one at a time",
+                len(chunk), len(batch[0]))
+    return [_search_within_memory(model, sources, [i], ids, device, search)[0] for i in chunk]
 
 
 class _PrefixCache:

@@ -47,14 +47,13 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 import sentencepiece as spm
-import torch
 
 from aiayn import settings
 from aiayn.cli import add_log, add_option, add_settings, check_options
 from aiayn.data.bpe import SpmEncode, load_processor
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
-from aiayn.decode.beam import Hypothesis, SpecialIds, max_output_length, translate_sentences_n_best
+from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, max_output_length, translate_sentences_n_best
 from aiayn.decode.manifest import RunFiles, read_run
 from aiayn.decode.stream import LineBatches
 from aiayn.decode.translate import check_vocabulary, piece_ids, search_options
@@ -153,26 +152,16 @@ def prepare_line(number: int, raw: bytes, decoder: Decoder, pipeline: TextPipeli
     return Source(number, prepared, tuple(ids))
 
 
-def out_of_memory(error: RuntimeError) -> bool:
-    """Whether ``error`` is an allocation that failed: a GPU's, or the CPU allocator's, whose messages start
-    "DefaultCPUAllocator: can't allocate memory" (Linux, macOS) or "... not enough memory" (Windows), both
-    RuntimeErrors (pytorch/pytorch at 23fa910d, ``c10/core/impl/alloc_cpu.cpp``, ``alloc_cpu``)."""
-    return isinstance(error, torch.OutOfMemoryError) or "DefaultCPUAllocator:" in str(error)
-
-
 def search_within_memory(decoder: Decoder, sources: list[Source], n_best: int) -> dict[int, list[Hypothesis] | str]:
-    """The hypotheses of each source by line number; when the batch does not fit in memory, each line
-    alone, and a line that does not fit alone gets why (sinusoids set no length limit, memory does)."""
+    """The hypotheses of each source by line number; a line that does not fit in memory even alone gets
+    why (:class:`~aiayn.decode.beam.TooLong`), and the others are searched again without it."""
     try:
         return dict(zip((s.number for s in sources), decoder.search([list(s.ids) for s in sources], n_best)))
-    except RuntimeError as error:
-        if not out_of_memory(error):
-            raise
-        if len(sources) == 1:
-            return {sources[0].number: f"{len(sources[0].ids)} subwords, too long to decode in the memory there "
-                                       f"is ({str(error).splitlines()[0][:200]})"}
-    return {number: found for source in sources
-            for number, found in search_within_memory(decoder, [source], n_best).items()}
+    except TooLong as error:
+        too_long, why = sources[error.index], str(error)
+    # out of the except block before searching again: the error's traceback holds the failed batch's tensors
+    rest = [source for source in sources if source is not too_long]
+    return {too_long.number: why, **(search_within_memory(decoder, rest, n_best) if rest else {})}
 
 
 def decode_batch(batch: list[tuple[int, bytes]], decoder: Decoder, pipeline: TextPipeline,

@@ -7,8 +7,10 @@ CLI::
 
 The input holds sentencepiece pieces, space separated, one sentence per line (the encode stage). The
 output holds ``sp.decode(ids)`` of the best hypothesis, one line per input line; an empty input line
-gives an empty output line. ``--settings`` is the run's ``decode`` section
-(:class:`~aiayn.options.DecodeConfig`; default: the paper's beam 4, alpha 0.6, input + 50).
+gives an empty output line. A batch that does not fit in memory is searched a sentence at a time; a line
+that does not fit alone stops the stage, naming it (:class:`~aiayn.decode.beam.TooLong`). ``--settings``
+is the run's ``decode`` section (:class:`~aiayn.options.DecodeConfig`; default: the paper's beam 4,
+alpha 0.6, input + 50).
 Only the checkpoint's weights are read (onto the CPU, then the device): the model runs in an
 inference session (:func:`aiayn.runtime.session.inference_session`).
 
@@ -34,7 +36,7 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.bpe import load_processor
 from aiayn.data.lines import iter_lines
-from aiayn.decode.beam import Hypothesis, SpecialIds, translate_sentences
+from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, translate_sentences
 from aiayn.io import atomic_output, progress, setup_logging
 from aiayn.options import DecodeConfig
 from aiayn.runtime.session import inference_session
@@ -88,11 +90,17 @@ def search_options(opts: DecodeConfig) -> dict[str, Any]:
 
 def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: SpecialIds,
               device: torch.device) -> list[Hypothesis | None]:
-    """Best hypothesis per source in input order; ``None`` for an empty source (no decoding)."""
+    """Best hypothesis per source in input order; ``None`` for an empty source (no decoding). A source
+    that does not fit in memory even alone raises :class:`~aiayn.decode.beam.TooLong` with its
+    ``index`` in ``sources``: skipping it would change the score unseen."""
     todo = [i for i, sentence in enumerate(sources) if sentence]
     with progress(len(todo), "beam search", "sent", unit_scale=False, logger=log) as bar:
-        hyps = translate_sentences(model, [sources[i] for i in todo], device=device, ids=ids, on_batch=bar.update,
-                                   **search_options(opts))
+        try:
+            hyps = translate_sentences(model, [sources[i] for i in todo], device=device, ids=ids,
+                                       on_batch=bar.update, **search_options(opts))
+        except TooLong as error:
+            error.index = todo[error.index]
+            raise
     results: list[Hypothesis | None] = [None] * len(sources)
     for i, hyp in zip(todo, hyps):
         results[i] = hyp
@@ -128,7 +136,12 @@ def main(argv: list[str] | None = None) -> int:
                  session.precision, asdict(opts))
         start = time.perf_counter()
         with session.autocast():
-            hyps = translate(session.model, sources.ids, opts, ids, session.device)
+            try:
+                hyps = translate(session.model, sources.ids, opts, ids, session.device)
+            except TooLong as error:
+                raise MemoryError(f"{args.input}: line {error.index + 1}: {error}; the test set is not scored "
+                                  "without it: decode on a device with more memory, or with a smaller "
+                                  "decode.beam_size") from None
         seconds = max(time.perf_counter() - start, 1e-9)
     tokens = sum(len(h.tokens) for h in hyps if h is not None)
     log.info("%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",

@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from aiayn.cli import add_log, add_settings
-from aiayn.io import setup_logging
-from aiayn.options import RunConfig
+from aiayn.io import out_of_memory, setup_logging
+from aiayn.options import RunConfig, TrainConfig
 from aiayn.runtime.checkpoint import list_checkpoints
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
 from aiayn.train.distributed import (
@@ -57,6 +57,15 @@ def check_data(data: Path) -> None:
     for split in ("train", "dev"):
         if not (data / split / "manifest.json").exists():
             raise FileNotFoundError(f"{data / split / 'manifest.json'}: missing (run the binarize stage)")
+
+
+def memory_exhausted(error: RuntimeError, step: int, device: torch.device, cfg: TrainConfig) -> MemoryError:
+    """The user's error for memory that ran out after ``step`` (the last step done), naming the key that
+    sizes a forward pass."""
+    return MemoryError(f"out of memory on {device} after step {step} ({str(error).strip().splitlines()[0][:200]}): a "
+                       f"forward pass holds up to train.tokens_per_pass={cfg.tokens_per_pass} tokens a side; a "
+                       "smaller value keeps train.tokens_per_step with more passes a step, and trains afresh (the "
+                       "batches change)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,9 +113,11 @@ def main(argv: list[str] | None = None) -> int:
                 return trainer.run()
             except RuntimeError as error:
                 lost = rank_lost(error, env.world_size, list_checkpoints(args.out_dir))
-                if lost is None:
-                    raise
-                raise lost from error
+                if lost is not None:
+                    raise lost from error
+                if out_of_memory(error):
+                    raise memory_exhausted(error, trainer.progress.step, env.device, train_cfg) from error
+                raise
     finally:
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
