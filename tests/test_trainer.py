@@ -445,9 +445,10 @@ def test_cpu_matmul_takes_onednn_or_mkl():
         TrainConfig(cpu_matmul="blas")
 
 
-def test_memory_that_runs_out_names_the_key_that_sizes_a_pass_and_keeps_the_checkpoints(data, tmp_path, monkeypatch):
+def test_memory_that_runs_out_names_the_key_that_sizes_a_pass_and_a_smaller_one_resumes(data, tmp_path, monkeypatch):
     """An allocation that fails mid-run (the CUDA allocator's error, raised in step 3's forward pass) ends the
-    training with one line naming the last step done and train.tokens_per_pass; the checkpoints before it load."""
+    training with one line naming the last step done and train.tokens_per_pass; the same command with half the
+    tokens a pass resumes from step 2's checkpoint (nothing set aside), in two passes a step, to the end."""
     from aiayn.train import trainer as module
     original = module.Trainer.micro_step
 
@@ -457,11 +458,21 @@ def test_memory_that_runs_out_names_the_key_that_sizes_a_pass_and_keeps_the_chec
         return original(self, batch)
 
     monkeypatch.setattr(module.Trainer, "micro_step", out_of_memory_in_step_3)
-    (tmp_path / "train.json").write_text(json.dumps(settings(train_steps=5, checkpoint_steps=1, dev_every_steps=0)))
+    run = settings(train_steps=5, checkpoint_steps=1, dev_every_steps=0, tokens_per_pass=128)
+    (tmp_path / "train.json").write_text(json.dumps(run))
     args = ["--data", str(data), "--settings", str(tmp_path / "train.json"), "--out-dir", str(tmp_path / "out"),
             "--threads", "1"]
     expected = (r"^out of memory on cpu after step 2 \(CUDA out of memory\. Tried to allocate 20\.00 GiB .*\): a "
-                r"forward pass holds up to train\.tokens_per_pass=\d+ tokens a side; a smaller value keeps ")
+                r"forward pass holds up to train\.tokens_per_pass=128 tokens a side; with a smaller value, ")
     with pytest.raises(MemoryError, match=expected):
         main(args)
     assert _checkpoints_are_finite(tmp_path / "out") == [1, 2]
+    monkeypatch.undo()
+    run["train"]["tokens_per_pass"] = 64
+    (tmp_path / "train.json").write_text(json.dumps(run))
+    assert main([*args, "--log", str(tmp_path / "train.log")]) == 0
+    log = (tmp_path / "train.log").read_text(encoding="utf-8")
+    assert "resumed from" in log and "(step 2," in log and "the checkpoint's batches were packed for 1 rank(s), " in log
+    assert not list(tmp_path.glob("out/checkpoints.stale-*"))
+    assert _checkpoints_are_finite(tmp_path / "out")[-1] == 5
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["steps"] == 5

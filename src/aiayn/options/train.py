@@ -39,7 +39,7 @@ class TrainConfig(Section):
                                   minimum=1, renamed_from="max_tokens")
     tokens_per_pass: int = option(12500, help="padded tokens per side of one forward pass on one device "
                                   "(accumulation makes up the step; also the dev evaluation's batch)",
-                                  minimum=1, renamed_from="max_tokens_per_batch")
+                                  minimum=1, renamed_from="max_tokens_per_batch", resumable=True)
     max_length: int = option(256, help="training pairs with a side longer than this many subwords, eos or bos "
                              "included, are not trained on and counted in the log (0: none dropped)",
                              source="tensor2tensor transformer_base max_length = 256, dropped in training "

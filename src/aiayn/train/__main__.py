@@ -63,9 +63,9 @@ def memory_exhausted(error: RuntimeError, step: int, device: torch.device, cfg: 
     """The user's error for memory that ran out after ``step`` (the last step done), naming the key that
     sizes a forward pass."""
     return MemoryError(f"out of memory on {device} after step {step} ({str(error).strip().splitlines()[0][:200]}): a "
-                       f"forward pass holds up to train.tokens_per_pass={cfg.tokens_per_pass} tokens a side; a "
-                       "smaller value keeps train.tokens_per_step with more passes a step, and trains afresh (the "
-                       "batches change)")
+                       f"forward pass holds up to train.tokens_per_pass={cfg.tokens_per_pass} tokens a side; with a "
+                       "smaller value, train.tokens_per_step is made up of more passes, and the same command "
+                       "resumes from the newest checkpoint")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -166,20 +166,23 @@ def choose(out_dir: Path, settings: dict, vocab: dict) -> tuple[tuple[str, int] 
 
 
 def data_state(checkpoint: Checkpoint, world_size: int, per_rank: int) -> dict:
-    """The checkpoint's data position, moved to the same fraction of its epoch when the number of
-    ranks (so the batches each rank gets, ``per_rank`` now) changed. A checkpoint older than the
-    ``world_size`` entry is taken as written by this run's ranks.
+    """The checkpoint's data position, moved to the same fraction of its epoch when the batches were
+    packed otherwise (another number of ranks, or another ``train.tokens_per_pass``: ``per_rank``
+    batches a rank an epoch now). A checkpoint older than the ``world_size`` and ``batches_per_rank``
+    entries is taken as packed as this run packs.
 
-    A checkpoint written by another number of ranks (``train.gpus``, ``train.cpu_ranks``,
-    ``train.nodes``) continues at its step with its weights, optimizer and counters; what differs from a
-    run that kept its rank count is the data: batches are re-packed for the new per-rank budget, so the
-    order within the current epoch is another (the run continues at the same fraction of that epoch),
-    and dropout masks, drawn per (seed, step, rank), are others."""
+    Such a checkpoint (``train.gpus``, ``train.cpu_ranks``, ``train.nodes`` or ``train.tokens_per_pass``
+    changed) continues at its step with its weights, optimizer and counters; what differs from a run that
+    kept its packing is the data: batches are re-packed for the new per-rank budget, so the order within
+    the current epoch is another (the run continues at the same fraction of that epoch), and dropout
+    masks, drawn per (seed, step, rank), are others."""
     old_world = world_size if checkpoint.world_size is None else checkpoint.world_size
+    old_per_rank = checkpoint.batches_per_rank or per_rank
     data = dict(checkpoint.data_state)
-    if old_world != world_size:
-        data["position"] = min(per_rank, round(data["position"] * per_rank / checkpoint.batches_per_rank))
-        log.warning("the checkpoint was trained by %d rank(s), this run has %d: epoch %d continues at "
-                    "batch %d of %d per rank (another batch order and other dropout masks from here)",
-                    old_world, world_size, data["epoch"], data["position"], per_rank)
+    if (old_world, old_per_rank) != (world_size, per_rank):
+        data["position"] = min(per_rank, round(data["position"] * per_rank / old_per_rank))
+        log.warning("the checkpoint's batches were packed for %d rank(s), %d a rank an epoch; this run's for %d, "
+                    "%d: epoch %d continues at batch %d of %d per rank (another batch order and other dropout "
+                    "masks from here)", old_world, old_per_rank, world_size, per_rank, data["epoch"],
+                    data["position"], per_rank)
     return data
