@@ -8,8 +8,8 @@ Every CLI calls :func:`setup_logging`, which also decides how an uncaught error 
 (exit status 1): bad input (``ValueError``, ``OSError``: a file, line, key or disk at fault) and
 memory that ran out (:func:`out_of_memory`) are one line in the log that says what is wrong and where,
 without a traceback unless ``AIAYN_DEBUG=1``; anything else is a bug, logged with its traceback after
-the line. A long loop shows its progress
-through :func:`progress` (tqdm on a terminal, log lines in a log file).
+the line. A long loop shows its progress through :func:`progress` (tqdm on a terminal, log lines in a
+log file).
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ def out_of_memory(error: BaseException) -> bool:
     torch = sys.modules.get("torch")
     return (isinstance(error, MemoryError) or (torch is not None and isinstance(error, torch.OutOfMemoryError))
             or (isinstance(error, RuntimeError) and "DefaultCPUAllocator:" in str(error)))
+
+
+def first_line(error: BaseException, limit: int | None = 200) -> str:
+    """The first line of ``error``'s message, at most ``limit`` characters (None: all): the cause that a
+    user's message quotes (torch's errors run to many lines)."""
+    lines = str(error).strip().splitlines()
+    return lines[0][:limit] if lines else type(error).__name__
 
 
 def _temporary_beside(path: Path) -> tuple[int, str]:
@@ -152,7 +159,7 @@ def error_line(exc: BaseException) -> str:
         return (f"no space left on the device{where}: the previous complete outputs are intact; free "
                 "space (or move data_dir / results_dir) and run the same command again")
     if out_of_memory(exc) and not isinstance(exc, MemoryError):  # torch's: the allocation, without context
-        return (f"out of memory ({str(exc).strip().splitlines()[0][:300]}): a smaller batch (the stage's "
+        return (f"out of memory ({first_line(exc)}): a smaller batch (the stage's "
                 "settings) or a device with more memory")
     return str(exc) or type(exc).__name__
 

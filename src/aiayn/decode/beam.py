@@ -54,7 +54,7 @@ from typing import Any, Callable, Protocol, Sequence
 import torch
 import torch.nn.functional as F
 
-from aiayn.io import out_of_memory
+from aiayn.io import first_line, out_of_memory
 from aiayn.options import DecodeConfig
 
 log = logging.getLogger(__name__)
@@ -339,7 +339,7 @@ class TooLong(MemoryError):
 
     def __init__(self, index: int, length: int, cause: BaseException):
         super().__init__(f"{length} subwords, too long to decode in the memory there is "
-                         f"({str(cause).strip().splitlines()[0][:200]})")
+                         f"({first_line(cause)})")
         self.index, self.length = index, length
 
 

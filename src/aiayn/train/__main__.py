@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from aiayn.cli import add_log, add_settings
-from aiayn.io import out_of_memory, setup_logging
+from aiayn.io import first_line, out_of_memory, setup_logging
 from aiayn.options import RunConfig, TrainConfig
 from aiayn.runtime.checkpoint import list_checkpoints
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
@@ -62,7 +62,7 @@ def check_data(data: Path) -> None:
 def memory_exhausted(error: RuntimeError, step: int, device: torch.device, cfg: TrainConfig) -> MemoryError:
     """The user's error for memory that ran out after ``step`` (the last step done), naming the key that
     sizes a forward pass."""
-    return MemoryError(f"out of memory on {device} after step {step} ({str(error).strip().splitlines()[0][:200]}): a "
+    return MemoryError(f"out of memory on {device} after step {step} ({first_line(error)}): a "
                        f"forward pass holds up to train.tokens_per_pass={cfg.tokens_per_pass} tokens a side; with a "
                        "smaller value, train.tokens_per_step is made up of more passes, and the same command "
                        "resumes from the newest checkpoint")

@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from aiayn.io import first_line
 from aiayn.runtime.devices import check_cuda
 
 log = logging.getLogger(__name__)
@@ -179,7 +180,7 @@ def rank_lost(error: BaseException, world_size: int, checkpoints: list[tuple[int
     resume from; None for any other error."""
     if world_size < 2 or not isinstance(error, RuntimeError) or not PEER_GONE.search(str(error)):
         return None
-    cause = str(error).strip().splitlines()[0]
+    cause = first_line(error, limit=None)
     resume = (f"run the same command again to resume from {checkpoints[-1][1]} (step {checkpoints[-1][0]})"
               if checkpoints else "no checkpoint was written yet: run the same command again to start over")
     return RankLost(f"lost another rank of this {world_size}-rank training ({cause}): a rank's process, its "
