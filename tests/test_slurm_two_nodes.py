@@ -132,10 +132,11 @@ def test_a_time_limit_stops_the_training_with_a_checkpoint_and_the_resubmission_
     again (``restart-times``) and it resumes there, at the step it stopped at (a step off the
     ``checkpoint_steps`` grid: no step is lost). The finished run's losses are an uninterrupted run's,
     bit for bit. Each submission's record is its SLURM log (Snakemake starts train.log afresh)."""
-    # The signal comes at most 60 s into a submission, and may come up to 60 s earlier (sbatch(1) of
-    # SLURM 22.05, --signal: "Due to the resolution of event handling by Slurm, the signal may be sent up
-    # to 60 seconds earlier"). The training is sized to 90 s of steps at this machine's measured speed, so
-    # the first submission cannot finish it; restart-times leaves room for submissions signalled early.
+    # The signal comes at most 60 s into a submission, and may come up to 60 s earlier (sbatch(1),
+    # --signal: "the signal may be sent up to 60 seconds earlier than specified": SchedMD/slurm at 000729e6,
+    # doc/man/man1/sbatch.1, and the 22.05.8 page these nodes install). The training is sized to 90 s of
+    # steps at this machine's measured speed, so the first submission cannot finish it; restart-times
+    # leaves room for submissions signalled early.
     probe = train_parser(tmp_path / "host", {"gpus": 0, "cpu_ranks": 2, "train_steps": 300, "dev_every_steps": 0},
                          through_slurm=False)
     speed = steps_per_second(probe)
