@@ -91,12 +91,47 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
     ({"tasks": {"en-de": {"kind": [1]}}}, "tasks.en-de.kind: [1] is not one of translation, parsing"),
     ({"defaults": {"model": {"dropout": float("nan")}}}, "defaults.model.dropout: nan is not a finite number"),
     ({"defaults": {"train": {"label_smoothing": float("inf")}}}, "defaults.train.label_smoothing: inf is not a finite"),
+    ({"defaults": {"train": {"warmup_steps": 10**400}}},
+     "defaults.train.warmup_steps: an integer of 401 digits is more than 64 bits hold"),
+    ({"defaults": {"train": {"seed": -1}}}, "defaults.train.seed: -1 is less than the minimum of 0"),
+    ({"data": {"bpe": {"seed": 2**32 - 1}}}, "data.bpe.seed: 4294967295 is greater than the maximum of 4294967294"),
 ])
 def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(overlay), encoding="utf-8")
     with pytest.raises(aiayn_config.ConfigError, match=re.escape(message)):
         aiayn_config.load(ROOT / "config.yaml", path)
+
+
+def test_the_seeds_allowed_are_the_seeds_the_libraries_take():
+    """The largest ``data.bpe.seed`` is a seed sentencepiece keeps (one more is its "random seed"); the
+    largest ``train.seed``, with extra seeds, a long run and many ranks, still gives torch a seed of a step
+    it takes; and the smallest, 0, seeds NumPy's batch order."""
+    import numpy as np
+    import sentencepiece as spm
+    import torch
+
+    from aiayn.options import BpeConfig
+    from aiayn.options.core import spec
+    from aiayn.train.step import step_seed
+
+    def bounds(cls, name):
+        opt = spec({f.name: f for f in dataclasses.fields(cls)}[name])
+        return opt.minimum, opt.maximum
+
+    low, high = bounds(BpeConfig, "seed")
+    spm.set_random_generator_seed(high)
+    with pytest.raises(TypeError):  # an unsigned int
+        spm.set_random_generator_seed(high + 2)
+    with pytest.raises(TypeError):
+        spm.set_random_generator_seed(low - 1)
+    low, high = bounds(TrainConfig, "seed")
+    torch.manual_seed(step_seed(high + 1000, 10**9, 4095))
+    with pytest.raises(ValueError, match="Overflow"):  # the bound is not loose by orders of magnitude
+        torch.manual_seed(step_seed(2 * high, 0, 0))
+    np.random.default_rng([low, 0])
+    with pytest.raises(ValueError):
+        np.random.default_rng([low - 1, 0])
 
 
 def _mutated(config: dict, rng: random.Random) -> dict:

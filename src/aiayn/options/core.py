@@ -199,6 +199,9 @@ def _range_problem(value: float, opt: Option) -> str | None:
     # YAML's .nan and .inf and JSON's NaN and Infinity: no option means them, and NaN passes every bound
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value!r} is not a finite number"
+    # YAML's integers have any size; torch, NumPy and a settings file's readers hold 64 bits
+    if isinstance(value, int) and not -2**63 <= value < 2**63:
+        return f"an integer of {len(str(abs(value)))} digits is more than 64 bits hold"
     if numeric_choices(opt) is not None and value not in opt.choices:
         return f"{value!r} is not one of {', '.join(map(str, opt.choices))}"
     bounds = ((opt.minimum, lambda b: value < b, "less than the minimum of"),

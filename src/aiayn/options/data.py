@@ -94,7 +94,9 @@ class BpeConfig(Section):
     character_coverage: float = option(1.0, help="sentencepiece character_coverage", exclusive_minimum=0.0,
                                        maximum=1.0)
     sample_sentences: int = option(10_000_000, help="training sentences sentencepiece learns from", minimum=1)
-    seed: int = option(1, help="seed of the sentence sample")
+    # sentencepiece's seed is an unsigned int, and 2**32 - 1 there means a random one (google/sentencepiece
+    # src/util.cc at v0.2.0, 17d7580d: SetRandomGeneratorSeed, kDefaultSeed)
+    seed: int = option(1, help="seed of the sentence sample and of sentencepiece", minimum=0, maximum=2**32 - 2)
     threads: int = option(1, help="sentencepiece threads (--threads)", minimum=1, in_config=False)
 
 

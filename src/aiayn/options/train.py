@@ -55,7 +55,11 @@ class TrainConfig(Section):
                              exclusive_minimum=0.0)
     clip_norm: float = option(0.0, help="gradient norm clipping (0: none, as the paper)", minimum=0.0)
     weight_decay: float = option(0.0, help="Adam's L2 weight decay (0: none, as the paper)", minimum=0.0)
-    seed: int = option(1, help="seed of initialization, dropout and batch order; extra seeds add 1, 2, ...")
+    # NumPy seeds the batch order and takes no negative seed ("All integer values must be non-negative",
+    # numpy/numpy numpy/random/bit_generator.pyx at v2.5.2, 48fecee5); below 2**32, train.step's seed of a
+    # step and rank stays inside the 64 bits torch.manual_seed takes
+    seed: int = option(1, help="seed of initialization, dropout and batch order; extra seeds add 1, 2, ...",
+                       minimum=0, maximum=2**32 - 1)
     precision: str = precision_option("arithmetic of training: auto, fp32 or bf16 (fp16 would need loss scaling)")
     compile: bool = option(False, help="torch.compile the model", resumable=True)
     # mkl: faster than onednn end to end on the last CPU measured, slower per product on an earlier one
