@@ -189,6 +189,51 @@ def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(da
     assert all(torch.equal(value, resumed[name]) for name, value in whole.items())
 
 
+# Loaded by every Python process started with its folder first on PYTHONPATH; only rank 1 of a torchrun
+# job, and only until the file OOM_ONCE exists, runs out of memory in the forward passes of step 3.
+OUT_OF_MEMORY_ONCE = """
+import os
+if os.environ.get("RANK") == "1" and not os.path.exists(os.environ["OOM_ONCE"]):
+    import torch
+    from aiayn.train import trainer
+    original = trainer.Trainer.micro_step
+
+    def micro_step(self, batch):
+        if self.progress.step + 1 == 3:
+            open(os.environ["OOM_ONCE"], "w").close()
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 1; 79.11 GiB total)")
+        return original(self, batch)
+
+    trainer.Trainer.micro_step = micro_step
+"""
+
+
+@pytest.mark.slow
+def test_a_rank_out_of_memory_ends_the_job_naming_the_pass_and_a_smaller_one_resumes_on_both_ranks(
+        data, tmp_path, monkeypatch):
+    """Rank 1 of two under torchrun runs out of memory in step 3: its line names the step and
+    train.tokens_per_pass, rank 0's says it lost rank 1 and points to that error, nothing reads as a bug;
+    with half the tokens a pass, the same command resumes both ranks from step 2 in two passes a step."""
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(OUT_OF_MEMORY_ONCE, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(inject) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("OOM_ONCE", str(tmp_path / "ran-out"))
+    run = settings(cpu_ranks=2, train_steps=5, dev_every_steps=0, log_every_steps=1, checkpoint_steps=1,
+                   keep_checkpoints=5, tokens_per_step=256, tokens_per_pass=128)
+    status, output = finish(train_cli(data, run, tmp_path / "run"))
+    assert status != 0 and (tmp_path / "ran-out").exists(), output
+    assert "error: out of memory on cpu after step 2 (CUDA out of memory. Tried to allocate 20.00 GiB" in output, output
+    assert "train.tokens_per_pass=128 tokens a side" in output and "internal error" not in output, output
+    assert "error: lost another rank of this 2-rank training" in output and "rank's own error" in output, output
+    assert "resume from " + str(tmp_path / "run" / "checkpoints" / "ckpt_00000002.pt") + " (step 2)" in output, output
+    run["train"]["tokens_per_pass"] = 64
+    status, output = finish(train_cli(data, run, tmp_path / "run"))
+    assert status == 0 and "resumed from" in output and "(step 2," in output, output
+    assert "2 forward pass(es) of <= 64 tokens per rank: 256 tokens per step" in output, output
+    assert [int(row["step"]) for row in log_rows(tmp_path / "run")][-3:] == [3, 4, 5]
+
+
 def ranks_of(out: Path) -> list[int]:
     """Process ids of the torchrun workers training into ``out`` (their command line names it)."""
     found = []

@@ -182,9 +182,10 @@ def rank_lost(error: BaseException, world_size: int, checkpoints: list[tuple[int
         return None
     cause = first_line(error, limit=None)
     resume = (f"run the same command again to resume from {checkpoints[-1][1]} (step {checkpoints[-1][0]})"
-              if checkpoints else "no checkpoint was written yet: run the same command again to start over")
+              if checkpoints else "run the same command again to start over (no checkpoint was written yet)")
     return RankLost(f"lost another rank of this {world_size}-rank training ({cause}): a rank's process, its "
-                    f"node or the network between them went away; {resume}")
+                    f"node or the network between them went away; where that rank's own error (in this log or "
+                    f"its node's) names a cause, mend that, then {resume}")
 
 
 @dataclass(frozen=True)
