@@ -39,6 +39,10 @@ Sections of the JSON (each with ``pass`` where there is a criterion):
   training, and in decoding only the
   candidates' copy to the host, one per step (``aiayn/decode/beam.py`` ``_to_host``); the same
   inventory ``tests/test_cuda_path.py`` takes on a CPU. Skipped on a CPU.
+- ``memory``: memory that runs out for real under a limit (on CUDA the caching allocator's, on a CPU
+  RLIMIT_DATA): a training whose passes grow past it ends with the trainer's out-of-memory line naming
+  train.tokens_per_pass, and smaller passes resume it from its newest checkpoint; a decoding batch that
+  does not fit is searched a sentence at a time, as it would be without the limit (:func:`memory_check`).
 - ``ddp``: with 2 or more GPUs, ``train.gpus: 2`` (torchrun, NCCL) against one GPU with the same
   step: the loss and gradient norm of every step (pass: within 1e-3 relative) and the final weights
   (pass: largest difference within a tenth of the summed learning rate). Skipped with one GPU or on a CPU.
@@ -60,8 +64,10 @@ import contextlib
 import copy
 import csv
 import json
+import logging
 import os
 import platform
+import resource
 import signal
 import statistics
 import subprocess
@@ -496,7 +502,119 @@ def resume_ranks_check(work: Path, data: Path, args, gpus: int) -> dict:
     return resume_check(work, data, TINY_MODEL, args, 2) | {"ranks": 2, "backend": "nccl"}
 
 
-SECTIONS = ("throughput", "resume", "resume_ranks", "decode", "host_syncs", "ddp", "compile_ddp")
+# The memory section: a vocabulary whose logits make a training pass of MEMORY_STEP tokens need several
+# times the headroom and one of MEMORY_PASS tokens a fraction of it (measured on a CPU, torch 2.13: the
+# small pass fits in 400 MiB above the process's data at its start, the large one needs more than 800);
+# a batch of 128 sentences' beam-4 logits is 64 MiB, one sentence's 0.5 MiB.
+MEMORY_VOCAB, MEMORY_STEP, MEMORY_PASS = 32000, 32768, 512
+MEMORY_HEADROOM, DECODE_HEADROOM = 600 * 2**20, 48 * 2**20
+
+
+def vm_data(status: str) -> int:
+    """The data segment in bytes (what RLIMIT_DATA limits) of a /proc/<pid>/status text."""
+    return next(int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmData:"))
+
+
+@contextlib.contextmanager
+def memory_limit(device: torch.device, headroom: int):
+    """Allocations of more than ``headroom`` bytes beyond what this process holds fail as the device's
+    allocator fails when memory runs out: on CUDA the caching allocator's limit, on a CPU the data
+    segment's (RLIMIT_DATA, which counts the anonymous mappings of torch's CPU allocator)."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        total = torch.cuda.get_device_properties(device).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, (torch.cuda.memory_reserved(device) + headroom) / total),
+                                                   device)
+        try:
+            yield
+        finally:
+            torch.cuda.set_per_process_memory_fraction(1.0, device)
+            torch.cuda.empty_cache()
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    resource.setrlimit(resource.RLIMIT_DATA, (vm_data(Path("/proc/self/status").read_text()) + headroom, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def limited_run(command: list[str], device: torch.device, headroom: int) -> subprocess.CompletedProcess:
+    """``command`` (a Python process that loads the trainer) with ``headroom`` bytes of memory: on CUDA
+    the caching allocator's limit (``per_process_memory_fraction`` of PYTORCH_CUDA_ALLOC_CONF), on a CPU
+    RLIMIT_DATA above the data segment such a process has once it has imported the trainer."""
+    if device.type == "cuda":
+        fraction = f"per_process_memory_fraction:{headroom / torch.cuda.get_device_properties(device).total_memory:.6f}"
+        conf = ",".join(filter(None, [os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), fraction]))
+        return subprocess.run(command, env={**os.environ, "PYTORCH_CUDA_ALLOC_CONF": conf}, capture_output=True,
+                              text=True)
+    probe = "import aiayn.train.__main__, aiayn.train.trainer; print(open('/proc/self/status').read())"
+    limit = vm_data(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+    limit += headroom
+    return subprocess.run(command, capture_output=True, text=True,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)))
+
+
+class LoggedWarnings(logging.Handler):
+    """The warnings logged under ``name`` while it is entered."""
+
+    def __init__(self, name: str):
+        super().__init__(logging.WARNING)
+        self.logger, self.messages = logging.getLogger(name), []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def __enter__(self) -> "LoggedWarnings":
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeHandler(self)
+
+
+def memory_check(work: Path, args, device: torch.device) -> dict:
+    """Memory that runs out for real, under a limit (:func:`memory_limit`, :func:`limited_run`).
+
+    Training: 2 steps in passes of MEMORY_PASS tokens, then the same run extended to 4 steps with passes
+    of MEMORY_STEP tokens, which must end with the trainer's out-of-memory line (exit 1, naming
+    train.tokens_per_pass, not an internal error), then the small passes again, which must resume from
+    the newest checkpoint and finish. Decoding: 128 sentences in one batch that does not fit must come
+    back searched a sentence at a time (one warning), and (nearly) equal to the batch searched without
+    a limit: padding changes the products' shapes, so the last bits and a near tie may differ."""
+    data = synthetic_task(work / "data-memory", 4000, MEMORY_VOCAB, (5, 20))
+    out, gpus = work / "memory", 1 if device.type == "cuda" else 0
+
+    def train(tokens_per_pass: int, steps: int) -> subprocess.CompletedProcess:
+        settings = run_settings(TINY_MODEL, MEMORY_STEP, tokens_per_pass, steps, gpus, checkpoint_steps=1)
+        return limited_run(train_command(data, settings, out, args.threads), device, MEMORY_HEADROOM)
+
+    first, large, again = train(MEMORY_PASS, 2), train(MEMORY_STEP, 4), train(MEMORY_PASS, 4)
+    error = next((line[line.index("error:"):] for line in large.stderr.splitlines() if "error:" in line), "")
+    summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    training = {"exit_status_small": first.returncode, "exit_status_large": large.returncode,
+                "error_large": error[:400], "exit_status_resumed": again.returncode,
+                "resumed": "resumed from" in again.stderr, "steps": summary.get("steps")}
+    training["pass"] = (first.returncode == 0 and large.returncode == 1 and error.startswith("error: out of memory")
+                        and f"train.tokens_per_pass={MEMORY_STEP} " in error and "internal error" not in large.stderr
+                        and again.returncode == 0 and training["resumed"] and summary.get("steps") == 4)
+    if not training["pass"]:
+        training["stderr_tails"] = [run.stderr[-1500:] for run in (first, large, again)]
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig.from_dict(TINY_MODEL), MEMORY_VOCAB).to(device).eval()
+    sources = random_sentences(128, MEMORY_VOCAB, torch.Generator().manual_seed(3), lengths=(10, 20))
+    search = dict(max_sentences=128, device=device, ids=IDS, beam_size=4, length_penalty=0.6, max_len_a=1.0,
+                  max_len_b=10.0, early_stop=True)
+    batched = translate_sentences(model, sources, **search)
+    with LoggedWarnings("aiayn.decode.beam") as warned, memory_limit(device, DECODE_HEADROOM):
+        limited = translate_sentences(model, sources, **search)
+    same = sum(a.tokens == b.tokens for a, b in zip(batched, limited)) / len(sources)
+    decoding = {"sentences": len(sources), "warnings": warned.messages, "same_as_unlimited": round(same, 4),
+                "pass": len(warned.messages) == 1 and "searched one at a time" in warned.messages[0] and same >= 0.9}
+    return {"train": training, "decode": decoding, "pass": training["pass"] and decoding["pass"]}
+
+
+SECTIONS = ("throughput", "resume", "resume_ranks", "decode", "host_syncs", "memory", "ddp", "compile_ddp")
 
 
 def run_section(section: callable) -> dict:
@@ -557,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
             "resume_ranks": lambda: resume_ranks_check(work, tiny_data, args, gpus),
             "decode": lambda: decode_check(args, device),
             "host_syncs": lambda: host_sync_check(work, args, device),
+            "memory": lambda: memory_check(work, args, device),
             "ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args)
                             if gpus else {"skipped": "CPU"}),
             "compile_ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args, compiled=True)

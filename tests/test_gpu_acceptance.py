@@ -100,9 +100,14 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     assert ranks["max_grad_norm_rel_diff"] == 0.0 and ranks["max_final_weight_diff"] == 0.0 and ranks["pass"] is True
     assert report["ddp"] == {"skipped": "CPU"} and report["compile_ddp"]["skipped"].startswith("CPU")
     assert report["host_syncs"]["skipped"].startswith("CPU")
+    memory = report["memory"]  # the CPU allocator's own failures, under RLIMIT_DATA
+    assert memory["train"]["exit_status_large"] == 1 and memory["train"]["steps"] == 4, memory["train"]
+    assert "DefaultCPUAllocator: can't allocate memory" in memory["train"]["error_large"], memory["train"]
+    assert memory["train"]["resumed"] and memory["decode"]["warnings"], memory
+    assert memory["pass"] is True, memory
     assert report["pass"] is True and report["complete"] is True
     assert set(report["seconds_per_section"]) == {"throughput", "resume", "resume_ranks", "decode", "host_syncs",
-                                                  "ddp", "compile_ddp"}
+                                                  "memory", "ddp", "compile_ddp"}
 
 
 def training(path, rows, weight):
