@@ -218,12 +218,20 @@ def _check_runs(config: dict, source: str) -> None:
 
 
 def _check_seed_runs(config: dict, source: str) -> None:
-    """The run directory of an extra seed (:data:`SEED_RUN`) is not also an experiment's name."""
+    """The run directory of an extra seed (:data:`SEED_RUN`) is not also an experiment's name, and the
+    last seed (the largest) is a valid ``train.seed``."""
     for task, exp in runs(config):
-        for name, seed in seed_runs(config, task, exp)[1:]:
+        extra = seed_runs(config, task, exp)[1:]
+        for name, seed in extra:
             if name in config["experiments"]:
                 raise ConfigError(f"{source}: experiments.{exp}.seeds: seed {seed} runs in {task}/{name}, "
                                   f"which is also an experiment's name; rename experiments.{name}")
+        if extra:
+            try:
+                TrainConfig.from_dict({**resolve(config, exp, task)["train"], "seed": extra[-1][1]})
+            except ValueError as error:
+                raise ConfigError(f"{source}: experiments.{exp} ({task}), the last of its {len(extra) + 1} seeds: "
+                                  f"{error}") from None
 
 
 def _check_figures(config: dict, run: FigureRun, source: str) -> dict:
