@@ -105,6 +105,20 @@ def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
         aiayn_config.load(ROOT / "config.yaml", path)
 
 
+@pytest.mark.parametrize("text", ["1e-9", "1.0e5", "1e5", "-2E3", "5e+0", "3.25e2"])
+@pytest.mark.parametrize("key", ["adam_eps", "warmup_steps"])
+def test_a_number_yaml_reads_as_text_is_refused_with_how_to_write_it(tmp_path, text, key):
+    """YAML 1.1 (PyYAML, and Snakemake's --configfile through it) reads ``1e-9`` as a string: the error
+    says what to write instead, and what it says YAML reads as that number."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"defaults:\n  train:\n    {key}: {text}\n", encoding="utf-8")
+    assert yaml.safe_load(path.read_text())["defaults"]["train"][key] == text  # the gotcha itself
+    with pytest.raises(aiayn_config.ConfigError, match=f"defaults.train.{key}: '{re.escape(text)}' is not") as error:
+        aiayn_config.load(ROOT / "config.yaml", path)
+    written = re.search(r"write (\S+)\)$", str(error.value))[1]
+    assert yaml.safe_load(f"x: {written}")["x"] == float(text)
+
+
 def test_the_seeds_allowed_are_the_seeds_the_libraries_take():
     """The largest ``data.bpe.seed`` is a seed sentencepiece keeps (one more is its "random seed"); the
     largest ``train.seed``, with extra seeds, a long run and many ranks, still gives torch a seed of a step

@@ -135,10 +135,10 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
         others = [" or ".join(map(repr, string_choices(opt))) if member is str and string_choices(opt) else
                   _name(member) for member in union if not _is_instance(value, member)]
         if not typed:
-            return f"{_shown(value)} is not {' or '.join(others)}"
+            return f"{_shown(value)} is not {' or '.join(others)}{_exponent_hint(value, union)}"
         return typed[0] + (f" (or {' or '.join(others)})" if others else "")
     if not _is_instance(value, kind):
-        return f"{_shown(value)} is not {_name(kind)}"
+        return f"{_shown(value)} is not {_name(kind)}{_exponent_hint(value, (kind,))}"
     if dataclasses.is_dataclass(kind) or kind in (type(None), bool, Any):
         return None
     if kind in (int, float):
@@ -146,6 +146,19 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
     if kind is str:
         return _string_problem(value, opt)
     return _container_problem(value, kind, opt)
+
+
+def _exponent_hint(value: Any, kinds: tuple) -> str:
+    """How to write a number that YAML read as a string: PyYAML, and Snakemake's configfile through it,
+    implement YAML 1.1, whose floats need a dot and a signed exponent (``1e-9`` and ``1.0e5`` are text,
+    ``1.0e-9`` and ``1.0e+5`` floats)."""
+    match = re.fullmatch(r"([-+]?\d+)(?:\.(\d*))?[eE]([-+]?)(\d+)", value) if isinstance(value, str) else None
+    if match is None or not {int, float} & set(kinds):
+        return ""
+    number = float(value)
+    written = str(int(number)) if int in kinds and number.is_integer() else \
+        f"{match[1]}.{match[2] or 0}e{match[3] or '+'}{match[4]}"
+    return f" (YAML reads {value} as text: write {written})"
 
 
 def _shown(value: Any) -> str:
