@@ -119,6 +119,15 @@ def test_a_number_yaml_reads_as_text_is_refused_with_how_to_write_it(tmp_path, t
     assert yaml.safe_load(f"x: {written}")["x"] == float(text)
 
 
+def test_norwegian_read_as_false_is_refused_with_how_to_quote_it(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("tasks:\n  en-de:\n    tgt: no\n", encoding="utf-8")
+    with pytest.raises(aiayn_config.ConfigError, match=r"tasks.en-de.tgt: False is not a string \(YAML reads yes, "
+                       r"no, on and off as booleans: quote the text, as in 'no'\)"):
+        aiayn_config.load(ROOT / "config.yaml", path)
+    assert yaml.safe_load("tgt: 'no'")["tgt"] == "no"
+
+
 def test_the_seeds_allowed_are_the_seeds_the_libraries_take():
     """The largest ``data.bpe.seed`` is a seed sentencepiece keeps (one more is its "random seed"); the
     largest ``train.seed``, with extra seeds, a long run and many ranks, still gives torch a seed of a step

@@ -135,10 +135,10 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
         others = [" or ".join(map(repr, string_choices(opt))) if member is str and string_choices(opt) else
                   _name(member) for member in union if not _is_instance(value, member)]
         if not typed:
-            return f"{_shown(value)} is not {' or '.join(others)}{_exponent_hint(value, union)}"
+            return f"{_shown(value)} is not {' or '.join(others)}{_yaml_hint(value, union)}"
         return typed[0] + (f" (or {' or '.join(others)})" if others else "")
     if not _is_instance(value, kind):
-        return f"{_shown(value)} is not {_name(kind)}{_exponent_hint(value, (kind,))}"
+        return f"{_shown(value)} is not {_name(kind)}{_yaml_hint(value, (kind,))}"
     if dataclasses.is_dataclass(kind) or kind in (type(None), bool, Any):
         return None
     if kind in (int, float):
@@ -148,10 +148,13 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
     return _container_problem(value, kind, opt)
 
 
-def _exponent_hint(value: Any, kinds: tuple) -> str:
-    """How to write a number that YAML read as a string: PyYAML, and Snakemake's configfile through it,
-    implement YAML 1.1, whose floats need a dot and a signed exponent (``1e-9`` and ``1.0e5`` are text,
-    ``1.0e-9`` and ``1.0e+5`` floats)."""
+def _yaml_hint(value: Any, kinds: tuple) -> str:
+    """How to write a value that YAML read as another type: PyYAML, and Snakemake's configfile through
+    it, implement YAML 1.1, whose floats need a dot and a signed exponent (``1e-9`` and ``1.0e5`` are
+    text, ``1.0e-9`` and ``1.0e+5`` floats) and whose booleans include yes, no, on and off (Norwegian's
+    code ``no`` is false)."""
+    if isinstance(value, bool) and str in kinds:
+        return f" (YAML reads yes, no, on and off as booleans: quote the text, as in '{'yes' if value else 'no'}')"
     match = re.fullmatch(r"([-+]?\d+)(?:\.(\d*))?[eE]([-+]?)(\d+)", value) if isinstance(value, str) else None
     if match is None or not {int, float} & set(kinds):
         return ""
