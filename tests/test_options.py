@@ -95,6 +95,8 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
      "defaults.train.warmup_steps: an integer of 401 digits is more than 64 bits hold"),
     ({"defaults": {"train": {"seed": -1}}}, "defaults.train.seed: -1 is less than the minimum of 0"),
     ({"data": {"bpe": {"seed": 2**32 - 1}}}, "data.bpe.seed: 4294967295 is greater than the maximum of 4294967294"),
+    ({"experiments": {"big": {"train": {"keep_checkpoints": 10}}}}, "experiments.big (en-de): "
+     "train.keep_checkpoints=10 keeps fewer checkpoints than average.last=20 averages; keep at least 20"),
     ({"defaults": {"train": {"seed": 2**32 - 1}, "seeds": 2}},
      ", the last of its 2 seeds: train.seed: 4294967296 is greater than the maximum of 4294967295"),
 ])

@@ -164,7 +164,7 @@ def test_a_lost_node_fails_the_job_on_both_nodes_and_the_rerun_resumes_from_the_
     job and Snakemake fail; no training process is left on either node and every checkpoint on disk
     loads. Running Snakemake again resumes from the newest of them, and the finished run's losses are an
     uninterrupted run's, bit for bit."""
-    steps = {"train_steps": 900, "checkpoint_steps": 100, "keep_checkpoints": 3, "dev_every_steps": 0}
+    steps = {"train_steps": 900, "checkpoint_steps": 100, "keep_checkpoints": 5, "dev_every_steps": 0}
     workdir = tmp_path / "nodes"
     common, profile = set_up(workdir, {"gpus": 0, "cpu_ranks": 1, "nodes": 2, **steps})
     arguments = (*common, "--profile", str(profile), SUMMARY)

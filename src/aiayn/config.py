@@ -205,16 +205,20 @@ def _check_files(config: dict, source: str) -> None:
 
 def _check_runs(config: dict, source: str) -> None:
     """Build every run's settings into the dataclasses its stages use, so that what they refuse (an odd
-    ``d_model`` with sinusoids, say) is refused now, naming the experiment."""
+    ``d_model`` with sinusoids, say) is refused now, naming the experiment; and the training keeps the
+    checkpoints its averaging takes (else averaging would take fewer, with a warning, after the training)."""
     builders = {"model": ModelConfig.from_dict, "train": TrainConfig.from_dict,
                 "average": AverageConfig.from_dict, "decode": DecodeConfig.from_dict}
     for task, exp in runs(config):
         settings = resolve(config, exp, task)
-        for section, make in builders.items():
-            try:
-                make(settings[section])
-            except ValueError as error:
-                raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
+        try:
+            built = {section: make(settings[section]) for section, make in builders.items()}
+        except ValueError as error:
+            raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
+        keep, last = built["train"].keep_checkpoints, built["average"].last
+        if keep < last:
+            raise ConfigError(f"{source}: experiments.{exp} ({task}): train.keep_checkpoints={keep} keeps fewer "
+                              f"checkpoints than average.last={last} averages; keep at least {last}")
 
 
 def _check_seed_runs(config: dict, source: str) -> None:
