@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 MAX_LINE_CHARS = 1_000_000
 # Lines per work unit of the worker processes, for every stage that maps lines: data.tokenize.chunk_lines.
 CHUNK_LINES = TokenizeConfig.chunk_lines
-CHUNK_HELP = "lines per work unit of the worker processes (default: data.tokenize.chunk_lines')"
+CHUNK_HELP = "lines per work unit of the worker processes (default: data.tokenize.chunk_lines)"
 
 
 T = TypeVar("T")
