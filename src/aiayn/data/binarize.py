@@ -101,7 +101,7 @@ def binarize(model: str, src: str, tgt: str, out_dir: str, max_shard_mb: float =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.data.binarize", description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True, help="sentencepiece .model")
     parser.add_argument("--src", required=True)
     parser.add_argument("--tgt", required=True)

@@ -202,7 +202,7 @@ def encode_file(model: str, input_path: str, output_path: str, threads: int = 1,
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.data.bpe", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     learn_p = commands.add_parser("learn", help="train one shared model on all inputs")
     learn_p.add_argument("--inputs", nargs="+", required=True)

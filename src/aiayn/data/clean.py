@@ -113,7 +113,7 @@ def _describe(counts: dict[str, int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.data.clean", description=__doc__.split("\n")[0])
     parser.add_argument("--src-lang", required=True)
     parser.add_argument("--tgt-lang", required=True)
     parser.add_argument("--corpora", nargs="+", required=True, help="PREFIX: reads PREFIX.<src>, PREFIX.<tgt>")

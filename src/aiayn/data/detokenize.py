@@ -51,7 +51,7 @@ def detokenize_file(job: MosesDetok, input_path: str, output_path: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.data.detokenize", description=__doc__.split("\n")[0])
     parser.add_argument("--lang", required=True)
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)

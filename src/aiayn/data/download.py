@@ -239,7 +239,7 @@ def download(url: str, out: str | os.PathLike, mirror: str | None = None, lock_p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.data.download", description=__doc__.split("\n")[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--out", required=True)
     add_settings(parser, "data.mirror and data.lock as JSON (default: the URLs, the shipped lock)")

@@ -134,7 +134,7 @@ def extract(archive: str, member: str, out_path: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.data.extract", description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--archive", help="a tar archive (with --member)")
     source.add_argument("--file", help="a plain file: text, .gz, .xz, .bz2 or .sgm")

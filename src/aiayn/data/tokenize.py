@@ -140,7 +140,7 @@ def tokenize_file(pipeline: MosesPipeline, input_path: str, output_path: str,
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.data.tokenize", description=__doc__.split("\n")[0])
     parser.add_argument("--lang", required=True, help="language code (en, de, fr, ...)")
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)

@@ -116,7 +116,7 @@ def select_spaced(available: list[tuple[int, Path]], newest: Checkpoint) -> list
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.decode.average", description=__doc__.split("\n\n")[0])
     parser.add_argument("--train-dir", required=True, help="a training run's --out-dir (holds checkpoints/)")
     add_settings(parser, "average.last as JSON (default: 5, the paper's base model)")
     parser.add_argument("--output", required=True, help="averaged checkpoint (written atomically)")

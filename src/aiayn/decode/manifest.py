@@ -103,7 +103,7 @@ def read_run(run_dir: str | os.PathLike, which: str = "avg") -> RunFiles:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.decode.manifest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--kind", required=True, choices=KINDS)
     parser.add_argument("--source-lang", required=True, help="the task's source language (parsing: words)")
     parser.add_argument("--target-lang", required=True, help="the task's target language (parsing: tree)")

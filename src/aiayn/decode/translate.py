@@ -108,7 +108,7 @@ def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: Spe
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.decode.translate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="checkpoint or averaged checkpoint (.pt)")
     parser.add_argument("--spm", required=True, help="the task's sentencepiece model")
     parser.add_argument("--input", required=True, help="source pieces, space separated, one sentence a line")

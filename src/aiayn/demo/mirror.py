@@ -157,7 +157,8 @@ def build(config: dict, out_dir: Path, seed: int, train_pairs: int, eval_pairs: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write the demo mirror: WMT14-layout archives, a WSJ-layout treebank.")
+    parser = argparse.ArgumentParser(prog="python -m aiayn.demo.mirror",
+                                     description="Write the demo mirror: WMT14-layout archives, a WSJ-layout treebank.")
     parser.add_argument("--out-dir", required=True, type=Path)
     parser.add_argument("--seed", required=True, type=int)
     parser.add_argument("--train-pairs", type=int, default=20000, help="training pairs per translation task")

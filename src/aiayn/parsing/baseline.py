@@ -36,7 +36,7 @@ def write_baseline(gold_path: Path, output: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.parsing.baseline", description=__doc__.split("\n\n")[0])
     parser.add_argument("--gold", required=True, type=Path, help="gold trees, one per line")
     parser.add_argument("--output", required=True, type=Path, help="flat trees, one per line")
     add_log(parser)

@@ -60,7 +60,7 @@ def postprocess(hyp_path: Path, words_path: Path, gold_path: Path, output: Path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.parsing.postprocess", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hyp", required=True, type=Path, help="decoded linearized trees, one per line")
     parser.add_argument("--words", required=True, type=Path, help="input sentences, one per line")
     parser.add_argument("--gold", required=True, type=Path, help="gold trees, one per line (for the POS tags)")

@@ -166,7 +166,7 @@ def write_symbols(counts: Counter, path: Path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m aiayn.parsing.prepare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--treebank", required=True, type=Path, help="LDC99T42 root, wsj/ folder, or *.trees dir")
     parser.add_argument("--out-dir", required=True, type=Path)
     add_settings(parser, "the task's splits, linearization and silver as JSON")

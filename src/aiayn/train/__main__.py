@@ -71,7 +71,7 @@ def memory_exhausted(error: RuntimeError, step: int, device: torch.device, cfg: 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m aiayn.train", description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
-    add_settings(parser, "the run's settings file (JSON)", required=True, type=Path)
+    add_settings(parser, "the run's model and train sections (settings/train.json)", required=True, type=Path)
     parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPUs of the job, shared by its ranks on this node (default: train.threads)")
