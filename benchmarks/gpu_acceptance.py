@@ -63,6 +63,7 @@ import argparse
 import contextlib
 import copy
 import csv
+import functools
 import json
 import logging
 import os
@@ -539,6 +540,13 @@ def memory_limit(device: torch.device, headroom: int):
         resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
+@functools.cache
+def trainer_process_data() -> int:
+    """The data segment of a Python process that has imported the trainer, in bytes."""
+    probe = "import aiayn.train.__main__, aiayn.train.trainer; print(open('/proc/self/status').read())"
+    return vm_data(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
+
+
 def limited_run(command: list[str], device: torch.device, headroom: int) -> subprocess.CompletedProcess:
     """``command`` (a Python process that loads the trainer) with ``headroom`` bytes of memory: on CUDA
     the caching allocator's limit (``per_process_memory_fraction`` of PYTORCH_CUDA_ALLOC_CONF), on a CPU
@@ -548,9 +556,7 @@ def limited_run(command: list[str], device: torch.device, headroom: int) -> subp
         conf = ",".join(filter(None, [os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), fraction]))
         return subprocess.run(command, env={**os.environ, "PYTORCH_CUDA_ALLOC_CONF": conf}, capture_output=True,
                               text=True)
-    probe = "import aiayn.train.__main__, aiayn.train.trainer; print(open('/proc/self/status').read())"
-    limit = vm_data(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
-    limit += headroom
+    limit = trainer_process_data() + headroom
     return subprocess.run(command, capture_output=True, text=True,
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)))
 
