@@ -547,15 +547,22 @@ def trainer_process_data() -> int:
     return vm_data(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout)
 
 
+# Runs a module (argv[2]) with the CUDA caching allocator limited to a fraction (argv[1]) of the device:
+# torch.cuda.set_per_process_memory_fraction in the child itself, whatever torch's version.
+LIMITED_CUDA = ("import runpy, sys, torch; torch.cuda.set_per_process_memory_fraction(float(sys.argv.pop(1))); "
+                "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+
+
 def limited_run(command: list[str], device: torch.device, headroom: int) -> subprocess.CompletedProcess:
-    """``command`` (a Python process that loads the trainer) with ``headroom`` bytes of memory: on CUDA
-    the caching allocator's limit (``per_process_memory_fraction`` of PYTORCH_CUDA_ALLOC_CONF), on a CPU
-    RLIMIT_DATA above the data segment such a process has once it has imported the trainer."""
+    """``command`` (``python -m <the trainer> ...``) with ``headroom`` bytes of memory: on CUDA the caching
+    allocator's limit, set in the child (:data:`LIMITED_CUDA`); on a CPU RLIMIT_DATA above the data
+    segment such a process has once it has imported the trainer."""
+    python, flag, module, *arguments = command
+    assert flag == "-m", command
     if device.type == "cuda":
-        fraction = f"per_process_memory_fraction:{headroom / torch.cuda.get_device_properties(device).total_memory:.6f}"
-        conf = ",".join(filter(None, [os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), fraction]))
-        return subprocess.run(command, env={**os.environ, "PYTORCH_CUDA_ALLOC_CONF": conf}, capture_output=True,
-                              text=True)
+        fraction = headroom / torch.cuda.get_device_properties(device).total_memory
+        return subprocess.run([python, "-c", LIMITED_CUDA, f"{fraction:.8f}", module, *arguments],
+                              capture_output=True, text=True)
     limit = trainer_process_data() + headroom
     return subprocess.run(command, capture_output=True, text=True,
                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)))

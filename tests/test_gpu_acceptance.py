@@ -61,6 +61,18 @@ def test_busy_time_is_the_union_of_intervals_inside_the_window():
     assert gpu_acceptance.busy_microseconds([(0.0, 10.0), (5.0, 8.0), (9.0, 12.0), (20.0, 30.0)], 2.0, 25.0) == 15.0
 
 
+def test_the_cuda_memory_limit_runs_the_trainer_with_its_arguments(tmp_path):
+    """The memory section's CUDA child sets its allocator's fraction, then runs the module with the rest of
+    the arguments as ``python -m`` would; here the fraction is printed instead of set (no CUDA)."""
+    code = gpu_acceptance.LIMITED_CUDA.replace("torch.cuda.set_per_process_memory_fraction(float(sys.argv.pop(1)))",
+                                               "print('fraction', float(sys.argv.pop(1)))")
+    assert code != gpu_acceptance.LIMITED_CUDA
+    done = subprocess.run([sys.executable, "-c", code, "0.004", "aiayn.train", "--help"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("fraction 0.004\nusage: python -m aiayn.train "), done.stdout[:300]
+
+
 def test_a_section_that_raises_fails_alone_and_the_verdict_sees_it():
     def broken():
         raise RuntimeError("CUDA error: no kernel image")
