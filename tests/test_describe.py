@@ -91,13 +91,14 @@ def test_overlays_merge_and_run_limits_the_rows(tmp_path, capsys):
     assert lines[2].startswith("F1,6,512,3072,8,64,64,0.1,0.1,100000,sinusoid,")
 
 
-def test_full_prints_the_whole_config_with_every_default_help_and_source(capsys):
+def test_full_prints_the_whole_config_with_every_default_help_range_and_source(capsys):
     """--full: YAML that reads back as the validated config (defaults filled in), each key commented."""
     assert main([str(CONFIG), "--full"]) == 0
     out = capsys.readouterr().out
     assert yaml.safe_load(out) == aiayn_config.load(CONFIG)
-    assert "    warmup_steps: 4000  # steps of linear learning-rate warmup [paper 5.3]" in out.splitlines()
-    assert "      d_model: 1024  # width of every sublayer's output and of the embeddings [paper 3.1]" in out
+    assert "    warmup_steps: 4000  # steps of linear learning-rate warmup (>= 1) [paper 5.3]" in out.splitlines()
+    assert "    label_smoothing: 0.1  # epsilon_ls of label smoothing (>= 0.0, < 1.0) [paper 5.4]" in out.splitlines()
+    assert "      d_model: 1024  # width of every sublayer's output and of the embeddings (>= 1) [paper 3.1]" in out
 
 
 def test_a_bad_config_ends_with_one_line_naming_the_file_and_key(tmp_path, monkeypatch):

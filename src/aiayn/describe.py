@@ -5,8 +5,8 @@ with ``--full``, the whole config as the workflow reads it.
     aiayn-describe config.yaml [overlay.yaml ...] --full
 
 ``--full`` prints the merged config with every default filled in (``config.yaml`` writes only what
-differs from the definitions, :mod:`aiayn.options`), each key commented with its help and where the
-paper or its code sets it: the paper's whole setup in one file.
+differs from the definitions, :mod:`aiayn.options`), each key commented with its help, its range and where
+the paper or its code sets it: the paper's whole setup in one file.
 
 One row per experiment that runs (all, or those ``run:`` chooses), described on its first task that
 runs (EN-DE for every Table 3 row; big's EN-FR dropout override is not shown). Overlays merge onto the
@@ -35,7 +35,7 @@ from aiayn import runs as aiayn_runs
 from aiayn.io import setup_logging
 from aiayn.model import Transformer, count_parameters
 from aiayn.options import Config, ModelConfig, TrainConfig
-from aiayn.options.core import hints, members, spec
+from aiayn.options.core import Option, hints, members, spec
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")
@@ -85,13 +85,13 @@ def describe(config: dict, vocab_size: int | None = None, gpus: int | None = Non
 
 def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
     """``values`` (a section of the validated config of type ``cls``) as YAML lines, each key that
-    ``cls`` defines commented with its help and source; sections of sections recurse."""
+    ``cls`` defines commented with its help, range and source; sections of sections recurse."""
     fields, lines = {f.name: f for f in dataclasses.fields(cls)} if cls else {}, []
     for name, value in values.items():
         field, pad = fields.get(name), " " * indent
         kind = _section_type(cls, field, value)
         opt = spec(field) if field else None
-        note = f"  # {opt.help}" + (f" [{opt.source}]" if opt.source else "") if opt and opt.help else ""
+        note = f"  # {opt.help}{_bounds(opt)}" + (f" [{opt.source}]" if opt.source else "") if opt and opt.help else ""
         if isinstance(value, dict) and value:
             lines.append(f"{pad}{name}:{note}")
             if kind is dict:
@@ -104,6 +104,13 @@ def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
         else:
             lines.append(f"{pad}{name}: {_scalar(value)}{note}")
     return lines
+
+
+def _bounds(opt: Option) -> str:
+    """An option's numeric range as a note: `` (>= 0, <= 4294967295)``; empty without one."""
+    bounds = [(opt.minimum, ">="), (opt.exclusive_minimum, ">"), (opt.maximum, "<="), (opt.exclusive_maximum, "<")]
+    shown = [f"{sign} {bound}" for bound, sign in bounds if bound is not None]
+    return f" ({', '.join(shown)})" if shown else ""
 
 
 def _section_type(cls: type | None, field: dataclasses.Field | None, value: object) -> type | None:
@@ -151,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="plan each step for N GPUs per node (default: train.gpus)")
     parser.add_argument("--nodes", type=int, default=None, help="plan each step for M nodes (default: train.nodes)")
     parser.add_argument("--full", action="store_true", help="print the whole config, defaults filled in, "
-                        "each key with its help and source (YAML)")
+                        "each key with its help, range and source (YAML)")
     args = parser.parse_args(argv)
     setup_logging()  # a bad config file or key ends with one line naming it
     if args.full:
