@@ -132,8 +132,8 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
         if any(problem is None for problem in problems):
             return None
         typed = [p for member, p in zip(union, problems) if _is_instance(value, member)]
-        others = [" or ".join(map(repr, string_choices(opt))) if member is str and string_choices(opt) else
-                  _name(member) for member in union if not _is_instance(value, member)]
+        others = [" or ".join(map(repr, opt.choices)) if member is str and opt.choices else _name(member)
+                  for member in union if not _is_instance(value, member)]
         if not typed:
             return f"{_shown(value)} is not {' or '.join(others)}{_yaml_hint(value, union)}"
         return typed[0] + (f" (or {' or '.join(others)})" if others else "")
@@ -198,19 +198,6 @@ def _name(kind: Any) -> str:
     return {tuple: "a list", list: "a list", dict: "a mapping"}.get(origin, f"a {getattr(kind, '__name__', kind)}")
 
 
-def numeric_choices(opt: Option) -> tuple | None:
-    """``choices`` when they are numbers (choices of a union's strings do not bind its numbers)."""
-    if opt.choices is not None and all(isinstance(c, (int, float)) for c in opt.choices):
-        return opt.choices
-    return None
-
-
-def string_choices(opt: Option) -> tuple | None:
-    if opt.choices is not None and all(isinstance(c, str) for c in opt.choices):
-        return opt.choices
-    return None
-
-
 def _range_problem(value: float, opt: Option) -> str | None:
     # YAML's .nan and .inf and JSON's NaN and Infinity: no option means them, and NaN passes every bound
     if isinstance(value, float) and not math.isfinite(value):
@@ -218,8 +205,6 @@ def _range_problem(value: float, opt: Option) -> str | None:
     # YAML's integers have any size; torch, NumPy and a settings file's readers hold 64 bits
     if isinstance(value, int) and not -2**63 <= value < 2**63:
         return f"an integer of {len(str(abs(value)))} digits is more than 64 bits hold"
-    if numeric_choices(opt) is not None and value not in opt.choices:
-        return f"{value!r} is not one of {', '.join(map(str, opt.choices))}"
     bounds = ((opt.minimum, lambda b: value < b, "less than the minimum of"),
               (opt.exclusive_minimum, lambda b: value <= b, "less than or equal to the minimum of"),
               (opt.maximum, lambda b: value > b, "greater than the maximum of"),
@@ -231,7 +216,7 @@ def _range_problem(value: float, opt: Option) -> str | None:
 
 
 def _string_problem(value: str, opt: Option) -> str | None:
-    if string_choices(opt) is not None and value not in opt.choices:
+    if opt.choices is not None and value not in opt.choices:
         return f"{value!r} is not one of {', '.join(map(str, opt.choices))}"
     if opt.pattern is not None and not re.search(opt.pattern, value):
         return f"{value!r} does not match {opt.pattern!r}"
