@@ -149,10 +149,12 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
 
 
 def _yaml_hint(value: Any, kinds: tuple) -> str:
-    """How to write a value that YAML read as another type: PyYAML, and Snakemake's configfile through
-    it, implement YAML 1.1, whose floats need a dot and a signed exponent (``1e-9`` and ``1.0e5`` are
-    text, ``1.0e-9`` and ``1.0e+5`` floats) and whose booleans include yes, no, on and off (Norwegian's
-    code ``no`` is false)."""
+    """How to write a value that YAML read as another type. PyYAML's implicit types are YAML 1.1's: a float
+    needs a dot and a signed exponent (``1e-9`` and ``1.0e5`` are text, ``1.0e-9`` and ``1.0e+5`` floats),
+    and yes, no, on and off are booleans (Norwegian's code ``no`` is false): yaml/pyyaml
+    ``lib/yaml/resolver.py`` at 6.0.3 (49790e73). Snakemake reads a --configfile the same way, through yte
+    (snakemake/snakemake ``src/snakemake/common/configfile.py`` at ead894bd; koesterlab/yte
+    ``yte/__init__.py`` at v1.5.7, bd72fa4c: ``yaml.FullLoader``)."""
     if isinstance(value, bool) and str in kinds:
         return f" (YAML reads yes, no, on and off as booleans: quote the text, as in '{'yes' if value else 'no'}')"
     match = re.fullmatch(r"([-+]?\d+)(?:\.(\d*))?[eE]([-+]?)(\d+)", value) if isinstance(value, str) else None
