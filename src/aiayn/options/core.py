@@ -14,6 +14,7 @@ value's one-choice ``kind``, or else by its keys.
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import functools
 import math
 import re
@@ -160,8 +161,8 @@ def _yaml_hint(value: Any, kinds: tuple) -> str:
     match = re.fullmatch(r"([-+]?\d+)(?:\.(\d*))?[eE]([-+]?)(\d+)", value) if isinstance(value, str) else None
     if match is None or not {int, float} & set(kinds):
         return ""
-    number = float(value)
-    written = str(int(number)) if int in kinds and number.is_integer() else \
+    number = decimal.Decimal(value)  # exact: 1e30 is 10**30, not float's 1000000000000000019884624838656
+    written = str(int(number)) if int in kinds and number == number.to_integral_value() else \
         f"{match[1]}.{match[2] or 0}e{match[3] or '+'}{match[4]}"
     return f" (YAML reads {value} as text: write {written})"
 
