@@ -35,7 +35,7 @@ from aiayn import runs as aiayn_runs
 from aiayn.io import setup_logging
 from aiayn.model import Transformer, count_parameters
 from aiayn.options import Config, ModelConfig, TrainConfig
-from aiayn.options.core import Option, hints, members, spec
+from aiayn.options.core import BOUNDS, Option, hints, members, spec
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")
@@ -108,8 +108,7 @@ def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
 
 def _bounds(opt: Option) -> str:
     """An option's numeric range as a note: `` (>= 0, <= 4294967295)``; empty without one."""
-    bounds = [(opt.minimum, ">="), (opt.exclusive_minimum, ">"), (opt.maximum, "<="), (opt.exclusive_maximum, "<")]
-    shown = [f"{sign} {bound}" for bound, sign in bounds if bound is not None]
+    shown = [f"{sign} {getattr(opt, name)}" for name, sign, _, _ in BOUNDS if getattr(opt, name) is not None]
     return f" ({', '.join(shown)})" if shown else ""
 
 

@@ -17,6 +17,7 @@ import dataclasses
 import decimal
 import functools
 import math
+import operator
 import re
 import types
 import typing
@@ -201,6 +202,13 @@ def _name(kind: Any) -> str:
     return {tuple: "a list", list: "a list", dict: "a mapping"}.get(origin, f"a {getattr(kind, '__name__', kind)}")
 
 
+# an Option's bounds: the field, the relation a value must have to it, and the words for a value without it
+BOUNDS = (("minimum", ">=", operator.ge, "less than the minimum of"),
+          ("exclusive_minimum", ">", operator.gt, "less than or equal to the minimum of"),
+          ("maximum", "<=", operator.le, "greater than the maximum of"),
+          ("exclusive_maximum", "<", operator.lt, "greater than or equal to the maximum of"))
+
+
 def _range_problem(value: float, opt: Option) -> str | None:
     # YAML's .nan and .inf and JSON's NaN and Infinity: no option means them, and NaN passes every bound
     if isinstance(value, float) and not math.isfinite(value):
@@ -208,12 +216,9 @@ def _range_problem(value: float, opt: Option) -> str | None:
     # YAML's integers have any size; torch, NumPy and a settings file's readers hold 64 bits
     if isinstance(value, int) and not -2**63 <= value < 2**63:
         return f"an integer of {len(str(abs(value)))} digits is more than 64 bits hold"
-    bounds = ((opt.minimum, lambda b: value < b, "less than the minimum of"),
-              (opt.exclusive_minimum, lambda b: value <= b, "less than or equal to the minimum of"),
-              (opt.maximum, lambda b: value > b, "greater than the maximum of"),
-              (opt.exclusive_maximum, lambda b: value >= b, "greater than or equal to the maximum of"))
-    for bound, fails, words in bounds:
-        if bound is not None and fails(bound):
+    for name, _, holds, words in BOUNDS:
+        bound = getattr(opt, name)
+        if bound is not None and not holds(value, bound):
             return f"{value!r} is {words} {bound!r}"
     return None
 
