@@ -99,6 +99,23 @@ def test_full_prints_the_whole_config_with_every_default_help_range_and_source(c
     assert "    warmup_steps: 4000  # steps of linear learning-rate warmup (>= 1) [paper 5.3]" in out.splitlines()
     assert "    label_smoothing: 0.1  # epsilon_ls of label smoothing (>= 0.0, < 1.0) [paper 5.4]" in out.splitlines()
     assert "      d_model: 1024  # width of every sublayer's output and of the embeddings (>= 1) [paper 3.1]" in out
+    assert "    compile: false  # torch.compile the model (resumable)" in out.splitlines()
+
+
+def test_full_marks_resumable_exactly_the_keys_a_training_resumes_across(capsys):
+    """The keys --full marks ``resumable`` in defaults.train are those whose change the trainer's resume
+    accepts (aiayn.train.resume.RESUMABLE); elsewhere only an experiment's own train overrides of them."""
+    from aiayn.train.resume import RESUMABLE
+
+    assert main([str(CONFIG), "--full"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    defaults = next(i for i, line in enumerate(lines) if line.startswith("defaults:"))
+    first = next(i for i in range(defaults, len(lines)) if lines[i].startswith("  train:")) + 1
+    last = next(i for i in range(first, len(lines)) if not lines[i].startswith("    "))
+    train = {line.split(":")[0].strip(): line for line in lines[first:last]}
+    assert {key for key, line in train.items() if "resumable)" in line} == set(RESUMABLE)
+    others = [line for line in lines[:first] + lines[last:] if "resumable)" in line]
+    assert others and all(line.startswith("      ") and line.split(":")[0].strip() in RESUMABLE for line in others)
 
 
 def test_a_bad_config_ends_with_one_line_naming_the_file_and_key(tmp_path, monkeypatch):

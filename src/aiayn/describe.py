@@ -5,8 +5,9 @@ with ``--full``, the whole config as the workflow reads it.
     aiayn-describe config.yaml [overlay.yaml ...] --full
 
 ``--full`` prints the merged config with every default filled in (``config.yaml`` writes only what
-differs from the definitions, :mod:`aiayn.options`), each key commented with its help, its range and where
-the paper or its code sets it: the paper's whole setup in one file.
+differs from the definitions, :mod:`aiayn.options`), each key commented with its help, its range, whether a
+training resumes across a change of it (``resumable``) and where the paper or its code sets it: the paper's
+whole setup in one file.
 
 One row per experiment that runs (all, or those ``run:`` chooses), described on its first task that
 runs (EN-DE for every Table 3 row; big's EN-FR dropout override is not shown). Overlays merge onto the
@@ -91,7 +92,7 @@ def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
         field, pad = fields.get(name), " " * indent
         kind = _section_type(cls, field, value)
         opt = spec(field) if field else None
-        note = f"  # {opt.help}{_bounds(opt)}" + (f" [{opt.source}]" if opt.source else "") if opt and opt.help else ""
+        note = f"  # {opt.help}{_marks(opt)}" + (f" [{opt.source}]" if opt.source else "") if opt and opt.help else ""
         if isinstance(value, dict) and value:
             lines.append(f"{pad}{name}:{note}")
             if kind is dict:
@@ -106,9 +107,11 @@ def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
     return lines
 
 
-def _bounds(opt: Option) -> str:
-    """An option's numeric range as a note: `` (>= 0, <= 4294967295)``; empty without one."""
+def _marks(opt: Option) -> str:
+    """An option's range, and whether a training resumes across a change of it (``resumable``, as
+    :func:`aiayn.train.resume.trajectory_changes` reads it), as a note: `` (>= 1, resumable)``."""
     shown = [f"{sign} {getattr(opt, name)}" for name, sign, _, _ in BOUNDS if getattr(opt, name) is not None]
+    shown += ["resumable"] if opt.resumable else []
     return f" ({', '.join(shown)})" if shown else ""
 
 
@@ -157,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="plan each step for N GPUs per node (default: train.gpus)")
     parser.add_argument("--nodes", type=int, default=None, help="plan each step for M nodes (default: train.nodes)")
     parser.add_argument("--full", action="store_true", help="print the whole config, defaults filled in, "
-                        "each key with its help, range and source (YAML)")
+                        "each key with its help, range, resumability and source (YAML)")
     args = parser.parse_args(argv)
     setup_logging()  # a bad config file or key ends with one line naming it
     if args.full:
