@@ -220,10 +220,10 @@ class Trainer:
 
     def run(self) -> int:
         """Train to ``train_steps`` (or ``max_steps_this_run`` more steps); returns an exit status."""
-        started, resumed = time.perf_counter(), self.resume()
+        started = time.perf_counter()
+        self.resume()
         wall0, steps_this_run = self.progress.wall_seconds, 0
         metrics = MetricsLog(self.out_dir, self.progress.step) if self.env.is_main else None
-        saved_step = self.progress.step if resumed else -1
         self._log_start()
         bar = tqdm(total=self.cfg.train_steps, initial=self.progress.step, disable=None if self.env.is_main else True,
                    unit="step", dynamic_ncols=True)
@@ -250,7 +250,6 @@ class Trainer:
                     self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
                     self.progress.wall_seconds = wall0 + time.perf_counter() - started
                     self.save()
-                    saved_step = step
             self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
         finally:
             self.batches.close()
@@ -258,7 +257,7 @@ class Trainer:
         if self.window.steps and metrics:
             self.progress.train_loss = self.window.loss / max(self.window.tokens, 1.0)
         self.progress.wall_seconds = wall0 + time.perf_counter() - started
-        self.finish(saved_step, metrics)
+        self.finish(metrics)
         return 0
 
     def _log_start(self) -> None:
@@ -267,7 +266,7 @@ class Trainer:
                  self.flops_per_token, self.env.world_size, self.env.device, device_name(self.env.device),
                  self.precision, self.plan.passes, self.plan.tokens_per_pass, self.plan.tokens_per_step)
 
-    def finish(self, saved_step: int, metrics: MetricsLog | None) -> None:
+    def finish(self, metrics: MetricsLog | None) -> None:
         """Final checkpoint, ``checkpoint_last.pt``, dev perplexity and ``summary.json`` (written last)."""
         if not self.env.is_main:
             return
@@ -277,7 +276,7 @@ class Trainer:
             if metrics:
                 metrics.dev(self.progress.step, ppl)
         path = checkpoint_path(self.out_dir, self.progress.step)
-        if saved_step != self.progress.step or not path.exists():
+        if self.saved_step != self.progress.step or not path.exists():
             path = self.save()
         publish_last(self.out_dir, path)
         if metrics:
