@@ -10,7 +10,9 @@ saved after each section and each throughput run.
 
 Sections of the JSON (each with ``pass`` where there is a criterion):
 - ``throughput``: per model (base and big at the paper's 25,000 tokens per step; ``--tiny``: a tiny
-  model) and mode (eager, compiled): target tokens/s (median of timed steps), MFU (against the card's
+  model), mode (eager, compiled, captured: ``train.compile_mode: reduce-overhead``) and forward passes a
+  step (:func:`throughput_runs`), batches padded to the GPU's ladder of shapes: the warm-up's seconds
+  (one epoch: every shape compiled and captured), target tokens/s (median of timed steps), MFU (against the card's
   dense peak in the run's precision, ``gpu_model`` in :data:`aiayn.runtime.gpus.CARDS`; TF32's for fp32
   products run as TF32, ``tf32_matmuls``; none for a card not in the table), peak GPU memory,
   the scaled-dot-product-attention kernels that ran, and the share of the step's time the GPU ran no
@@ -43,6 +45,8 @@ Sections of the JSON (each with ``pass`` where there is a criterion):
   RLIMIT_DATA): a training whose passes grow past it ends with the trainer's out-of-memory line naming
   train.tokens_per_pass, and smaller passes resume it from its newest checkpoint; a decoding batch that
   does not fit is searched a sentence at a time, as it would be without the limit (:func:`memory_check`).
+- ``sdpa_shapes``: per attention backend, the first and second call at new shapes (:func:`sdpa_shapes`).
+  Skipped on a CPU.
 - ``ddp``: with 2 or more GPUs, ``train.gpus: 2`` (torchrun, NCCL) against one GPU with the same
   step: the loss and gradient norm of every step (pass: within 1e-3 relative) and the final weights
   (pass: largest difference within a tenth of the summed learning rate). Skipped with one GPU or on a CPU.
@@ -176,27 +180,42 @@ def profile_step(trainer: Trainer) -> dict:
     return {"sdpa_kernels": kernels, "gpu_idle_share": round(gpu_idle_share(prof.events()), 4) if cuda else None}
 
 
-def throughput(work: Path, name: str, model: dict, compiled: bool, args, device: torch.device,
-               cudnn_attention: bool = False) -> dict:
-    """Training speed of ``model`` at the paper's tokens per step; ``cudnn_attention`` lets attention
-    use cuDNN's kernel again (what torch picks by itself), to measure what
-    :func:`aiayn.runtime.precision.avoid_cudnn_attention` saves."""
-    tokens_per_step, per_batch = (1024, 512) if args.tiny else (25000, 12500)
+# torch.compile's mode of each throughput mode (eager: not compiled)
+MODES = {"eager": None, "compiled": "default", "captured": "reduce-overhead"}
+
+
+def throughput(work: Path, name: str, model: dict, mode: str, args, device: torch.device,
+               cudnn_attention: bool = False, passes: int = 2) -> dict:
+    """Training speed of ``model`` at the paper's tokens per step in ``passes`` forward passes, ``mode``
+    one of :data:`MODES`, batches padded to the GPU's ladder of shapes (``train.batch_shapes`` null);
+    ``cudnn_attention`` lets attention use cuDNN's kernel again (what torch picks by itself), to measure
+    what :func:`aiayn.runtime.precision.avoid_cudnn_attention` saves. Warm-up: one epoch (every shape
+    met, compiled and captured), at most ``args.warmup_steps`` steps past the first; its seconds are
+    ``warmup_seconds``."""
+    tokens_per_step = 1024 if args.tiny else 25000
     data = work / "data-tiny" if args.tiny else work / "data-paper"
-    run = run_settings(model, tokens_per_step, per_batch, 10**6, 1, compile=compiled, precision="auto")
+    compiled = MODES[mode] is not None
+    run = run_settings(model, tokens_per_step, tokens_per_step // passes, 10**6, 1, compile=compiled,
+                       compile_mode=MODES[mode] or "default", precision="auto")
     began = time.perf_counter()
     torch.manual_seed(0)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    trainer = Trainer(run, data, work / f"tp-{name}-{compiled}-{cudnn_attention}", DistEnv(0, 1, device))
+    trainer = Trainer(run, data, work / f"tp-{name}-{mode}-{passes}-{cudnn_attention}", DistEnv(0, 1, device))
     with cudnn_attention_allowed(cudnn_attention):
-        time_updates(trainer, args.warmup_steps)
+        warm = time.perf_counter()
+        time_updates(trainer, max(args.warmup_steps, trainer.stream.sampler.per_rank // trainer.plan.passes + 1))
+        warmup_seconds = time.perf_counter() - warm
         rates = time_updates(trainer, args.timed_steps)
         profile = run_section(lambda: profile_step(trainer))  # a failed profile keeps the figures below
     median = statistics.median(rates)
-    result = {"model": name, "compiled": compiled, "precision": trainer.precision, "tf32_matmuls": tf32_matmuls(device),
+    shapes = trainer.stream.sampler.shapes
+    result = {"model": name, "mode": mode, "passes": trainer.plan.passes, "precision": trainer.precision,
+              "tf32_matmuls": tf32_matmuls(device), "batch_shapes": len(set(shapes)) if shapes else None,
               "tokens_per_step": trainer.plan.tokens_per_step, "target_tokens_per_s": round(median, 1),
               "mfu": None if trainer.mfu(median) is None else round(trainer.mfu(median), 4),
+              "host_ms_per_step": round(1000 * trainer.plan.tokens_per_step / median, 1) if device.type != "cuda"
+              else None, "warmup_seconds": round(warmup_seconds, 1),
               "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None}
     result |= profile | {"cudnn_attention": cudnn_attention}
     result["seconds"] = round(time.perf_counter() - began, 1)
@@ -204,19 +223,25 @@ def throughput(work: Path, name: str, model: dict, compiled: bool, args, device:
     return result
 
 
-def throughputs(report: dict, save: callable, work: Path, models: dict, modes: tuple[bool, ...], args,
-                device: torch.device) -> list[dict]:
-    """:func:`throughput` of every model in every mode, the eager ones first (compiling takes longest),
-    on CUDA the first model once more with cuDNN's attention allowed; each entry added to
-    ``report["throughput"]`` and saved as it is measured."""
-    runs = [(name, False, False) for name in models]
-    if device.type == "cuda":
-        runs.append((next(iter(models)), False, True))  # cuDNN's attention allowed, beside the first
-    runs += [(name, True, False) for name in models if True in modes]
+def throughput_runs(models: dict, device: torch.device) -> list[tuple[str, str, bool, int]]:
+    """(model, mode, cuDNN's attention, passes) of the throughput section. On CUDA: every model eager in
+    two passes (the first GPU runs' setting) and in one, the first model's one pass once more with cuDNN's
+    attention, then compiled and captured (CUDA graphs) in one pass; on a CPU eager in two passes."""
+    if device.type != "cuda":
+        return [(name, "eager", False, 2) for name in models]
+    first = next(iter(models))
+    runs = [(name, "eager", False, passes) for passes in (2, 1) for name in models]
+    runs.append((first, "eager", True, 1))
+    return runs + [(name, mode, False, 1) for mode in ("compiled", "captured") for name in models]
+
+
+def throughputs(report: dict, save: callable, work: Path, models: dict, args, device: torch.device) -> list[dict]:
+    """:func:`throughput` of each of :func:`throughput_runs`, each entry added to ``report["throughput"]``
+    and saved as it is measured."""
     report["throughput"] = []
-    for name, compiled, cudnn in runs:
-        report["throughput"].append({"model": name, "compiled": compiled} | run_section(
-            lambda: throughput(work, name, models[name], compiled, args, device, cudnn)))
+    for name, mode, cudnn, passes in throughput_runs(models, device):
+        report["throughput"].append({"model": name, "mode": mode, "passes": passes} | run_section(
+            lambda: throughput(work, name, models[name], mode, args, device, cudnn, passes)))
         save()
     return report["throughput"]
 
@@ -627,7 +652,37 @@ def memory_check(work: Path, args, device: torch.device) -> dict:
     return {"train": training, "decode": decoding, "pass": training["pass"] and decoding["pass"]}
 
 
-SECTIONS = ("throughput", "resume", "resume_ranks", "decode", "host_syncs", "memory", "ddp", "compile_ddp")
+SECTIONS = ("throughput", "resume", "resume_ranks", "decode", "host_syncs", "memory", "ddp", "compile_ddp",
+            "sdpa_shapes")
+
+
+def sdpa_shapes(device: torch.device, lengths: tuple[int, ...] = (37, 53, 71, 89)) -> dict:
+    """Milliseconds of the first and of the second forward and backward call of scaled-dot-product attention
+    at shapes not met before, per SDPA backend (median over ``lengths``, bf16, 64 x 8 heads x 64, a padding
+    mask but for flash, which takes none): first minus second is what a backend spends on a new shape
+    (an execution plan, a kernel's compile or choice), the second the call itself. CUDA only."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if device.type != "cuda":
+        return {"skipped": "CPU"}
+    result = {}
+    for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+                    SDPBackend.MATH):
+        firsts, seconds = [], []
+        for length in lengths:
+            q = torch.randn(64, 8, length, 64, device=device, dtype=torch.bfloat16, requires_grad=True)
+            mask = None if backend == SDPBackend.FLASH_ATTENTION else torch.ones(64, 1, 1, length, dtype=torch.bool,
+                                                                                   device=device)
+            for times in (firsts, seconds):
+                torch.cuda.synchronize(device)
+                began = time.perf_counter()
+                with sdpa_kernel([backend]):
+                    torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask).sum().backward()
+                torch.cuda.synchronize(device)
+                times.append(1000 * (time.perf_counter() - began))
+        result[backend.name.lower()] = {"first_ms": round(statistics.median(firsts), 2),
+                                        "second_ms": round(statistics.median(seconds), 2)}
+    return result
 
 
 def run_section(section: callable) -> dict:
@@ -679,11 +734,10 @@ def main(argv: list[str] | None = None) -> int:
         models = {"tiny": TINY_MODEL} if args.tiny else {name: PAPER_MODELS[name] for name in ("base", "big")}
         if not args.tiny:
             synthetic_task(work / "data-paper", 60000, 37000, (10, 41))
-        modes = (False,) if device.type == "cpu" else (False, True)
         gpus = 1 if device.type == "cuda" else 0
         sections = {
-            "throughput": lambda: throughputs(report, lambda: write_json(args.output, report), work, models, modes,
-                                              args, device),
+            "throughput": lambda: throughputs(report, lambda: write_json(args.output, report), work, models, args,
+                                              device),
             "resume": lambda: resume_check(work, tiny_data, TINY_MODEL, args, gpus),
             "resume_ranks": lambda: resume_ranks_check(work, tiny_data, args, gpus),
             "decode": lambda: decode_check(args, device),
@@ -693,6 +747,7 @@ def main(argv: list[str] | None = None) -> int:
                             if gpus else {"skipped": "CPU"}),
             "compile_ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args, compiled=True)
                                     if gpus else {"skipped": "CPU: inductor compiles for minutes per run"}),
+            "sdpa_shapes": lambda: sdpa_shapes(device),
         }
         if device.type == "cpu":
             report["throughput_compiled"] = ("skipped on a CPU (inductor compiles for minutes); "

@@ -103,12 +103,15 @@ VARIANTS: dict[str, tuple[dict, InitScheme | CrossApart | None, str]] = {
                         "t2t, FFN weights and biases as fairseq (nn.Linear's default)"),
     "t2t+fairseq-cross": ({"init": "t2t"}, CrossApart(SCHEMES["t2t"], SCHEMES["fairseq"]),
                           "t2t, encoder-decoder attention as fairseq (q, k, v at 1/sqrt(2) of the Xavier bound)"),
+    "ladder": ({}, None, "this project's defaults, batches padded to a GPU's ladder of shapes (train.batch_shapes)"),
 }
+# name: train settings a variant changes
+TRAIN_CHANGES = {"ladder": {"batch_shapes": 64}}
 
 
-def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
+def settings(args: argparse.Namespace, model_changes: dict, seed: int, train_changes: dict | None = None) -> dict:
     """The run's settings: the model of ``--layers/--d-model/...`` (every key, defaults filled in) and
-    the trainer's train section."""
+    the trainer's train section (with ``train_changes``)."""
     model = {"n_layers": args.layers, "d_model": args.d_model, "d_ff": args.d_ff, "n_heads": args.heads,
              "d_k": args.d_model // args.heads, "d_v": args.d_model // args.heads, "dropout": 0.1,
              "share_embeddings": True, **model_changes}
@@ -117,7 +120,7 @@ def settings(args: argparse.Namespace, model_changes: dict, seed: int) -> dict:
              "tokens_per_pass": args.tokens_per_step, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
              "warmup_steps": args.warmup, "lr_scale": 1.0, "seed": seed, "precision": "fp32", "gpus": 0,
              "checkpoint_minutes": 5, "keep_checkpoints": 1, "log_every_steps": args.window,
-             "dev_every_steps": args.dev_every}
+             "dev_every_steps": args.dev_every, **(train_changes or {})}
     return {"experiment": "learning_parity", "task": "en-de", "model": model, "train": train}
 
 
@@ -128,7 +131,7 @@ def run_key(name: str, args: argparse.Namespace, seed: int) -> str:
     checkpoints leave the curve as it is (a resumed run repeats the uninterrupted one bit for bit:
     tests/test_torchrun.py), so an interrupted run continues from its last one under the same key."""
     changes, scheme = VARIANTS[name][:2] if name in VARIANTS else ({}, None)
-    config = settings(args, changes, seed)
+    config = settings(args, changes, seed, TRAIN_CHANGES.get(name))
     config["train"]["train_steps"] = 0
     config["train"]["checkpoint_minutes"] = 0
     if name == "fairseq":  # fairseq builds its own model: only the settings it is given count
@@ -141,7 +144,8 @@ def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Pa
     """Train with our Trainer; returns its curve from ``log.csv`` (nll window means, dev_ppl rows)."""
     changes, scheme, _ = VARIANTS[name]
     torch.set_num_threads(args.threads)
-    trainer = Trainer(settings(args, changes, seed), work / "bin", out, DistEnv(0, 1, torch.device("cpu")))
+    trainer = Trainer(settings(args, changes, seed, TRAIN_CHANGES.get(name)), work / "bin", out,
+                      DistEnv(0, 1, torch.device("cpu")))
     if scheme is not None:
         torch.manual_seed(seed)
         if isinstance(scheme, CrossApart):

@@ -272,6 +272,8 @@ class PretendCuda:
             (torch.cuda, "get_device_name"): lambda device=None: CARD,
             (torch.cuda, "is_bf16_supported"): lambda including_emulation=True: True,
             (torch.cuda, "max_memory_allocated"): lambda device=None: 0,
+            (torch.cuda, "memory_reserved"): lambda device=None: 0,
+            (torch.cuda, "mem_get_info"): lambda device=None: (80 * 2**30, 80 * 2**30),
             (torch.cuda, "reset_peak_memory_stats"): lambda device=None: None,
             (torch.cuda, "current_device"): lambda: 0,
             (torch.cuda, "is_available"): lambda: True,

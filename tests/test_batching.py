@@ -59,14 +59,14 @@ def test_stream_resumes_mid_epoch_and_crosses_epochs():
     batches, _ = make_batches(*lengths(200), tokens_per_batch=64)
     sampler = BatchSampler(batches, seed=2)
     stream = BatchStream(sampler)
-    taken = [stream.next().tolist() for _ in range(len(batches) + 3)]
+    taken = [stream.next()[0].tolist() for _ in range(len(batches) + 3)]
     assert stream.state_dict() == {"epoch": 2, "position": 3}
     again = BatchStream(sampler)
     for _ in range(5):
         again.next()
     resumed = BatchStream(sampler)
     resumed.load_state_dict(again.state_dict())
-    assert [resumed.next().tolist() for _ in range(len(batches) - 2)] == taken[5:]
+    assert [resumed.next()[0].tolist() for _ in range(len(batches) - 2)] == taken[5:]
 
 
 def test_collate_adds_eos_and_bos(tmp_path):

@@ -61,7 +61,8 @@ def test_cli_gpus_shows_the_papers_step_on_any_number_of_gpus(capsys, gpus):
         per_pass, step = int(row["tokens_per_pass"]), int(row["tokens_per_step"])
         assert abs(step - 25000) <= per_pass and step == gpus * int(row["passes"]) * per_pass
     base = next(r for r in rows if r["experiment"] == "base")
-    assert (base["passes"], base["tokens_per_pass"]) == {1: ("2", "12500"), 8: ("1", "3125")}.get(
+    # train.tokens_per_pass null: one pass a step where the GPU's memory holds it
+    assert (base["passes"], base["tokens_per_pass"]) == {1: ("1", "25000"), 8: ("1", "3125")}.get(
         gpus, (base["passes"], base["tokens_per_pass"]))
 
 
@@ -99,7 +100,8 @@ def test_full_prints_the_whole_config_with_every_default_help_range_and_source(c
     assert "    warmup_steps: 4000  # steps of linear learning-rate warmup (>= 1) [paper 5.3]" in out.splitlines()
     assert "    label_smoothing: 0.1  # epsilon_ls of label smoothing (>= 0.0, < 1.0) [paper 5.4]" in out.splitlines()
     assert "      d_model: 1024  # width of every sublayer's output and of the embeddings (>= 1) [paper 3.1]" in out
-    assert "    compile: false  # torch.compile the model (resumable)" in out.splitlines()
+    assert ("    compile: null  # torch.compile the model and its loss as one step (null: on a GPU, not on a CPU) "
+            "(resumable)") in out.splitlines()
 
 
 def test_full_marks_resumable_exactly_the_keys_a_training_resumes_across(capsys):

@@ -82,7 +82,7 @@ def test_a_section_that_raises_fails_alone_and_the_verdict_sees_it():
     report = {"resume": {"pass": True}, "decode": {"pass": None}, "ddp": {"skipped": "CPU"},
               "throughput": [{"model": "base", "target_tokens_per_s": 1.0}]}
     assert gpu_acceptance.verdict(report, list(report) + ["host_syncs"])   # a section not yet run is no failure
-    report["throughput"].append({"model": "big", "compiled": True} | failed)
+    report["throughput"].append({"model": "big", "mode": "compiled"} | failed)
     assert gpu_acceptance.passed(report["throughput"]) is False
     assert not gpu_acceptance.verdict(report, list(report))
 
@@ -119,7 +119,8 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     assert memory["pass"] is True, memory
     assert report["pass"] is True and report["complete"] is True
     assert set(report["seconds_per_section"]) == {"throughput", "resume", "resume_ranks", "decode", "host_syncs",
-                                                  "memory", "ddp", "compile_ddp"}
+                                                  "memory", "ddp", "compile_ddp", "sdpa_shapes"}
+    assert report["sdpa_shapes"] == {"skipped": "CPU"}
 
 
 def training(path, rows, weight):

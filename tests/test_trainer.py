@@ -309,10 +309,10 @@ def _checkpoints_are_finite(out: Path) -> list[int]:
 
 @pytest.mark.parametrize("policy", ["skip", "stop"])
 def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, monkeypatch, policy):
-    from aiayn.train import trainer as module
+    from aiayn.train import forward as module
     trainer = Trainer(settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0,
                                nan_policy=policy), data, tmp_path, CPU)
-    assert trainer.blocked_projection  # a CPU float32 training: its loss forms the logits in blocks
+    assert trainer.model.way == "blocked"  # a CPU float32 training: its loss forms the logits in blocks
     original, poisoned = module.projected_label_smoothed_loss, []
 
     def loss_at_step_3_is_nan(*args, **kwargs):

@@ -15,7 +15,9 @@ config in order, as ``--configfile`` does. Parameters are counted on a model bui
 (no memory, instant), with that task's ``vocab_size`` unless ``--vocab-size`` is given. The last
 columns are the plan of one optimizer step on ``nodes`` machines of ``gpus`` GPUs each (``--nodes M``
 and ``--gpus N``, else the run's ``train.nodes`` and ``train.gpus``, or ``train.cpu_ranks`` with
-``gpus: 0``): padded tokens per step and side, forward passes per GPU, and tokens per pass.
+``gpus: 0``): padded tokens per step and side, forward passes per GPU, and tokens per pass. Where
+``train.tokens_per_pass`` is null a GPU run measures what its memory holds (:mod:`aiayn.train.memory`);
+the plan shown is then one pass a step, which a GPU runs where its memory holds that pass.
 """
 
 from __future__ import annotations
@@ -56,9 +58,10 @@ def _parameters(model: ModelConfig, vocab_size: int) -> int:
         return count_parameters(Transformer(model, vocab_size))
 
 
-def step_plan(train: TrainConfig, gpus: int, nodes: int = 1) -> dict:
-    """The :data:`PLAN_COLUMNS` of one run's optimizer step on ``nodes`` x ``gpus`` data-parallel ranks."""
-    plan = train.plan(nodes * gpus)
+def step_plan(train: TrainConfig, gpus: int, nodes: int = 1, on_gpus: bool = True) -> dict:
+    """The :data:`PLAN_COLUMNS` of one run's optimizer step on ``nodes`` x ``gpus`` data-parallel ranks
+    (GPUs, or CPU ranks when not ``on_gpus``); a null ``tokens_per_pass`` on GPUs as one pass a step."""
+    plan = train.plan(nodes * gpus, train.tokens_per_step if on_gpus else None)
     return {"nodes": nodes, "gpus": gpus, "tokens_per_step": plan.tokens_per_step, "passes": plan.passes,
             "tokens_per_pass": plan.tokens_per_pass}
 
@@ -79,7 +82,7 @@ def describe(config: dict, vocab_size: int | None = None, gpus: int | None = Non
         row["positional"] = model["positional"]
         row["params"] = model_parameters(model, vocab)
         cfg = TrainConfig.from_dict(train)
-        row.update(step_plan(cfg, gpus or cfg.local_ranks, nodes or cfg.nodes))
+        row.update(step_plan(cfg, gpus or cfg.local_ranks, nodes or cfg.nodes, bool(gpus or cfg.gpus)))
         rows.append(row)
     return rows
 

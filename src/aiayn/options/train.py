@@ -10,6 +10,10 @@ from aiayn.options.core import Section, option
 from aiayn.options.decode import cpu_matmul_option, precision_option
 from aiayn.options.model import ModelConfig
 
+# What null means for train.tokens_per_pass and train.batch_shapes where it depends on the device
+CPU_TOKENS_PER_PASS = 12500
+GPU_BATCH_SHAPES = 64
+
 
 @dataclass(frozen=True)
 class TrainConfig(Section):
@@ -37,9 +41,17 @@ class TrainConfig(Section):
     tokens_per_step: int = option(25000, help="padded source tokens, and as many target tokens, per "
                                   "optimizer step, all GPUs and passes together", source="paper 5.1",
                                   minimum=1, renamed_from="max_tokens")
-    tokens_per_pass: int = option(12500, help="padded tokens per side of one forward pass on one device "
-                                  "(accumulation makes up the step; also the dev evaluation's batch)",
-                                  minimum=1, renamed_from="max_tokens_per_batch", resumable=True)
+    tokens_per_pass: int | None = option(None, help="padded tokens per side of one forward pass on one device "
+                                         "(accumulation makes up the step; also the dev evaluation's batch; null: "
+                                         f"on a GPU as many as its memory holds, one pass a step where it fits "
+                                         f"(aiayn.train.memory); {CPU_TOKENS_PER_PASS:,} on a CPU)",
+                                         minimum=1, renamed_from="max_tokens_per_batch", resumable=True,
+                                         absent_means=CPU_TOKENS_PER_PASS)
+    batch_shapes: int | None = option(None, help="training batches are padded to at most this many shapes "
+                                      "(rows, source length, target length), chosen for the corpus "
+                                      "(aiayn.runtime.shapes; 0: each batch as long as its longest pair; null: "
+                                      f"{GPU_BATCH_SHAPES} on a GPU, 0 on a CPU)", minimum=0, resumable=True,
+                                      absent_means=0)
     max_length: int = option(256, help="training pairs with a side longer than this many subwords, eos or bos "
                              "included, are not trained on and counted in the log (0: none dropped)",
                              source="tensor2tensor transformer_base max_length = 256, dropped in training "
@@ -61,7 +73,11 @@ class TrainConfig(Section):
     seed: int = option(1, help="seed of initialization, dropout and batch order; extra seeds add 1, 2, ...",
                        minimum=0, maximum=2**32 - 1)
     precision: str = precision_option("arithmetic of training: auto, fp32 or bf16 (fp16 would need loss scaling)")
-    compile: bool = option(False, help="torch.compile the model", resumable=True)
+    compile: bool | None = option(None, help="torch.compile the model and its loss as one step (null: on a GPU, "
+                                  "not on a CPU)", resumable=True, absent_means=False)
+    compile_mode: str = option("default", help="torch.compile's mode: default, reduce-overhead (CUDA graphs, one "
+                               "per batch shape) or max-autotune-no-cudagraphs", resumable=True,
+                               choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"))
     # mkl: faster than onednn end to end on the last CPU measured, slower per product on an earlier one
     # (benchmarks/RESULTS.md, "CPU training against fairseq-train again")
     cpu_matmul: str = cpu_matmul_option("float32 CPU products of training: mkl (torch's default) or onednn", "mkl")
@@ -106,17 +122,30 @@ class TrainConfig(Section):
         """Data-parallel ranks on one machine: one per GPU, or ``cpu_ranks`` gloo ranks on the CPU."""
         return self.gpus if self.gpus else self.cpu_ranks
 
-    def plan(self, world_size: int) -> "StepPlan":
+    def batch_shapes_on(self, device_type: str) -> int:
+        """``batch_shapes`` on a device of ``device_type`` (``cuda``, ``cpu``), null resolved."""
+        if self.batch_shapes is not None:
+            return self.batch_shapes
+        return GPU_BATCH_SHAPES if device_type == "cuda" else 0
+
+    def compile_on(self, device_type: str) -> bool:
+        """``compile`` on a device of ``device_type``, null resolved (on a GPU, not on a CPU)."""
+        return device_type == "cuda" if self.compile is None else self.compile
+
+    def plan(self, world_size: int, fits: int | None = None) -> "StepPlan":
         """How one optimizer step of ``tokens_per_step`` is shared by ``world_size`` data-parallel ranks.
 
         passes = ceil(tokens_per_step / (W * tokens_per_pass)) forward passes per rank, each of a
         batch budget of round(tokens_per_step / (W * passes)) tokens per side, so a step holds the same
         number of tokens (to within one pass) on 1 GPU or 16: the paper's 25,000 on its 8 GPUs were
-        8 batches of about 3,125.
+        8 batches of about 3,125. ``fits``: the tokens a pass may hold on this device where
+        ``tokens_per_pass`` is null (what a GPU's memory holds, :func:`aiayn.train.memory.tokens_that_fit`;
+        None: :data:`CPU_TOKENS_PER_PASS`).
         """
         if world_size < 1:
             raise ValueError(f"world size must be at least 1, got {world_size}")
-        passes = max(1, math.ceil(self.tokens_per_step / (world_size * self.tokens_per_pass)))
+        per_pass = self.tokens_per_pass or fits or CPU_TOKENS_PER_PASS
+        passes = max(1, math.ceil(self.tokens_per_step / (world_size * per_pass)))
         per_pass = round(self.tokens_per_step / (world_size * passes))
         if per_pass < 1:
             raise ValueError(f"train.tokens_per_step={self.tokens_per_step} cannot be shared by {world_size} ranks")

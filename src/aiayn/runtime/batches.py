@@ -4,17 +4,20 @@ padded into tensors: what training and scoring feed a network.
 Sentence pairs are sorted by length and packed greedily so that a batch of n pairs, padded, holds at
 most ``tokens_per_batch`` source and at most ``tokens_per_batch`` target tokens:
 ``n * max(src_len + 1) <= tokens_per_batch`` and ``n * max(tgt_len + 1) <= tokens_per_batch`` (the + 1 is the
-eos / bos the collate adds). Training shuffles the batches (its ``batching`` module); scoring
-(:mod:`aiayn.evaluate.perplexity`) reads them in order.
+eos / bos the collate adds). Or (``train.batch_shapes``, on a GPU by default) packed into a ladder
+of a few shapes, each batch padded to its shape (:func:`ladder_batches`, :mod:`aiayn.runtime.shapes`).
+Training shuffles the batches (its ``batching`` module); scoring (:mod:`aiayn.evaluate.perplexity`)
+reads them in order.
 
 Deviation from paper: the paper's batches held "approximately 25000 source tokens and 25000 target
 tokens"; the budget here caps padded positions (as fairseq's ``--max-tokens``: sentences x the
 longest, ``batch_by_size_vec`` in facebookresearch/fairseq ``fairseq/data/data_utils_fast.pyx`` at
-5856cd1f), so a step holds a few percent fewer real tokens (``log.csv`` and ``summary.json`` count
-real ones). A step's passes
-share ``train.tokens_per_step`` evenly (:meth:`aiayn.options.TrainConfig.plan`), so to restore the
-paper's real-token count raise ``train.tokens_per_step`` by f = 25000 / (real target tokens per step:
-``tokens_tgt / steps`` of ``summary.json``).
+v0.12.2), so a step holds fewer real tokens: a few percent with greedy packing, about 6% more on a
+GPU's ladder of 64 shapes at WMT's size (``benchmarks/RESULTS.md``, "Step overhead"; ``log.csv`` and
+``summary.json`` count real ones). A step's passes share ``train.tokens_per_step`` evenly
+(:meth:`aiayn.options.TrainConfig.plan`), so to restore the paper's real-token count raise
+``train.tokens_per_step`` by f = 25000 / (real target tokens per step: ``tokens_tgt / steps`` of
+``summary.json``).
 
 The special ids (:data:`PAD`, :data:`UNK`, :data:`BOS`, :data:`EOS`) live here, beside the collate that
 adds them. This module is in the runtime layer, not in :mod:`aiayn.data`: the data stages write
@@ -29,6 +32,7 @@ import numpy as np
 import torch
 
 from aiayn.data.shards import ShardedCorpus
+from aiayn.runtime.shapes import Shape, choose_shapes, pack
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
@@ -67,27 +71,51 @@ def _empty(rows: int, width: int, pin: bool) -> tuple[torch.Tensor, np.ndarray]:
     return tensor, tensor.numpy()
 
 
-def collate(corpus: ShardedCorpus, indices, pin: bool = False) -> Batch:
+def collate(corpus: ShardedCorpus, indices, pin: bool = False, shape: Shape | None = None) -> Batch:
     """Read pairs ``indices`` from ``corpus`` and pad them into a :class:`Batch` (vectorised).
 
-    ``pin``: allocate the tensors in page-locked memory, for asynchronous copies to a GPU.
+    ``pin``: allocate the tensors in page-locked memory, for asynchronous copies to a GPU. ``shape``
+    (rows, S, T) of a ladder (:mod:`aiayn.runtime.shapes`): src is (rows, S), the targets (rows, T),
+    and rows past the pairs are empty pairs (src = [eos], tgt_in = [bos], no target token) that the
+    loss does not see; without it, as long as the longest pair.
     """
-    src_ids, src_len = corpus.padded("src", indices, PAD)  # (n, S - 1)
-    tgt_ids, tgt_len = corpus.padded("tgt", indices, PAD)  # (n, T - 1)
+    src_ids, src_len = corpus.padded("src", indices, PAD)  # (n, longest source)
+    tgt_ids, tgt_len = corpus.padded("tgt", indices, PAD)  # (n, longest target)
     (n, s), t = src_ids.shape, tgt_ids.shape[1]
-    rows = np.arange(n)
-    src, src_np = _empty(n, s + 1, pin)
-    tgt_in, tgt_in_np = _empty(n, t + 1, pin)
-    tgt_out, tgt_out_np = _empty(n, t + 1, pin)
-    src_np[:, :s], src_np[:, s] = src_ids, PAD
-    src_np[rows, src_len] = EOS
-    tgt_in_np[:, 0], tgt_in_np[:, 1:] = BOS, tgt_ids
-    tgt_out_np[:, :t], tgt_out_np[:, t] = tgt_ids, PAD
-    tgt_out_np[rows, tgt_len] = EOS
-    padded = bool(n and src_len.min() != src_len.max())
-    gold = np.flatnonzero(np.arange(t + 1) <= tgt_len[:, None])  # (tokens,) row-major positions of ids + eos
+    rows, width_src, width_tgt = shape or (n, s + 1, t + 1)
+    if rows < n or width_src <= s or width_tgt <= t:
+        raise ValueError(f"{n} pairs of up to {s} + 1 and {t} + 1 tokens do not fit the shape {shape}")
+    real = np.arange(n)
+    src, src_np = _empty(rows, width_src, pin)
+    tgt_in, tgt_in_np = _empty(rows, width_tgt, pin)
+    tgt_out, tgt_out_np = _empty(rows, width_tgt, pin)
+    src_np[:n, :s], src_np[:n, s:], src_np[n:] = src_ids, PAD, PAD
+    src_np[real, src_len] = EOS
+    src_np[n:, 0] = EOS
+    tgt_in_np[:, 0], tgt_in_np[:n, 1:t + 1], tgt_in_np[:n, t + 1:], tgt_in_np[n:, 1:] = BOS, tgt_ids, PAD, PAD
+    tgt_out_np[:n, :t], tgt_out_np[:n, t:], tgt_out_np[n:] = tgt_ids, PAD, PAD
+    tgt_out_np[real, tgt_len] = EOS
+    padded = bool(rows > n or (n and (src_len.min() != src_len.max() or s + 1 < width_src)))
+    gold = np.flatnonzero(np.arange(width_tgt) <= tgt_len[:, None])  # (tokens,) row-major positions of ids + eos
     gold_rows = torch.from_numpy(gold).pin_memory() if pin else torch.from_numpy(gold)
     return Batch(src, tgt_in, tgt_out, int(src_len.sum()) + n, int(tgt_len.sum()) + n, padded, gold_rows)
+
+
+def _kept(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_len: int | None,
+          drop_oversize: bool, drop_overlong: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(pairs kept, ordered by source length, target length, index; source and target lengths with eos /
+    bos; pairs dropped): the dropping rules of :func:`make_batches`."""
+    src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
+    longest = np.maximum(src_need, tgt_need)
+    too_long = longest > max_len if max_len else np.zeros(len(longest), dtype=bool)
+    if not drop_overlong and too_long.any():
+        first = int(np.flatnonzero(too_long)[0])
+        raise ValueError(f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's "
+                         f"max_positions={max_len}")
+    oversize = longest > tokens_per_batch
+    drop = too_long | (oversize if drop_oversize else False)
+    order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
+    return order[~drop[order]], src_need, tgt_need, int(drop.sum())
 
 
 def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_len: int | None = None,
@@ -100,18 +128,22 @@ def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_ba
     and counted when ``drop_oversize``, else (evaluation) it gets a batch of its own. One longer than
     ``max_len`` (the model's positions) is dropped and counted when ``drop_overlong``, else it is an error.
     """
-    src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
-    longest = np.maximum(src_need, tgt_need)
-    too_long = longest > max_len if max_len else np.zeros(len(longest), dtype=bool)
-    if not drop_overlong and too_long.any():
-        first = int(np.flatnonzero(too_long)[0])
-        raise ValueError(f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's "
-                         f"max_positions={max_len}")
-    oversize = longest > tokens_per_batch
-    drop = too_long | (oversize if drop_oversize else False)
-    order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
-    order = order[~drop[order]]
-    return _pack(order, src_need[order], tgt_need[order], tokens_per_batch), int(drop.sum())
+    order, src_need, tgt_need, dropped = _kept(src_lengths, tgt_lengths, tokens_per_batch, max_len, drop_oversize,
+                                               drop_overlong)
+    return _pack(order, src_need[order], tgt_need[order], tokens_per_batch), dropped
+
+
+def ladder_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_shapes: int,
+                   max_len: int | None = None) -> tuple[list[np.ndarray], list[Shape], int]:
+    """Token-budget batches padded to at most ``max_shapes`` shapes chosen for these lengths
+    (:mod:`aiayn.runtime.shapes`); returns (batches, each batch's (rows, S, T), dropped pairs). Pairs
+    are dropped and counted as by :func:`make_batches` in training."""
+    order, src_need, tgt_need, dropped = _kept(src_lengths, tgt_lengths, tokens_per_batch, max_len, True, True)
+    if not len(order):
+        return [], [], dropped
+    ladder = choose_shapes(src_need[order], tgt_need[order], max_shapes, tokens_per_batch)
+    batches, shapes = pack(order, src_need, tgt_need, ladder, tokens_per_batch)
+    return batches, shapes, dropped
 
 
 def _pack(order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, tokens_per_batch: int) -> list[np.ndarray]:

@@ -35,8 +35,10 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 # Elements of float32 scratch per block: a few MB on a CPU (in its cache, and few enough blocks that
-# the threads' start-up per operation does not add up), 256 MB on a GPU (few kernel launches).
-BLOCK_ELEMENTS = {"cpu": 2**21, "cuda": 2**26}
+# the threads' start-up per operation does not add up), 1 GiB on a GPU: each block costs about 20
+# kernel launches, and a pass of 25,000 target tokens over 37,000 classes takes 4 blocks (14 at
+# 256 MB, 260 of an eager base step's 1,045 launches: benchmarks/step_overhead.py).
+BLOCK_ELEMENTS = {"cpu": 2**21, "cuda": 2**28}
 
 
 def _block(x: Tensor, target: Tensor, keep: Tensor, smoothing: float, pad_id: int,
@@ -195,3 +197,32 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id
     needs_grad = torch.is_grad_enabled() and logits.requires_grad
     loss, nll = _SmoothedCrossEntropy.apply(flat, target, float(smoothing), int(pad_id), int(chunk_rows), needs_grad)
     return loss, nll, target.ne(pad_id).sum()
+
+
+def fused_label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id: int = 0
+                              ) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`label_smoothed_loss` in plain operations that ``torch.compile`` fuses: the compiled step's loss.
+
+    The same sums, written so that a compiler makes one pass over the logits forward and one backward,
+    with no float32 copy of them: log p(gold) and log p(pad) are picked by comparing the class index
+    with the target (a product with a mask, not a gather, whose backward would be a scatter into a
+    zeroed (N, V) tensor), and the rows' log-sum-exp is what the backward keeps beside the logits.
+    Inductor then makes one reduction kernel of the forward (read each logit once) and one pointwise
+    kernel of the backward (read each logit, write its gradient): ``benchmarks/step_overhead.py``
+    counts the bytes per logit. Eagerly this allocates (N, V) temporaries: there use
+    :func:`label_smoothed_loss`. Returns float32 scalars (loss, nll, n); nll is not differentiable.
+    """
+    x = logits.reshape(-1, logits.shape[-1]).float()  # (N, V), fused into the kernels that read it
+    target = target.reshape(-1, 1)  # (N, 1)
+    vocab = x.shape[1]
+    u, confidence = smoothing / (vocab - 2), 1.0 - smoothing
+    keep = target.squeeze(1).ne(pad_id)
+    classes = torch.arange(vocab, device=x.device)  # (V,)
+    lse = torch.logsumexp(x, dim=1)  # (N,)
+    x_gold = torch.where(classes == target, x, 0.0).sum(dim=1)  # (N,)
+    x_pad = torch.where(classes == pad_id, x, 0.0).sum(dim=1)
+    nll = torch.where(keep, lse - x_gold, 0.0).sum()
+    # sum of log p over the classes but gold and pad: sum_c x_c - V lse - (x_gold - lse) - (x_pad - lse)
+    others = x.sum(dim=1) - (vocab - 2) * lse - x_gold - x_pad
+    loss = confidence * nll - u * torch.where(keep, others, 0.0).sum()
+    return loss, nll.detach(), keep.sum()

@@ -10,6 +10,9 @@ gloo) restarts itself under torchrun, one worker per rank; with ``train.nodes > 
 command runs once on each node, and the nodes' torchrun agents meet at a c10d rendezvous
 (``train.rendezvous``, else the first host of the SLURM allocation). Each worker's torch threads are the job's
 CPUs (``--threads``, else ``train.threads``, else the CPUs this process may use) shared by its ranks.
+A compiled training (``train.compile``) keeps torch.compile's cache in ``--out-dir``'s ``compile-cache/``
+(unless ``TORCHINDUCTOR_CACHE_DIR`` says where), so a resumed run, on any node that sees the folder,
+takes the compiled graphs and kernels from there instead of compiling them again.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import torch
 
 from aiayn.cli import add_log, add_settings
 from aiayn.io import first_line, out_of_memory, setup_logging
-from aiayn.options import RunConfig, TrainConfig
+from aiayn.options import RunConfig
 from aiayn.runtime.checkpoint import list_checkpoints
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
 from aiayn.train.distributed import (
@@ -39,6 +42,7 @@ from aiayn.train.distributed import (
 from aiayn.train.trainer import Trainer
 
 log = logging.getLogger("aiayn.train")
+COMPILE_CACHE = "compile-cache"  # under --out-dir: torch.compile's graphs and kernels, kept for a resumed run
 
 
 def read_settings(path: Path) -> RunConfig:
@@ -59,11 +63,11 @@ def check_data(data: Path) -> None:
             raise FileNotFoundError(f"{data / split / 'manifest.json'}: missing (run the binarize stage)")
 
 
-def memory_exhausted(error: RuntimeError, step: int, device: torch.device, cfg: TrainConfig) -> MemoryError:
+def memory_exhausted(error: RuntimeError, step: int, device: torch.device, tokens_per_pass: int) -> MemoryError:
     """The user's error for memory that ran out after ``step`` (the last step done), naming the key that
-    sizes a forward pass."""
+    sizes a forward pass and the size it had."""
     return MemoryError(f"out of memory on {device} after step {step} ({first_line(error)}): a "
-                       f"forward pass holds up to train.tokens_per_pass={cfg.tokens_per_pass} tokens a side; with a "
+                       f"forward pass holds up to train.tokens_per_pass={tokens_per_pass} tokens a side; with a "
                        "smaller value, train.tokens_per_step is made up of more passes, and the same command "
                        "resumes from the newest checkpoint")
 
@@ -98,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     threads = threads_per_rank(args.threads or train_cfg.threads, local_ranks)
     if threads:
         torch.set_num_threads(threads)
+    if train_cfg.compile_on("cuda" if train_cfg.gpus else "cpu"):
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(args.out_dir).resolve() / COMPILE_CACHE))
     claim = claim_gpus_if_shared(train_cfg.gpus, args.gpu_lock_dir)
     try:
         if "LOCAL_RANK" not in os.environ:
@@ -116,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 if lost is not None:
                     raise lost from error
                 if out_of_memory(error):
-                    raise memory_exhausted(error, trainer.progress.step, env.device, train_cfg) from error
+                    tokens = trainer.plan.tokens_per_pass
+                    raise memory_exhausted(error, trainer.progress.step, env.device, tokens) from error
                 raise
     finally:
         if torch.distributed.is_available() and torch.distributed.is_initialized():

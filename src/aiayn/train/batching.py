@@ -14,7 +14,8 @@ import numpy as np
 
 from aiayn.data.shards import ShardedCorpus
 from aiayn.options import StepPlan, TrainConfig
-from aiayn.runtime.batches import make_batches
+from aiayn.runtime.batches import ladder_batches, make_batches
+from aiayn.runtime.shapes import Shape, padding_share
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,14 @@ class BatchSampler:
     permutation changes every epoch, different batches sit out each time (logged once).
     """
 
-    def __init__(self, batches: list[np.ndarray], seed: int, rank: int = 0, world_size: int = 1, shuffle: bool = True):
+    def __init__(self, batches: list[np.ndarray], seed: int, rank: int = 0, world_size: int = 1, shuffle: bool = True,
+                 shapes: list[Shape] | None = None):
+        """``shapes``: each batch's (rows, S, T) when the batches are padded to a ladder
+        (:func:`aiayn.runtime.batches.ladder_batches`), else None."""
         if len(batches) < world_size:
             raise ValueError(f"{len(batches)} batches cannot be shared by {world_size} data-parallel ranks")
         self.batches, self.seed, self.rank, self.world_size, self.shuffle = batches, seed, rank, world_size, shuffle
+        self.shapes = shapes
         self.per_rank = len(batches) // world_size
         if len(batches) % world_size:
             log.info("%d of %d batches sit out each epoch so that %d ranks get %d batches each",
@@ -65,14 +70,14 @@ class BatchStream:
         self.sampler, self.epoch, self.position = sampler, epoch, position
         self._order = sampler.order(epoch)
 
-    def next(self) -> np.ndarray:
-        """Sentence indices of the next batch."""
+    def next(self) -> tuple[np.ndarray, Shape | None]:
+        """Sentence indices of the next batch, and the (rows, S, T) it is padded to (None: its own longest)."""
         if self.position >= len(self._order):
             self.epoch, self.position = self.epoch + 1, 0
             self._order = self.sampler.order(self.epoch)
-        batch = self.sampler.batches[self._order[self.position]]
+        index = self._order[self.position]
         self.position += 1
-        return batch
+        return self.sampler.batches[index], None if self.sampler.shapes is None else self.sampler.shapes[index]
 
     def state_dict(self) -> dict:
         return {"epoch": self.epoch, "position": self.position}
@@ -92,15 +97,26 @@ def load_corpora(data_dir: Path) -> tuple[ShardedCorpus, ShardedCorpus]:
     return train, dev
 
 
-def training_batches(data: ShardedCorpus, plan: StepPlan, cfg: TrainConfig, max_positions: int | None) -> list:
-    """Token-budget batches of the training pairs; those with a side over ``train.max_length`` (or the
-    learned positions' limit ``max_positions``) or over the batch budget are dropped, and counted in the log."""
+def training_batches(data: ShardedCorpus, plan: StepPlan, cfg: TrainConfig, max_positions: int | None,
+                     shapes: int = 0) -> tuple[list[np.ndarray], list[Shape] | None]:
+    """Token-budget batches of the training pairs, and each batch's (rows, S, T) when they are padded to a
+    ladder of at most ``shapes`` shapes (0: none; :mod:`aiayn.runtime.shapes`). Pairs with a side over
+    ``train.max_length`` (or the learned positions' limit ``max_positions``) or over the batch budget are
+    dropped, and counted in the log, as is the share of padding."""
     limit = cfg.length_limit(max_positions)
-    batches, dropped = make_batches(data.src_lengths, data.tgt_lengths, plan.tokens_per_pass, limit)
-    check_at_least_one_batch(str(data.dir), data.tgt_lengths, batches, plan.tokens_per_pass)
+    budget = plan.tokens_per_pass
+    if shapes:
+        batches, batch_shapes, dropped = ladder_batches(data.src_lengths, data.tgt_lengths, budget, shapes, limit)
+    else:
+        (batches, dropped), batch_shapes = make_batches(data.src_lengths, data.tgt_lengths, budget, limit), None
+    check_at_least_one_batch(str(data.dir), data.tgt_lengths, batches, budget)
     too_long = int((np.maximum(data.src_lengths, data.tgt_lengths) + 1 > limit).sum()) if limit else 0
     keys = f"train.max_length={cfg.max_length}" + (f", max_positions={max_positions}" if max_positions else "")
     log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped: %d with a "
-             "side longer than %s, %d longer than the batch budget", len(batches), plan.tokens_per_pass,
+             "side longer than %s, %d longer than the batch budget", len(batches), budget,
              dropped, len(data), too_long, f"{limit} tokens ({keys})" if limit else "no limit", dropped - too_long)
-    return batches
+    src, tgt = padding_share(batches, batch_shapes, data.src_lengths + 1, data.tgt_lengths + 1)
+    log.info("%s; padding: %.1f%% of source and %.1f%% of target positions",
+             f"{len(set(batch_shapes))} batch shapes (train.batch_shapes={shapes})" if shapes
+             else "each batch as long as its longest pair (train.batch_shapes=0)", 100 * src, 100 * tgt)
+    return batches, batch_shapes

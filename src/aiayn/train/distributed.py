@@ -221,18 +221,20 @@ def init_from_environment(gpus: int) -> DistEnv:
     return DistEnv(0, 1, torch.device("cuda", 0) if gpus >= 1 else torch.device("cpu"))
 
 
-def wrap_model(model: nn.Module, env: DistEnv, compile: bool) -> tuple[nn.Module, nn.Module | None]:
-    """(the module to call, the DDP wrapper or None): DDP first, then ``torch.compile(dynamic=True)``.
+def wrap_model(model: nn.Module, env: DistEnv, compile: bool,
+               mode: str = "default") -> tuple[nn.Module, nn.Module | None]:
+    """(the module to call, the DDP wrapper or None): DDP first, then ``torch.compile(dynamic=True, mode=mode)``.
 
     Compiling the DDP module lets the compiler split graphs at gradient buckets (the order PyTorch
     documents); ``broadcast_buffers=False`` because the only buffers are sinusoid tables, which each
     rank grows on its own when a longer batch comes (broadcasting them would also cost a collective
-    per forward pass). ``dynamic=True``: batch shapes change every step.
+    per forward pass). ``dynamic=True``: one graph for every batch shape (sizes symbolic), compiled
+    once; ``reduce-overhead`` records a CUDA graph per shape of it.
     """
     wrapped, ddp = model, None
     if env.world_size > 1:
         device_ids = [env.device.index] if env.device.type == "cuda" else None
         wrapped = ddp = nn.parallel.DistributedDataParallel(model, device_ids=device_ids, broadcast_buffers=False)
     if compile:
-        wrapped = torch.compile(wrapped, dynamic=True)
+        wrapped = torch.compile(wrapped, dynamic=True, mode=mode)
     return wrapped, ddp

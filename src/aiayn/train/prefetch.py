@@ -32,8 +32,8 @@ class Prefetcher:
             self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="collate")
         while len(self.pending) < self.depth:
             state = self.stream.state_dict()
-            indices = self.stream.next()
-            self.pending.append((state, self.pool.submit(collate, self.corpus, indices, self.pin)))
+            indices, shape = self.stream.next()
+            self.pending.append((state, self.pool.submit(collate, self.corpus, indices, self.pin, shape)))
 
     def next(self) -> Batch:
         """The next batch, on the device (its copy may still be in flight on CUDA)."""

@@ -31,10 +31,11 @@ from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch
 from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoint, save_checkpoint
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
-from aiayn.runtime.loss import label_smoothed_loss, projected_label_smoothed_loss
 from aiayn.runtime.precision import autocast_for, set_up_arithmetic, tf32_matmuls
 from aiayn.train.batching import BatchSampler, BatchStream, load_corpora, training_batches
 from aiayn.train.distributed import DistEnv, wrap_model
+from aiayn.train.forward import TrainingLoss, way_for
+from aiayn.train.memory import device_bytes, probe_peak, tokens_that_fit
 from aiayn.train.metrics import MetricsLog, Progress, Window
 from aiayn.train.prefetch import Prefetcher
 from aiayn.train.resume import choose, data_state, publish_last, rng_state, rotate, set_rng_state
@@ -60,19 +61,22 @@ class Trainer:
         self.vocab = {"size": self.train_data.vocab_size, "pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS}
         torch.manual_seed(self.cfg.seed)
         self.raw_model = Transformer(self.model_cfg, self.vocab["size"], PAD).to(env.device)
+        self.compiled = self.cfg.compile_on(env.device.type)
         self.precision = set_up_arithmetic(self.raw_model, self.cfg.precision, self.cfg.cpu_matmul, env.device,
-                                           self.cfg.compile)
-        self.model, self.ddp = wrap_model(self.raw_model, env, self.cfg.compile)
+                                           self.compiled)
+        self.autocast = autocast_for(self.precision, env.device)
+        self.autocast_dtype = torch.bfloat16 if self.precision == "bf16" else None
+        self.max_len = self.model_cfg.position_limit
+        self.plan = self.cfg.plan(env.world_size, self._tokens_that_fit())
+        loss = TrainingLoss(self.raw_model, self.cfg.label_smoothing,
+                            way_for(env.device, self.precision, self.compiled), self.autocast_dtype)
+        self.model, self.ddp = wrap_model(loss, env, self.compiled, self.cfg.compile_mode)
         self.optimizer = torch.optim.Adam(self.raw_model.parameters(), lr=0.0, betas=self.cfg.adam_betas,
                                           eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
                                           fused=True)
-        self.autocast = autocast_for(self.precision, env.device)
-        # CPU float32: the loss forms the logits itself, a block of rows at a time (aiayn.runtime.loss)
-        self.blocked_projection = env.device.type == "cpu" and self.precision == "fp32"
-        self.max_len = self.model_cfg.position_limit
-        self.plan = self.cfg.plan(env.world_size)
-        self.stream = BatchStream(BatchSampler(training_batches(self.train_data, self.plan, self.cfg, self.max_len),
-                                                  self.cfg.seed, env.rank, env.world_size))
+        batches, shapes = training_batches(self.train_data, self.plan, self.cfg, self.max_len,
+                                           self.cfg.batch_shapes_on(env.device.type))
+        self.stream = BatchStream(BatchSampler(batches, self.cfg.seed, env.rank, env.world_size, shapes=shapes))
         self.batches = Prefetcher(self.stream, self.train_data, env.device, depth=self.plan.passes + 1)
         self.pending = PendingResults(env.device)
         src_len = float(self.train_data.src_lengths.mean()) + 1
@@ -85,17 +89,36 @@ class Trainer:
         self.stop_agreed = self.save_agreed = False  # what all ranks read from one step's statistics
         self.last_save, self.saved_step = time.perf_counter(), 0
 
+    def _tokens_that_fit(self) -> int | None:
+        """Where ``train.tokens_per_pass`` is null, on a GPU: the tokens a side a pass may hold, measured
+        (:mod:`aiayn.train.memory`), the same on every rank (the smallest); else None."""
+        if self.cfg.tokens_per_pass is not None or self.env.device.type != "cuda":
+            return None
+        eager = TrainingLoss(self.raw_model, self.cfg.label_smoothing, way_for(self.env.device, self.precision, False),
+                             self.autocast_dtype)
+        length, device = self.cfg.length_limit(self.max_len) or 256, self.env.device
+
+        def run_pass(tokens: int) -> None:  # pairs as long as training allows: the most memory per token
+            ids = torch.randint(4, self.vocab["size"], (max(1, tokens // length), length), device=device)
+            loss, _, _ = eager(ids, ids, ids, torch.arange(ids.numel(), device=device), False)
+            loss.backward()
+            self.raw_model.zero_grad(set_to_none=True)
+
+        params = sum(p.numel() * p.element_size() for p in self.raw_model.parameters())
+        state = 2 * params + (params if self.env.world_size > 1 else 0)  # Adam's moments, DDP's buckets
+        fits = tokens_that_fit(probe_peak(run_pass, device), device_bytes(device), state)
+        if self.env.world_size > 1:
+            least = torch.tensor(fits, device=device)
+            torch.distributed.all_reduce(least, op=torch.distributed.ReduceOp.MIN)
+            fits = int(least.item())
+        log.info("train.tokens_per_pass null: a pass of up to %d tokens a side fits in this GPU's memory "
+                 "(aiayn.train.memory)", fits)
+        return fits
+
     def micro_step(self, batch: Batch) -> torch.Tensor:
         """Forward and backward of one batch; returns (loss sum, nll sum, target tokens, source tokens),
         float64 on the device."""
-        smoothing, blocked = self.cfg.label_smoothing, self.blocked_projection
-        with self.autocast:  # the gold positions only: (R, V) logits, or (R, d_model) states when blocked
-            out = self.model(batch.src, batch.tgt_in, batch.src_padded, batch.gold_rows, project=not blocked)
-        if blocked:
-            loss, nll, n_tgt = projected_label_smoothed_loss(out, self.raw_model.output_matrix(), batch.gold(),
-                                                             smoothing, PAD)
-        else:
-            loss, nll, n_tgt = label_smoothed_loss(out, batch.gold(), smoothing, PAD)
+        loss, nll, n_tgt = self.model(batch.src, batch.tgt_in, batch.tgt_out, batch.gold_rows, batch.src_padded)
         loss.backward()
         return torch.stack([loss.detach().double(), nll.double(), n_tgt.double(), batch.src.ne(PAD).sum().double()])
 
@@ -191,7 +214,7 @@ class Trainer:
         return bool(by_steps or by_time) and step < self.cfg.train_steps
 
     def dev_perplexity(self) -> float:
-        totals = corpus_nll(self.raw_model, self.dev_data, self.cfg.tokens_per_pass, self.env.device,
+        totals = corpus_nll(self.raw_model, self.dev_data, self.plan.tokens_per_pass, self.env.device,
                             self.max_len, self.autocast, drop_overlong=True)
         ppl = perplexity_report(totals)["ppl"]
         self.progress.dev_ppl = ppl
