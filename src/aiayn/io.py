@@ -38,8 +38,9 @@ INPUT_ERRORS = (ValueError, OSError, MemoryError)
 def out_of_memory(error: BaseException) -> bool:
     """Whether ``error`` is an allocation that failed: Python's, a GPU's (``torch.OutOfMemoryError``) or
     the CPU allocator's, whose messages start "DefaultCPUAllocator: can't allocate memory" (Linux, macOS)
-    or "... not enough memory" (Windows), both RuntimeErrors (pytorch/pytorch at 23fa910d,
-    ``c10/core/impl/alloc_cpu.cpp``, ``alloc_cpu``). Asks torch only when it is loaded."""
+    or "... not enough memory" (Windows), both RuntimeErrors (pytorch/pytorch at v2.13.0,
+    ``c10/core/impl/alloc_cpu.cpp``, ``alloc_cpu``; torch 2.13.0 says "[enforce fail at alloc_cpu.cpp:127] err ==
+    0. DefaultCPUAllocator: can't allocate memory: ..."). Asks torch only when it is loaded."""
     torch = sys.modules.get("torch")
     return (isinstance(error, MemoryError) or (torch is not None and isinstance(error, torch.OutOfMemoryError))
             or (isinstance(error, RuntimeError) and "DefaultCPUAllocator:" in str(error)))

@@ -17,7 +17,7 @@ d5bb7a1a; see :mod:`aiayn.data.tokenize`) runs ``clean-corpus-n.perl CORPUS de e
 Moses-tokenized text, which keeps 1 to 80 tokens a side and, without ``-ratio``, drops pairs whose
 length ratio exceeds 9 (moses-smt/mosesdecoder ``scripts/training/clean-corpus-n.perl`` at 1f82a438
 hard-codes 9 unless ``-ignore-ratio``; later versions keep 9 as ``-ratio``'s default). fairseq's
-``prepare-wmt14en2de.sh`` (facebookresearch/fairseq at cecdd97f) instead keeps 1 to 250 BPE pieces with
+``prepare-wmt14en2de.sh`` (facebookresearch/fairseq at v0.12.2) instead keeps 1 to 250 BPE pieces with
 ``-ratio 1.5``: ``data.clean: {max_len: 250, max_ratio: 1.5}`` comes close (it counts Moses tokens).
 
 Deviation from paper: clean-corpus-n.perl also drops pairs with a token longer than 1000 characters and

@@ -25,7 +25,7 @@ trained on:
   model as EN-DE; no key restores tensor2tensor's subword encoder.
 
 For comparison, fairseq's ``examples/translation/prepare-wmt14en2de.sh`` (facebookresearch/fairseq at
-cecdd97f) runs ``normalize-punctuation.perl``, ``remove-non-printing-char.perl`` and
+v0.12.2) runs ``normalize-punctuation.perl``, ``remove-non-printing-char.perl`` and
 ``tokenizer.perl -a``, and cleans after BPE with ``-ratio 1.5 ... 1 250``.
 
 The keys of ``config.yaml`` ``data.tokenize`` (:class:`TokenizeConfig`, read from ``--settings FILE``)

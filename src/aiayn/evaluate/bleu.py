@@ -31,7 +31,8 @@ hypothesis gets 100 this way and 97.79 with the reference straightened alone (EN
 the paper; ``none`` is ``get_ende_bleu.sh`` on the raw reference. (From fc9335c0, 2018, the script
 also passes the hypothesis through Moses ``replace-unicode-punctuation.perl``; the 2017 script, which
 scored the paper, does not. Its last line in 2017 reads ``$decodes_file.tok.atat``, a file it never
-writes; 7d1c9ea3 of 2018-04-05 corrected it to the ``.atat`` file the line before makes.)
+writes: the line before writes ``$decodes_file.atat`` (e1bde977); 7d1c9ea3 of 2018-04-05 changed that
+line to write ``$decodes_file.tok.atat``, the file the last line reads, which stayed as it was.)
 
 CLI: ``aiayn-bleu --hyp FILE --ref FILE --lang L [--settings F.json] [--straighten-quotes MODE]
 [--output F.json] [--log F]`` prints one JSON object (``--settings``: the ``bleu`` section,

@@ -15,7 +15,7 @@ constituent in the WSJ), and :func:`aiayn.parsing.repair.delinearize` wraps what
 
 ``t2t`` is tensor2tensor's format (the paper's code): its ``words_and_tags_from_wsj_tree``
 (tensorflow/tensor2tensor, tensor2tensor/data_generators/wsj_parsing.py, the same at af52f5fa4f80 of
-2017 and 02fa80bd3f94 of 2018) writes every label bare where its bracket opens, phrase labels and
+2017 and at the release v1.6.0 of 2018) writes every label bare where its bracket opens, phrase labels and
 POS tags alike, a closing ``/X`` for each phrase (a word closes its POS tag silently) and strips
 ``TOP``'s pair::
 

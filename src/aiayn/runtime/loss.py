@@ -4,7 +4,7 @@ The paper gives only the value, eps_ls = 0.1. Here the smoothing mass is spread 
 except the gold one and padding: q(gold) = 1 - eps, q(c) = eps / (V - 2) for the other non-pad
 classes, q(pad) = 0. (fairseq spreads eps over the V - 1 non-gold classes, padding included:
 ``label_smoothed_nll_loss`` in facebookresearch/fairseq ``fairseq/criterions/label_smoothed_cross_entropy.py``
-at f7c559cf; eps / (V - 2) - eps / (V - 1) is about 7e-11 per class at V = 37000. tensorflow/tensor2tensor
+at v0.12.2; eps / (V - 2) - eps / (V - 1) is about 7e-11 per class at V = 37000. tensorflow/tensor2tensor
 at 3d9c62f2 spreads it over the M - 1 non-gold rows of its output layer, ``smoothing_cross_entropy`` in
 ``models/common_layers.py``, and M is the modality's padded size, 40,960 for EN-DE's vocabulary of
 about 37,000 (``wmt_ende_bpe32k`` in ``data_generators/problem_hparams.py``): its softmax also spans
