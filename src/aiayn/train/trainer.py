@@ -243,9 +243,9 @@ class Trainer:
 
     def run(self) -> int:
         """Train to ``train_steps`` (or ``max_steps_this_run`` more steps); returns an exit status."""
-        started = time.perf_counter()
+        self._started = time.perf_counter()
         self.resume()
-        wall0, steps_this_run = self.progress.wall_seconds, 0
+        self._wall_before, steps_this_run = self.progress.wall_seconds, 0
         metrics = MetricsLog(self.out_dir, self.progress.step) if self.env.is_main else None
         self._log_start()
         bar = tqdm(total=self.cfg.train_steps, initial=self.progress.step, disable=None if self.env.is_main else True,
@@ -254,8 +254,7 @@ class Trainer:
         try:
             while self.progress.step < self.cfg.train_steps:
                 if self._stopping(steps_this_run):
-                    self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
-                    self.progress.wall_seconds = wall0 + time.perf_counter() - started
+                    self._settle(metrics, bar)
                     if self.saved_step != self.progress.step:  # a checkpoint step can be the stop step
                         self.save()
                     if self.env.world_size > 1:
@@ -265,23 +264,31 @@ class Trainer:
                 self.train_step()
                 steps_this_run += 1
                 bar.update(1)
-                self.take_results(metrics, bar, wall0 + time.perf_counter() - started)
+                self.take_results(metrics, bar, self._wall())
                 step = self.progress.step
                 if self.env.is_main and self.cfg.dev_every_steps and step % self.cfg.dev_every_steps == 0:
                     metrics.dev(step, self.dev_perplexity())
                 if self._checkpoint_due(step):
-                    self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
-                    self.progress.wall_seconds = wall0 + time.perf_counter() - started
+                    self._settle(metrics, bar)
                     self.save()
-            self.take_results(metrics, bar, wall0 + time.perf_counter() - started, lag=0)
+            self.take_results(metrics, bar, self._wall(), lag=0)
         finally:
             self.batches.close()
         bar.close()
         if self.window.steps and metrics:
             self.progress.train_loss = self.window.loss / max(self.window.tokens, 1.0)
-        self.progress.wall_seconds = wall0 + time.perf_counter() - started
+        self.progress.wall_seconds = self._wall()
         self.finish(metrics)
         return 0
+
+    def _wall(self) -> float:
+        """Wall seconds of the whole training: the resumed checkpoint's, and this run's since it started."""
+        return self._wall_before + time.perf_counter() - self._started
+
+    def _settle(self, metrics: MetricsLog | None, bar: tqdm) -> None:
+        """Account for every step queued so far and record the wall time: what a checkpoint holds."""
+        self.take_results(metrics, bar, self._wall(), lag=0)
+        self.progress.wall_seconds = self._wall()
 
     def _log_start(self) -> None:
         log.info("model: %d parameters, %.3g training FLOPs per target token; %d rank(s) on %s (%s, %s); "
