@@ -23,8 +23,9 @@ from torch import Tensor
 log = logging.getLogger(__name__)
 MAX_CONSECUTIVE_SKIPS = 100
 
-# The statistics one step all-reduces, in this order.
+# The statistics one step all-reduces, in this order, and where each sits in the step's tensor.
 STATS = ("loss", "nll", "tgt_tokens", "src_tokens", "stop", "save")
+LOSS, NLL, TGT_TOKENS, SRC_TOKENS, STOP, SAVE = range(len(STATS))
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,10 @@ def apply_update(params: list[Tensor], optimizer: torch.optim.Optimizer, stats: 
     A step whose loss or gradient norm is not finite applies nothing (``optimizer.found_inf``).
     """
     grads = [p.grad for p in params]
-    scale = (world_size / stats[2].clamp(min=1.0)).to(grads[0].dtype)
+    scale = (world_size / stats[TGT_TOKENS].clamp(min=1.0)).to(grads[0].dtype)
     torch._foreach_mul_(grads, scale)
     grad_norm = torch.nn.utils.get_total_norm(grads)
-    skipped = ~(torch.isfinite(stats[0]) & torch.isfinite(grad_norm))
+    skipped = ~(torch.isfinite(stats[LOSS]) & torch.isfinite(grad_norm))
     if clip_norm > 0:
         torch.nn.utils.clip_grads_with_norm_(params, clip_norm, grad_norm)
     for group in optimizer.param_groups:
