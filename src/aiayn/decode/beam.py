@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -157,12 +157,20 @@ def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: i
     return total.topk(min(2 * beam_size if beam_size > 1 else 1, total.size(1)), dim=1)
 
 
-def _to_host(top_lp: torch.Tensor, top_idx: torch.Tensor, vocab: int):
-    """The candidates on the CPU in one copy: (log P (n, W), source beam (n, W), token (n, W))."""
+class _Candidates(NamedTuple):
+    """Continuations of the live hypotheses, per sentence and candidate, on the host: each (n, W)."""
+
+    log_prob: torch.Tensor  # the continued hypothesis's log P
+    beam: torch.Tensor  # the live hypothesis it continues (0..w-1)
+    token: torch.Tensor  # the token it adds
+
+
+def _to_host(top_lp: torch.Tensor, top_idx: torch.Tensor, vocab: int) -> _Candidates:
+    """The candidates on the CPU in one copy."""
     width = top_lp.size(1)
     both = torch.cat([top_lp.double(), top_idx.double()], dim=1).cpu()  # indices < 2^53: exact
     lp, idx = both[:, :width].float(), both[:, width:].long()
-    return lp, torch.div(idx, vocab, rounding_mode="floor"), idx % vocab
+    return _Candidates(lp, torch.div(idx, vocab, rounding_mode="floor"), idx % vocab)
 
 
 def _to_device(parts: list[torch.Tensor], device: torch.device) -> list[torch.Tensor]:
@@ -175,39 +183,37 @@ def _to_device(parts: list[torch.Tensor], device: torch.device) -> list[torch.Te
     return list(packed.split([p.numel() for p in parts]))
 
 
-def _collect_finished(cand, beams: _Beams, finished: _Finished, length: int, alpha: float, eos: int) -> None:
+def _collect_finished(cand: _Candidates, beams: _Beams, finished: _Finished, length: int, alpha: float,
+                      eos: int) -> None:
     """Move candidates ending in eos (with finite log P) into the finished sets."""
-    top_lp, top_beam, top_tok = cand
-    hits = ((top_tok == eos) & torch.isfinite(top_lp)).nonzero().tolist()
+    hits = ((cand.token == eos) & torch.isfinite(cand.log_prob)).nonzero().tolist()
     lp, width = gnmt_length_penalty(length, alpha), beams.log_probs.size(1)
     for i, j in hits:
-        log_prob = top_lp[i, j].item()
-        row = i * width + top_beam[i, j].item()
+        log_prob = cand.log_prob[i, j].item()
+        row = i * width + cand.beam[i, j].item()
         finished.add(int(beams.active[i]), Hypothesis(beams.tokens[row].tolist(), log_prob / lp, log_prob))
 
 
-def _next_live(cand, eos: int, beam_size: int):
-    """The K best candidates that do not end: (log P (n, K), source beam (n, K), token (n, K)), and
-    their positions among the candidates (n, K)."""
-    top_lp, top_beam, top_tok = cand
-    live_lp, pos = top_lp.masked_fill(top_tok == eos, -math.inf).topk(min(beam_size, top_lp.size(1)), dim=1)
-    return (live_lp, top_beam.gather(1, pos), top_tok.gather(1, pos)), pos
+def _next_live(cand: _Candidates, eos: int, beam_size: int) -> tuple[_Candidates, torch.Tensor]:
+    """The K best candidates that do not end (each (n, K)), and their positions among the candidates (n, K)."""
+    width = min(beam_size, cand.log_prob.size(1))
+    live_lp, pos = cand.log_prob.masked_fill(cand.token == eos, -math.inf).topk(width, dim=1)
+    return _Candidates(live_lp, cand.beam.gather(1, pos), cand.token.gather(1, pos)), pos
 
 
-def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live, finished: _Finished,
+def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live: _Candidates, finished: _Finished,
                        length: int, alpha: float) -> None:
     """Sentences at their length limit with nothing finished: their live hypotheses finish as they are."""
-    live_lp, live_beam, live_tok = live
     lp, width = gnmt_length_penalty(length, alpha), beams.log_probs.size(1)
     for i in at_max.nonzero().flatten().tolist():
         sentence = int(beams.active[i])
         if finished.hyps[sentence]:
             continue
-        for j in range(live_lp.size(1)):
-            log_prob = live_lp[i, j].item()
+        for j in range(live.log_prob.size(1)):
+            log_prob = live.log_prob[i, j].item()
             if math.isfinite(log_prob):
-                prefix = beams.tokens[i * width + live_beam[i, j].item()].tolist()
-                finished.add(sentence, Hypothesis(prefix + [live_tok[i, j].item()], log_prob / lp, log_prob))
+                prefix = beams.tokens[i * width + live.beam[i, j].item()].tolist()
+                finished.add(sentence, Hypothesis(prefix + [live.token[i, j].item()], log_prob / lp, log_prob))
 
 
 def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int,
@@ -266,21 +272,20 @@ def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: 
         cand = _to_host(top_lp, top_idx, logits.size(-1))
         _collect_finished(cand, beams, finished, length, length_penalty, ids.eos)
         live, pos = _next_live(cand, ids.eos, beam_size)
-        at_max, done = _done(beams, live[0], finished, length, early_stop)
+        at_max, done = _done(beams, live.log_prob, finished, length, early_stop)
         _finish_at_max_len(at_max, beams, live, finished, length, length_penalty)
         prev, beams = _advance(cache, beams, ~done, live, pos, top_lp, device)
     return [finished.result(b, n_best) for b in range(batch)]
 
 
-def _advance(cache: DecoderCache, beams: _Beams, keep: torch.Tensor, live, pos: torch.Tensor,
+def _advance(cache: DecoderCache, beams: _Beams, keep: torch.Tensor, live: _Candidates, pos: torch.Tensor,
              top_lp: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, _Beams]:
     """Keep the live hypotheses of the sentences ``keep`` (bool (n,)): reorder the cache, and return
     the next step's input tokens (n' K, 1) and beams. log P stays on the device (``top_lp`` (n, W))."""
-    _, live_beam, live_tok = live
-    beam_size, width = live_beam.size(1), beams.log_probs.size(1)
+    beam_size, width = live.beam.size(1), beams.log_probs.size(1)
     kept = keep.nonzero().flatten()
-    rows = (kept[:, None] * width + live_beam[kept]).reshape(-1)
-    tokens = live_tok[kept].reshape(-1)
+    rows = (kept[:, None] * width + live.beam[kept]).reshape(-1)
+    tokens = live.token[kept].reshape(-1)
     chosen = (kept[:, None] * top_lp.size(1) + pos[kept]).reshape(-1)  # into top_lp, flattened
     shrinks = kept.numel() < keep.numel()
     rows_d, tokens_d, chosen_d, *kept_d = _to_device([rows, tokens, chosen] + ([kept] if shrinks else []), device)
