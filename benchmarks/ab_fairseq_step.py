@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     gold_rows = tgt.view(-1).ne(dictionary.pad()).nonzero().squeeze(1)  # as collate lists them
 
     def loss_aiayn():  # as the Trainer's on a CPU in float32: the loss forms the gold rows' logits in blocks
-        hidden = ours(src, tgt, args.padded, gold_rows, project=False)
+        hidden = ours.states(src, tgt, args.padded, gold_rows)
         return projected_label_smoothed_loss(hidden, ours.output_matrix(), tgt.view(-1)[gold_rows], 0.1,
                                              dictionary.pad())[0]
 

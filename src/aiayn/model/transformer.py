@@ -102,17 +102,16 @@ class Transformer(nn.Module):
         cross = [tuple(t.contiguous() for t in layer.cross_attn.project_memory(enc.memory)) for layer in self.decoder]
         return DecoderCache(enc, cross, beam_size, capacity=max(1, max_len or 16))
 
-    def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None,
-               rows: Tensor | None = None, project: bool = True) -> Tensor:
-        """Next-token logits (B, T, V) for target prefix tgt_in (B, T).
+    def decode(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None) -> Tensor:
+        """Next-token logits (B, T, V) for target prefix tgt_in (B, T): :meth:`decoder_states`, projected."""
+        return self.project(self.decoder_states(tgt_in, enc, cache))
+
+    def decoder_states(self, tgt_in: Tensor, enc: EncoderOut, cache: DecoderCache | None = None) -> Tensor:
+        """The decoder's final states (B, T, d_model) for target prefix tgt_in (B, T), before the projection.
 
         Without a cache, all T positions at once (causal self-attention). With a cache, tgt_in is the
         newest token (B, 1): its position is ``cache.length``, its self-attention keys/values are
-        appended, and the cache's (possibly reordered) encoder output is used. ``rows`` (R,) int64:
-        only these of the B * T positions (row-major) are projected, giving logits (R, V): training
-        projects the positions with a gold target and spends nothing on padding. ``project=False``:
-        the final decoder states (B, T, d_model) or (R, d_model) instead of their logits, for a loss
-        that forms the logits itself (:func:`aiayn.runtime.loss.projected_label_smoothed_loss`).
+        appended, and the cache's (possibly reordered) encoder output is used.
         """
         if cache is not None:
             if tgt_in.shape[1] != 1:
@@ -127,10 +126,7 @@ class Transformer(nn.Module):
             x = layer(x, memory_kv[i], mask, cache, i)
         if cache is not None:
             cache.length += 1
-        x = self.dec_norm(x)
-        if rows is not None:
-            x = x.reshape(-1, x.shape[-1]).index_select(0, rows)  # (R, d_model)
-        return self.project(x) if project else x
+        return self.dec_norm(x)
 
     def target_table(self) -> nn.Embedding:
         """The target embedding: the source's under ``share_embeddings``, else its own."""
@@ -145,10 +141,15 @@ class Transformer(nn.Module):
         """Pre-softmax linear: (..., d_model) -> (..., V), logits = x :meth:`output_matrix`^T."""
         return linear(x, self.output_matrix(), onednn=self.onednn)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
-                rows: Tensor | None = None, project: bool = True) -> Tensor:
-        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V), or (R, V) at ``rows`` of the
-        B * T positions, or the states before the projection (``project=False``) (:meth:`decode`);
-        ``src_padded`` as in :meth:`encode`."""
-        return self.decode(tgt_in, self.encode(src, src_padded), rows=rows, project=project)
+    def states(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
+               rows: Tensor | None = None) -> Tensor:
+        """Teacher-forced final decoder states: src (B, S), tgt_in (B, T) -> (B, T, d_model), or (R, d_model)
+        at ``rows`` (R,) of the B * T positions (row-major): training and scoring take the positions with
+        a gold target and spend nothing on padding. ``src_padded`` as in :meth:`encode`."""
+        x = self.decoder_states(tgt_in, self.encode(src, src_padded))
+        return x if rows is None else x.reshape(-1, x.shape[-1]).index_select(0, rows)
 
+    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
+                rows: Tensor | None = None) -> Tensor:
+        """Teacher-forced logits: :meth:`states` projected, (B, T, V) or (R, V) at ``rows``."""
+        return self.project(self.states(src, tgt_in, src_padded, rows))

@@ -51,8 +51,9 @@ class TrainingLoss(nn.Module):
         rows = None if everywhere else gold_rows  # (R,) positions of tgt_out.view(-1) with a target
         arithmetic = (torch.autocast(src.device.type, dtype=self.autocast_dtype) if self.autocast_dtype
                       else contextlib.nullcontext())
-        with arithmetic:
-            out = self.model(src, tgt_in, src_padded, rows, project=self.way != "blocked")
+        with arithmetic:  # the blocked loss forms the logits itself, from the states
+            run = self.model.states if self.way == "blocked" else self.model
+            out = run(src, tgt_in, src_padded, rows)
         if everywhere:
             return fused_label_smoothed_loss(out, tgt_out, self.smoothing, PAD)  # out (B, T, V)
         gold = tgt_out.reshape(-1).index_select(0, gold_rows)  # (R,)
