@@ -5,7 +5,7 @@ import pytest
 
 from aiayn.data.shards import ShardedCorpus, ShardWriter
 from aiayn.runtime.batches import collate, make_batches
-from aiayn.train.batching import BatchSampler, BatchStream
+from aiayn.train.order import BatchSampler, BatchStream
 
 
 def lengths(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

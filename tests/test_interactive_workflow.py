@@ -47,7 +47,7 @@ def command(workdir, module, *args):
 
 def test_translating_the_test_source_gives_the_workflows_hypotheses(workdir):
     source = workdir / "data/test/raw/en-de/newstest2014.en"
-    got = command(workdir, "aiayn.decode.interactive", "--run", str(workdir / TRANSLATION), "--input", str(source))
+    got = command(workdir, "aiayn.decode.translate_text", "--run", str(workdir / TRANSLATION), "--input", str(source))
     expected = (workdir / TRANSLATION / "test-avg.hyp.txt").read_text(encoding="utf-8")
     assert got == expected
     assert sum(1 for line in expected.splitlines() if line) >= len(expected.splitlines()) // 2

@@ -20,7 +20,7 @@ class TrainConfig(Section):
     """Defaults are the paper's base setting (sections 5.1 to 5.4).
 
     Token budgets count padded tokens of each side separately, eos and bos included
-    (:mod:`aiayn.train.batching`): a batch of n pairs holds n * max(source length + 1) source tokens
+    (:mod:`aiayn.train.order`): a batch of n pairs holds n * max(source length + 1) source tokens
     and n * max(target length + 1) target tokens, and both stay within the budget. The paper's
     "approximately 25000 source tokens and 25000 target tokens" per batch (section 5.1) is
     ``tokens_per_step: 25000``.

@@ -16,14 +16,14 @@ the model's (``XX`` under the ``xx`` linearization, the predicted tags under ``p
 workflow's ``<split>-avg.trees`` carry the gold tags instead for EVALB, and are otherwise the same.
 
 Options, batching, ``--scores`` and ``--n-best`` formats, and the defined outputs for bad input are
-aiayn-translate's (:mod:`aiayn.decode.interactive`): an empty line gives an empty output line; a line
+aiayn-translate's (:mod:`aiayn.decode.translate_text`): an empty line gives an empty output line; a line
 of invalid UTF-8 or longer than the model's learned positions allow gives an empty output line and a
 warning on standard error naming its line number (with ``--n-best``: no output lines).
 """
 
 from __future__ import annotations
 
-from aiayn.decode.interactive import TextPipeline, parse_args, run
+from aiayn.decode.translate_text import TextPipeline, parse_args, run
 from aiayn.parsing.ptb_tokenize import ptb_words
 from aiayn.parsing.repair import repair
 

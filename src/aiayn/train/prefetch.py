@@ -9,7 +9,7 @@ import torch
 
 from aiayn.data.shards import ShardedCorpus
 from aiayn.runtime.batches import Batch, collate
-from aiayn.train.batching import BatchStream
+from aiayn.train.order import BatchStream
 
 
 class Prefetcher:

@@ -32,11 +32,11 @@ from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoin
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
 from aiayn.runtime.precision import autocast_for, set_up_arithmetic, tf32_matmuls
-from aiayn.train.batching import BatchSampler, BatchStream, load_corpora, training_batches
 from aiayn.train.distributed import DistEnv, wrap_model
 from aiayn.train.forward import TrainingLoss, way_for
 from aiayn.train.memory import device_bytes, probe_peak, tokens_that_fit
 from aiayn.train.metrics import MetricsLog, Progress, Window
+from aiayn.train.order import BatchSampler, BatchStream, load_corpora, training_batches
 from aiayn.train.prefetch import Prefetcher
 from aiayn.train.resume import choose, data_state, publish_last, rng_state, rotate, set_rng_state
 from aiayn.train.schedule import learning_rate

@@ -15,7 +15,7 @@ import torch
 
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
-from aiayn.decode import beam, interactive, manifest
+from aiayn.decode import beam, manifest, translate_text
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
 from aiayn.decode.stream import LineBatches
 from aiayn.model import Transformer
@@ -74,7 +74,7 @@ def run_dir(tmp_path_factory):
 def translate(run_dir, tmp_path, data: bytes, *options):
     (tmp_path / "in.txt").write_bytes(data)
     out = tmp_path / "out.txt"
-    assert interactive.main(["--run", str(run_dir), "--input", str(tmp_path / "in.txt"), "--output", str(out),
+    assert translate_text.main(["--run", str(run_dir), "--input", str(tmp_path / "in.txt"), "--output", str(out),
                              "--device", "cpu", "--threads", "1", *options]) == 0
     return out.read_text(encoding="utf-8").split("\n")[:-1]
 
@@ -110,7 +110,7 @@ def test_bad_lines_give_defined_outputs_and_name_their_line(run_dir, tmp_path, c
     lines = [TEXT[0].encode(), b"", b"caf\xe9 au lait", LONG.encode(), TEXT[1].encode()]
     got = translate(run_dir, tmp_path, b"\n".join(lines) + b"\n")
     assert got == [expected(run_dir, TEXT[0])[0], "", "", "", expected(run_dir, TEXT[1])[0]]
-    warnings = [line.split(" WARNING aiayn.decode.interactive: ")[1] for line in capsys.readouterr().err.splitlines()
+    warnings = [line.split(" WARNING aiayn.decode.translate_text: ")[1] for line in capsys.readouterr().err.splitlines()
                 if " WARNING " in line]
     assert any(w.startswith("line 3: invalid UTF-8 (invalid continuation byte at byte 3)") for w in warnings), warnings
     assert any(w.startswith("line 4: ") and "more than the 59 the model's learned positions allow" in w
@@ -164,7 +164,7 @@ def read_line(handle, seconds):
 @pytest.mark.slow
 def test_each_line_is_answered_while_the_input_stays_open(run_dir, tmp_path):
     with open(tmp_path / "stderr", "wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "aiayn.decode.interactive", "--run", str(run_dir),
+        process = subprocess.Popen([sys.executable, "-m", "aiayn.decode.translate_text", "--run", str(run_dir),
                                     "--device", "cpu", "--threads", "1"], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=stderr)
         try:
@@ -211,19 +211,19 @@ def test_batches_of_a_file_hold_at_most_the_batch_size(tmp_path):
 
 def test_longest_source_follows_the_positions_and_the_length_rule():
     paper = DecodeConfig()
-    assert interactive.longest_source(ModelConfig(positional="learned"), paper) == 1024 - 50
-    assert interactive.longest_source(ModelConfig(positional="learned", max_positions=24),
+    assert translate_text.longest_source(ModelConfig(positional="learned"), paper) == 1024 - 50
+    assert translate_text.longest_source(ModelConfig(positional="learned", max_positions=24),
                                       DecodeConfig(max_len_a=1, max_len_b=5)) == 19
-    assert interactive.longest_source(ModelConfig(positional="learned", max_positions=24),
+    assert translate_text.longest_source(ModelConfig(positional="learned", max_positions=24),
                                       DecodeConfig(max_len_a=0, max_len_b=2)) == 23   # source + eos
-    assert interactive.longest_source(ModelConfig(), paper) is None                    # sinusoids
+    assert translate_text.longest_source(ModelConfig(), paper) is None                    # sinusoids
 
 
 def test_run_errors_name_what_to_do(run_dir, tmp_path):
     with pytest.raises(ValueError, match=r"inference\.json: no such file; the workflow writes it .*\)$"):
         manifest.read_run(tmp_path)   # aiayn-export, too, which has no flags for the files
     with pytest.raises(ValueError, match=r"no such file; the workflow .*; or give --checkpoint, --spm and --settings"):
-        interactive.main(["--run", str(tmp_path), "--input", os.devnull, "--device", "cpu"])
+        translate_text.main(["--run", str(tmp_path), "--input", os.devnull, "--device", "cpu"])
     parser_run = tmp_path / "parser"
     parser_run.mkdir()
     (parser_run / "settings").mkdir()
@@ -237,7 +237,7 @@ def test_run_errors_name_what_to_do(run_dir, tmp_path):
     (parser_run / "train/checkpoint_last.pt").write_bytes((run_dir / "avg.pt").read_bytes())
     assert manifest.read_run(parser_run).checkpoint == parser_run / "train/checkpoint_last.pt"  # no avg.pt yet
     with pytest.raises(ValueError, match=r"is a parsing run: use aiayn-parse"):
-        interactive.main(["--run", str(parser_run), "--input", os.devnull, "--device", "cpu"])
+        translate_text.main(["--run", str(parser_run), "--input", os.devnull, "--device", "cpu"])
 
 
 @pytest.mark.parametrize("options, message", [
@@ -246,7 +246,7 @@ def test_run_errors_name_what_to_do(run_dir, tmp_path):
 ])
 def test_impossible_options_refused_before_loading(options, message, capsys):
     with pytest.raises(SystemExit) as exit:
-        interactive.parse_args(["--run", "r"][: 0 if "--checkpoint" in options else 2] + options)
+        translate_text.parse_args(["--run", "r"][: 0 if "--checkpoint" in options else 2] + options)
     assert exit.value.code == 2 and f"error: {message}" in capsys.readouterr().err
 
 
@@ -276,6 +276,6 @@ def test_a_gpu_that_cannot_be_used_is_a_clear_error_not_a_cpu_run(run_dir, tmp_p
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):
-        interactive.main(["--run", str(run_dir), "--input", os.devnull, "--output", str(tmp_path / "never"),
+        translate_text.main(["--run", str(run_dir), "--input", os.devnull, "--output", str(tmp_path / "never"),
                           "--device", "cuda:1"])
     assert not (tmp_path / "never").exists()
