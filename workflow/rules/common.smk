@@ -115,7 +115,8 @@ def train_launcher(wildcards):
     return train_slurm.train_launcher(run_train(wildcards))
 
 
-def checkpoint(wildcards):
+def checkpoint_file(wildcards):
+    """The checkpoint a decode reads: the run's averaged one (ckpt avg) or its last."""
     run = f"{R}/{wildcards.task}/{wildcards.exp}"
     return f"{run}/avg.pt" if wildcards.ckpt == "avg" else f"{run}/train/checkpoint_last.pt"
 

@@ -3,7 +3,7 @@
 
 rule translate:
     input:
-        checkpoint=checkpoint,
+        checkpoint=checkpoint_file,
         spm=f"{D}/bpe/{{task}}/spm.model",
         src=lambda w: f"{D}/bpe/{w.task}/{w.split}.{sides(w.task)[0]}",
         settings=f"{R}/{{task}}/{{exp}}/settings/decode.json",

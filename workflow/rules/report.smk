@@ -53,8 +53,8 @@ if FIGURES:
 
     rule attention_figures:
         input:
-            checkpoint=checkpoint(SimpleNamespace(task=FIGURES["task"], exp=FIGURES["experiment"],
-                                                  ckpt=FIGURES["checkpoint"])),
+            checkpoint=checkpoint_file(SimpleNamespace(task=FIGURES["task"], exp=FIGURES["experiment"],
+                                                       ckpt=FIGURES["checkpoint"])),
             spm=f"{D}/bpe/{FIGURES['task']}/spm.model",
             tokenize=f"{D}/settings/{FIGURES['task']}/tokenize.{FIGURES['lang']}.json",
             settings=f"{R}/settings/attention.json",
