@@ -2,7 +2,7 @@
 Hugging Face MarianMT (``aiayn-export``), each with its own length penalty at the run's alpha.
 
 Ours divides log P by GNMT's ((5 + |Y|) / 6)^alpha, CTranslate2 and ``transformers`` by |Y|^alpha
-(README, "Serving a model elsewhere"); everything else is the run's: beam size, alpha, the length
+(docs/serving.md, "Serving a model elsewhere"); everything else is the run's: beam size, alpha, the length
 limit (|x| + ``max_len_b``; the engines take the batch's longest source), the sentencepiece model, the
 Moses detokenizer. Each engine's output is scored as the workflow scores its own
 (:func:`aiayn.evaluate.bleu.score`: sacreBLEU and the paper's method), with the number of sentences

@@ -74,7 +74,7 @@ def real_lengths(work: Path, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
         saved = np.load(cache)
         return saved["src"], saved["tgt"]
     import sentencepiece as spm
-    from preprocessing_effect import WMT, training_text
+    from studies.preprocessing_effect import WMT, training_text
 
     from aiayn.data.bpe import learn
     from aiayn.data.clean import filter_pairs, new_counts

@@ -13,11 +13,13 @@ import sys
 import pytest
 from paths import ROOT
 
-SCRIPTS = sorted(path for path in (ROOT / "benchmarks").glob("*.py") if "def main" in path.read_text())
+# standing benchmarks, and the scripts of finished studies (docs/studies/)
+SCRIPTS = sorted(path for pattern in ("*.py", "studies/*.py") for path in (ROOT / "benchmarks").glob(pattern)
+                 if "def main" in path.read_text())
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: str(path.relative_to(ROOT / "benchmarks")))
 def test_a_benchmark_answers_help(script):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, env=env,
@@ -27,7 +29,8 @@ def test_a_benchmark_answers_help(script):
 
 
 def test_the_benchmarks_with_a_main_are_found():
-    assert {"learning_parity.py", "demo_learnability.py", "train_memory.py"} <= {path.name for path in SCRIPTS}
+    names = {str(path.relative_to(ROOT / "benchmarks")) for path in SCRIPTS}
+    assert {"learning_parity.py", "studies/demo_learnability.py", "train_memory.py", "step_overhead.py"} <= names
 
 
 def test_seed_statistics_equal_scipys():

@@ -1,4 +1,4 @@
-"""The README's deviation list and the "Deviation from paper:" marks in src/ and config.yaml agree one
+"""The deviation list (docs/deviations.md) and the "Deviation from paper:" marks in src/ and config.yaml agree one
 to one: every entry names the one file holding its mark, and every mark has its entry."""
 
 import re
@@ -9,6 +9,7 @@ from paths import ROOT
 from aiayn import config as aiayn_config
 
 MARK = "Deviation from paper"
+DEVIATIONS = ROOT / "docs" / "deviations.md"
 
 
 def marks() -> Counter:
@@ -19,16 +20,16 @@ def marks() -> Counter:
                    for line in path.read_text(encoding="utf-8").splitlines() if MARK in line)
 
 
-def readme_entries() -> dict[str, list[str]]:
-    """``{entry name: [the backticked items of its parenthesis]}`` of the README's deviation list."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def deviation_entries() -> dict[str, list[str]]:
+    """``{entry name: [the backticked items of its parenthesis]}`` of docs/deviations.md's deviation list."""
+    text = DEVIATIONS.read_text(encoding="utf-8")
     section = text.split("## Deviations from the paper", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     entries = re.findall(r"^- \*\*(?P<name>[^*]+)\*\* \((?P<refs>[^)]*)\)", section, flags=re.M)
     return {name: re.findall(r"`([^`]+)`", refs) for name, refs in entries}
 
 
 def test_every_entry_names_its_marked_file_and_every_mark_has_an_entry():
-    entries = readme_entries()
+    entries = deviation_entries()
     assert len(entries) >= 11
     named = Counter(refs[-1] for refs in entries.values())
     assert all((ROOT / path).is_file() for path in named), named
@@ -37,7 +38,7 @@ def test_every_entry_names_its_marked_file_and_every_mark_has_an_entry():
 
 def test_every_key_an_entry_names_is_in_the_config():
     config = aiayn_config.load(ROOT / "config.yaml")  # with the definitions' defaults
-    for name, refs in readme_entries().items():
+    for name, refs in deviation_entries().items():
         for key in [r for r in refs[:-1] if "/" not in r and " " not in r]:
             node = config if key.split(".")[0] in config else config["defaults"]
             for part in key.split("."):
@@ -46,9 +47,10 @@ def test_every_key_an_entry_names_is_in_the_config():
 
 
 def code_differences() -> dict[str, tuple[str, list[str]]]:
-    """``{entry name: (its text, [its backticked items])}`` of README's "Where the paper's code did otherwise"."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Where the paper's code did otherwise", 1)[1].split("\n\n", 2)[1]
+    """``{entry name: (its text, [its backticked items])}`` of docs/deviations.md's "Where the paper's code did
+    otherwise"."""
+    text = DEVIATIONS.read_text(encoding="utf-8")
+    section = text.split("## Where the paper's code did otherwise", 1)[1].split("\n\n", 2)[1]
     entries = re.split(r"^- ", section, flags=re.M)[1:]
     return {re.match(r"\*\*([^*]+)\*\*", e).group(1): (e, re.findall(r"`([^`]+)`", e.split(")", 1)[0]))
             for e in entries}
@@ -79,5 +81,6 @@ def test_the_lists_name_what_the_papers_code_did_otherwise_and_no_false_differen
     names = set(code_differences())
     assert {"Batch budget", "Attention projection biases", "Decoding length limit", "Parser embeddings",
             "Parser depth"} <= names, names
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "lazyadam" not in text.lower() and not any("lazy" in name.lower() for name in names | set(readme_entries()))
+    text = DEVIATIONS.read_text(encoding="utf-8")
+    assert "lazyadam" not in text.lower()
+    assert not any("lazy" in name.lower() for name in names | set(deviation_entries()))

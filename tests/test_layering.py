@@ -1,4 +1,4 @@
-"""The import layers of src/aiayn (STYLE.md, "One way down"): which package may import which, checked.
+"""The import layers of src/aiayn (CONTRIBUTING.md, "House rules"): which package may import which, checked.
 
 Every module is parsed with ``ast``; every import at any depth (inside functions too), absolute or
 relative, ``import aiayn.x`` or ``from aiayn import x``, is an edge from the importing package to the

@@ -2,7 +2,8 @@
 ``workflow/...``, ``configs/...``, ``profiles/...``, ``docs/...``, ``envs/...``) names a file or folder
 of the checkout, and a dotted name (``aiayn.x.y``) a module or an attribute of one.
 
-Read: README.md, docs/, config.yaml, configs/, profiles/, benchmarks/RESULTS.md, and the comments and
+Read: README.md, CONTRIBUTING.md, CHANGELOG.md, docs/ (and docs/studies/), config.yaml, configs/, profiles/,
+benchmarks/RESULTS.md, and the comments and
 docstrings of src/ and workflow/ (string values in code are data, not pointers). A moved module or a
 renamed function then fails here, naming the file that still points at it.
 """
@@ -37,8 +38,9 @@ def python_prose(path: Path) -> str:
 
 def prose() -> dict[str, str]:
     """``{file: the text whose pointers must resolve}``."""
-    whole = [ROOT / "README.md", ROOT / "config.yaml", ROOT / "benchmarks" / "RESULTS.md",
-             *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "configs").glob("*.yaml")),
+    whole = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", ROOT / "config.yaml",
+             ROOT / "benchmarks" / "RESULTS.md", *sorted((ROOT / "docs").rglob("*.md")),
+             *sorted((ROOT / "configs").glob("*.yaml")),
              *sorted(p for p in (ROOT / "profiles").rglob("*") if p.is_file())]
     code = [*sorted((ROOT / "src" / "aiayn").rglob("*.py")), *sorted((ROOT / "workflow").rglob("*.smk")),
             ROOT / "Snakefile"]
@@ -99,9 +101,12 @@ def test_a_stale_pointer_is_found():
 
 
 def test_a_stale_section_pointer_is_found():
-    assert SECTION.findall('(`benchmarks/RESULTS.md`, "Learning parity with fairseq"; README.md, "The demo")') == [
-        ("benchmarks/RESULTS.md", "Learning parity with fairseq"), ("README.md", "The demo")]
-    assert section_found("benchmarks/RESULTS.md", "Learning parity with fairseq")
-    assert section_found("RESULTS.md", "Learning parity with fairseq") and section_found("README.md", "The demo")
+    pointers = '(`docs/studies/initialisation.md`, "Learning parity with fairseq"; README.md, "When a run")'
+    assert SECTION.findall(pointers) == [
+        ("docs/studies/initialisation.md", "Learning parity with fairseq"), ("README.md", "When a run")]
+    assert section_found("docs/studies/initialisation.md", "Learning parity with fairseq")
+    assert section_found("RESULTS.md", "Learning against fairseq-train")
+    assert section_found("README.md", "When a run stops")
     assert not section_found("README.md", "Initialisation") and not section_found("docs/parsing.md", "The demo")
-    assert section_found("benchmarks/RESULTS.md", "Learning parity with\nfairseq")
+    assert section_found("docs/studies/initialisation.md", "Learning parity with\nfairseq")
+    assert not section_found("RESULTS.md", "Learning parity with fairseq")  # moved to docs/studies/

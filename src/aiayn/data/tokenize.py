@@ -30,7 +30,7 @@ v0.12.2) runs ``normalize-punctuation.perl``, ``remove-non-printing-char.perl`` 
 
 The keys of ``config.yaml`` ``data.tokenize`` (:class:`TokenizeConfig`, read from ``--settings FILE``)
 default to ``wmt16_en_de.sh``'s choices except where a measurement favours another
-(``benchmarks/preprocessing_effect.py``, ``benchmarks/RESULTS.md``: the newstest2014 sides through
+(``benchmarks/studies/preprocessing_effect.py``, ``benchmarks/RESULTS.md``: the newstest2014 sides through
 tokenize, an 8k sentencepiece BPE learned on the shared training samples, and detokenize; sacreBLEU
 against the raw text and pieces per sentence). Every setting gives the same round trip (DE target
 99.79, FR 99.56 to 99.58); only escaping changes the length:
@@ -39,7 +39,7 @@ against the raw text and pieces per sentence). Every setting gives the same roun
   target: bool}``, resolved per task and language by :func:`normalizes`): ``normalize-punctuation.perl``
   (unify quotes, dashes and spacing). Never for a target: the German and French newstest2014
   references use „ “ « », which normalized targets could never produce (their round trip loses 3.4 and
-  2.0 sacreBLEU, ``benchmarks/normalization_effect.py``). On a source it moves the piece count by at
+  2.0 sacreBLEU, ``benchmarks/studies/normalization_effect.py``). On a source it moves the piece count by at
   most 0.01 per sentence.
 - ``remove_non_printing`` (off, as the paper's data): ``remove-non-printing-char.perl``: every
   character of Unicode category C (control, format, unassigned, private use) becomes a space.

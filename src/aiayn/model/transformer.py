@@ -26,8 +26,8 @@ class Transformer(nn.Module):
     Parameters start as ``model.init`` says (:mod:`aiayn.model.init`), drawn from torch's global
     generator. Pre-norm stacks end with a final LayerNorm; post-norm stacks (the paper) do not.
     The decoder's first input is the bos embedding, and the encoder's input has no target-space
-    vector: two places where tensor2tensor's model differed (README, "Where the paper's code did
-    otherwise").
+    vector: two places where tensor2tensor's model differed (docs/deviations.md, "Where the paper's
+    code did otherwise").
     """
 
     def __init__(self, cfg: ModelConfig, vocab_size: int, pad_id: int = 0):

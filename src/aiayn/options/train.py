@@ -20,7 +20,7 @@ class TrainConfig(Section):
     """Defaults are the paper's base setting (sections 5.1 to 5.4).
 
     Token budgets count padded tokens of each side separately, eos and bos included
-    (:mod:`aiayn.train.order`): a batch of n pairs holds n * max(source length + 1) source tokens
+    (:mod:`aiayn.runtime.batches`): a batch of n pairs holds n * max(source length + 1) source tokens
     and n * max(target length + 1) target tokens, and both stay within the budget. The paper's
     "approximately 25000 source tokens and 25000 target tokens" per batch (section 5.1) is
     ``tokens_per_step: 25000``.
@@ -79,7 +79,7 @@ class TrainConfig(Section):
                                "per batch shape) or max-autotune-no-cudagraphs", resumable=True,
                                choices=("default", "reduce-overhead", "max-autotune-no-cudagraphs"))
     # mkl: faster than onednn end to end on the last CPU measured, slower per product on an earlier one
-    # (benchmarks/RESULTS.md, "CPU training against fairseq-train again")
+    # (docs/studies/cpu-training.md, "CPU training against fairseq-train again")
     cpu_matmul: str = cpu_matmul_option("float32 CPU products of training: mkl (torch's default) or onednn", "mkl")
     gpus: int = option(1, help="GPUs per training job (torchrun/DDP for more; 0: the CPU)", minimum=0,
                        resumable=True)

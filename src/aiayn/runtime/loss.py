@@ -8,7 +8,7 @@ at v0.12.2; eps / (V - 2) - eps / (V - 1) is about 7e-11 per class at V = 37000.
 at 3d9c62f2 spreads it over the M - 1 non-gold rows of its output layer, ``smoothing_cross_entropy`` in
 ``models/common_layers.py``, and M is the modality's padded size, 40,960 for EN-DE's vocabulary of
 about 37,000 (``wmt_ende_bpe32k`` in ``data_generators/problem_hparams.py``): its softmax also spans
-some 4,000 rows no token uses, which take a share of the smoothing mass. README's list of differences
+some 4,000 rows no token uses, which take a share of the smoothing mass. docs/deviations.md's list of differences
 from the paper's code names this one; no key restores it.)
 
 The loss and its gradient are computed together, one block of rows at a time, in float32 whatever

@@ -16,7 +16,7 @@ task and setting on the shared training sample tokenized the same way, both side
 first, as ``parity_data.py`` does), EN-FR ``train_sample/moses-nc-5k.fr-en.*`` (raw text). Only the
 target side is ever scored; the source rows show what the encoder reads.
 
-    PYTHONPATH=src python benchmarks/preprocessing_effect.py [--work /tmp/prep] [--vocab-size 8000]
+    PYTHONPATH=src python benchmarks/studies/preprocessing_effect.py [--work /tmp/prep] [--vocab-size 8000]
 
 Prints one markdown table; not a test. Deterministic (no timing): the figures do not depend on load.
 """
@@ -39,7 +39,7 @@ from aiayn.io import setup_logging
 from aiayn.options import BpeConfig
 
 log = logging.getLogger("preprocessing_effect")
-WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
+WMT = Path(__file__).resolve().parents[3] / "shared" / "data" / "wmt"
 # (task, source language, target language, training sample prefix, whether the sample is tokenized)
 TASKS = (("en-de", "en", "de", "train_sample/onmt-wmt-ende-10k.tok", True),
          ("en-fr", "en", "fr", "train_sample/moses-nc-5k.fr-en", False))

@@ -1,6 +1,6 @@
 """CPU training throughput of several commits, side by side with fairseq-train: where a ratio went.
 
-    PYTHONPATH=src python benchmarks/throughput_commits.py --commits 4c7716b aa3791d HEAD \
+    PYTHONPATH=src python benchmarks/studies/throughput_commits.py --commits 4c7716b aa3791d HEAD \
         --rounds 2 --fairseq-bin /work/venvs/fairseq/bin
 
 Each commit's own ``benchmarks/train_throughput.py`` runs against that commit's ``src/`` (both taken
@@ -22,10 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the standing benchmarks
 import train_throughput  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def checkout(commit: str, root: Path) -> Path:

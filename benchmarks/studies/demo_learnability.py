@@ -11,8 +11,8 @@ ignored, EVALB-style) of the model and of the flat tree ``(S XX ... XX )S``.
 
 Word-level vocabulary (the lexicon is small, so this is what a few-thousand-piece BPE amounts to).
 
-    PYTHONPATH=src python benchmarks/demo_learnability.py --pair en-de --seconds 45
-    PYTHONPATH=src python benchmarks/demo_learnability.py --pair wsj --seconds 60
+    PYTHONPATH=src python benchmarks/studies/demo_learnability.py --pair en-de --seconds 45
+    PYTHONPATH=src python benchmarks/studies/demo_learnability.py --pair wsj --seconds 60
 
 Measured 2026-11-22 on the shared development machine (2 cores, load average 5-7 from other jobs,
 Python 3.11, torch 2.13 CPU, 1 thread), defaults d_model 64, 2+2 layers, 4 heads, d_ff 256, 600

@@ -1,6 +1,6 @@
 """Separate source and target vocabularies for the parser, measured against the shared one.
 
-    PYTHONPATH=src python benchmarks/parser_vocabularies.py --data-dir DATA --task wsj \
+    PYTHONPATH=src python benchmarks/studies/parser_vocabularies.py --data-dir DATA --task wsj \
         [--source-size 4000] [--target-size 512]
 
 ``DATA`` is a workflow's ``data_dir`` after its ``bpe_learn`` rule ran for the parsing ``--task``:

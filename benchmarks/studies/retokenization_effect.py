@@ -12,9 +12,9 @@ tokenized with escaping (what a model trained on the paper's data would write wh
 - as tensor2tensor did: those tokens, compound-split, against the reference, tokenized once;
 - as this workflow does: the tokens detokenized (entities unescaped), then the paper method.
 
-    PYTHONPATH=src python benchmarks/retokenization_effect.py
-    PYTHONPATH=src python benchmarks/retokenization_effect.py --hypothesis results/demo/en-de/base/test-avg.hyp.tok \
-        --reference data/demo/raw/en-de/newstest2014.de --lang de
+    PYTHONPATH=src python benchmarks/studies/retokenization_effect.py
+    PYTHONPATH=src python benchmarks/studies/retokenization_effect.py \
+        --hypothesis results/demo/en-de/base/test-avg.hyp.tok --reference data/demo/raw/en-de/newstest2014.de --lang de
 
 With ``--hypothesis`` (a run's Moses-tokenized output, ``<run>/test-avg.hyp.tok``, not escaped: the
 workflow's data is not) the same two ways score a model's real output against ``--reference``: its

@@ -10,7 +10,7 @@ sample's two sides, and the pairs whose longer side, plus one, exceeds each limi
 on 5,000 to 10,000 pairs cuts words into more pieces than the paper's 37,000 learned on millions: the
 counts are an upper bound of what the real corpus loses.
 
-    PYTHONPATH=src python benchmarks/length_drop.py [--work /tmp/length] [--vocab-size 8000]
+    PYTHONPATH=src python benchmarks/studies/length_drop.py [--work /tmp/length] [--vocab-size 8000]
 
 Prints one markdown table; not a test. Deterministic.
 """

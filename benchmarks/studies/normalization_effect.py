@@ -10,7 +10,7 @@ For each file (the shared newstest2013/2014 sets, ``../shared/data/wmt/plain``) 
    sacreBLEU and paper-method BLEU below 100 by whatever the round trip loses, with normalization on
    and off.
 
-    PYTHONPATH=src python benchmarks/normalization_effect.py [--files newstest2014-full.en-de.de ...]
+    PYTHONPATH=src python benchmarks/studies/normalization_effect.py [--files newstest2014-full.en-de.de ...]
 
 Prints two tables; not a test. The figures are deterministic (no timing): they do not depend on load.
 """
@@ -29,7 +29,7 @@ from aiayn.data.lines import read_lines
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.evaluate import bleu
 
-PLAIN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt" / "plain"
+PLAIN = Path(__file__).resolve().parents[3] / "shared" / "data" / "wmt" / "plain"
 FILES = ("newstest2014-full.en-de.en", "newstest2014-full.en-de.de", "newstest2014-full.en-fr.en",
          "newstest2014-full.en-fr.fr", "newstest2013.en", "newstest2013.de", "newstest2013.fr")
 # sacremoses' rule lists, named by what they do; the normalizer applies them in this order.

@@ -1,6 +1,6 @@
 """A/B of one training step, ours against fairseq's, alternating in one process (robust to load).
 
-    PYTHONPATH=src /path/to/fairseq-venv/bin/python benchmarks/ab_fairseq_step.py --steps 12
+    PYTHONPATH=src /path/to/fairseq-venv/bin/python benchmarks/studies/ab_fairseq_step.py --steps 12
 
 Both models: 3+3 layers, d_model 256, 4 heads, d_ff 1024, shared embeddings, dropout 0.1, a
 10,000-symbol vocabulary; the same batch of 128 x 32 target tokens (4096), label smoothing 0.1 and
