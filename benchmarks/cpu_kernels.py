@@ -21,8 +21,13 @@ import torch.nn.functional as F
 
 from aiayn.model.functional import dropout, onednn_available
 
-SHAPES = {"qkv": (256, 768), "W^O": (256, 256), "FFN W1": (256, 1024), "FFN W2": (1024, 256),
-          "softmax projection": (256, 10000)}
+SHAPES = {
+    "qkv": (256, 768),
+    "W^O": (256, 256),
+    "FFN W1": (256, 1024),
+    "FFN W2": (1024, 256),
+    "softmax projection": (256, 10000),
+}
 
 
 def onednn(a: torch.Tensor, b_t: torch.Tensor) -> torch.Tensor:
@@ -54,12 +59,16 @@ def products(rows: int, repeats: int) -> list[str]:
         g = torch.Generator().manual_seed(0)
         x, w, grad = (torch.randn(*shape, generator=g) for shape in ((rows, k), (m, k), (rows, m)))
         flops = 2 * rows * k * m
-        for part, mkl, dnn in (("forward", lambda: F.linear(x, w), lambda: onednn(x, w)),
-                               ("input gradient", lambda: grad @ w, lambda: onednn(grad, w.t())),
-                               ("weight gradient", lambda: grad.t() @ x, lambda: onednn(grad.t(), x.t()))):
+        for part, mkl, dnn in (
+            ("forward", lambda: F.linear(x, w), lambda: onednn(x, w)),
+            ("input gradient", lambda: grad @ w, lambda: onednn(grad, w.t())),
+            ("weight gradient", lambda: grad.t() @ x, lambda: onednn(grad.t(), x.t())),
+        ):
             t = side_by_side({"mkl": mkl, "onednn": dnn}, repeats)
-            lines.append(f"{name + ' ' + part:<36}{flops / t['mkl'] / 1e9:>12.0f}{flops / t['onednn'] / 1e9:>9.0f}"
-                         f"{t['mkl'] / t['onednn']:>7.2f}")
+            lines.append(
+                f"{name + ' ' + part:<36}{flops / t['mkl'] / 1e9:>12.0f}{flops / t['onednn'] / 1e9:>9.0f}"
+                f"{t['mkl'] / t['onednn']:>7.2f}"
+            )
     return lines
 
 
@@ -69,10 +78,13 @@ def dropouts(repeats: int) -> list[str]:
     def step(fn):
         return lambda: fn().backward(torch.ones_like(x))
 
-    t = side_by_side({"F.dropout": step(lambda: F.dropout(x, 0.1, True)),
-                      "aiayn": step(lambda: dropout(x, 0.1, True))}, repeats)
-    return [f"dropout p=0.1, 4096 x 256, forward + backward: F.dropout {t['F.dropout'] * 1e3:.2f} ms, "
-            f"aiayn {t['aiayn'] * 1e3:.2f} ms, ratio {t['F.dropout'] / t['aiayn']:.2f}"]
+    t = side_by_side(
+        {"F.dropout": step(lambda: F.dropout(x, 0.1, True)), "aiayn": step(lambda: dropout(x, 0.1, True))}, repeats
+    )
+    return [
+        f"dropout p=0.1, 4096 x 256, forward + backward: F.dropout {t['F.dropout'] * 1e3:.2f} ms, "
+        f"aiayn {t['aiayn'] * 1e3:.2f} ms, ratio {t['F.dropout'] / t['aiayn']:.2f}"
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,8 +30,9 @@ def run_stage(module: str, *args) -> tuple[float, float]:
     """Run ``python -m aiayn.data.<module> ARGS``; returns (wall seconds, peak RSS in MiB)."""
     with tempfile.TemporaryFile() as stderr:  # a pipe could fill up and block the child
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", f"aiayn.data.{module}", *map(str, args)],
-                                stdout=subprocess.DEVNULL, stderr=stderr)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", f"aiayn.data.{module}", *map(str, args)], stdout=subprocess.DEVNULL, stderr=stderr
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         if os.waitstatus_to_exitcode(status) != 0:
@@ -60,20 +61,80 @@ def pipeline(work: Path, processes: int, chunk_lines: int) -> dict[str, tuple[fl
 
     (work / "tokenize.json").write_text(json.dumps({"chunk_lines": chunk_lines}))
     (work / "bpe.json").write_text(json.dumps({"vocab_size": 8000}))
-    both("tokenize", "tokenize", lambda lang: ("--lang", lang, "--input", work / f"raw.{lang}",
-                                               "--output", work / f"tok.{lang}", "--threads", processes,
-                                               "--settings", work / "tokenize.json"))
-    results["clean"] = run_stage("clean", "--src-lang", "en", "--tgt-lang", "fr", "--corpora", work / "tok",
-                                 "--out-prefix", work / "clean", "--stats", work / "clean.json")
-    results["bpe learn"] = run_stage("bpe", "learn", "--inputs", work / "clean.en", work / "clean.fr",
-                                     "--model-prefix", work / "spm", "--settings", work / "bpe.json",
-                                     "--threads", processes)
-    both("bpe encode", "bpe", lambda lang: ("encode", "--model", work / "spm.model", "--input",
-                                            work / f"clean.{lang}", "--output", work / f"bpe.{lang}",
-                                            "--threads", processes, "--chunk-lines", chunk_lines))
-    results["binarize"] = run_stage("binarize", "--model", work / "spm.model", "--src", work / "bpe.en",
-                                    "--tgt", work / "bpe.fr", "--out-dir", work / "bin",
-                                    "--threads", processes, "--chunk-lines", chunk_lines)
+    both(
+        "tokenize",
+        "tokenize",
+        lambda lang: (
+            "--lang",
+            lang,
+            "--input",
+            work / f"raw.{lang}",
+            "--output",
+            work / f"tok.{lang}",
+            "--threads",
+            processes,
+            "--settings",
+            work / "tokenize.json",
+        ),
+    )
+    results["clean"] = run_stage(
+        "clean",
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "fr",
+        "--corpora",
+        work / "tok",
+        "--out-prefix",
+        work / "clean",
+        "--stats",
+        work / "clean.json",
+    )
+    results["bpe learn"] = run_stage(
+        "bpe",
+        "learn",
+        "--inputs",
+        work / "clean.en",
+        work / "clean.fr",
+        "--model-prefix",
+        work / "spm",
+        "--settings",
+        work / "bpe.json",
+        "--threads",
+        processes,
+    )
+    both(
+        "bpe encode",
+        "bpe",
+        lambda lang: (
+            "encode",
+            "--model",
+            work / "spm.model",
+            "--input",
+            work / f"clean.{lang}",
+            "--output",
+            work / f"bpe.{lang}",
+            "--threads",
+            processes,
+            "--chunk-lines",
+            chunk_lines,
+        ),
+    )
+    results["binarize"] = run_stage(
+        "binarize",
+        "--model",
+        work / "spm.model",
+        "--src",
+        work / "bpe.en",
+        "--tgt",
+        work / "bpe.fr",
+        "--out-dir",
+        work / "bin",
+        "--threads",
+        processes,
+        "--chunk-lines",
+        chunk_lines,
+    )
     return results
 
 
@@ -85,11 +146,14 @@ def baseline_worker(work: Path) -> None:
     sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
     for lang in LANGS:
         normalizer, tokenizer = MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
-        with open(work / f"raw.{lang}", encoding="utf-8") as src, \
-                open(work / f"baseline.{lang}", "w", encoding="utf-8") as out:
+        with (
+            open(work / f"raw.{lang}", encoding="utf-8") as src,
+            open(work / f"baseline.{lang}", "w", encoding="utf-8") as out,
+        ):
             for line in src:
-                tokens = tokenizer.tokenize(normalizer.normalize(line.rstrip("\n")), aggressive_dash_splits=True,
-                                            escape=False, return_str=True)
+                tokens = tokenizer.tokenize(
+                    normalizer.normalize(line.rstrip("\n")), aggressive_dash_splits=True, escape=False, return_str=True
+                )
                 out.write(" ".join(sp.encode(tokens, out_type=str)) + "\n")
 
 
@@ -114,8 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--chunk-lines", type=int, default=2000,
-                        help="lines per work unit: small enough that the 1x input makes several")
+    parser.add_argument(
+        "--chunk-lines",
+        type=int,
+        default=2000,
+        help="lines per work unit: small enough that the 1x input makes several",
+    )
     parser.add_argument("--baseline-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.baseline_worker:
@@ -132,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
                 report(f"{scale}x input, {processes} process(es)", pairs, pipeline(work, processes, args.chunk_lines))
             seconds, mib = baseline(work)
             tok_enc = "tokenize + bpe encode"
-            print(f"  baseline loop ({tok_enc}, 1 process): {seconds:.2f} s, {pairs / seconds:.0f} pairs/s, "
-                  f"peak {mib:.0f} MiB")
+            print(
+                f"  baseline loop ({tok_enc}, 1 process): {seconds:.2f} s, {pairs / seconds:.0f} pairs/s, "
+                f"peak {mib:.0f} MiB"
+            )
     return 0
 
 

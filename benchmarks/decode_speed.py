@@ -76,8 +76,9 @@ def copy_batch(sentences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor, 
     return src, tgt_in, tgt_out
 
 
-def train_copy_model(vocab: int, steps: int, batch: int, seed: int, shape: dict | None = None,
-                     device: torch.device | str = "cpu") -> Transformer:
+def train_copy_model(
+    vocab: int, steps: int, batch: int, seed: int, shape: dict | None = None, device: torch.device | str = "cpu"
+) -> Transformer:
     """A model (``shape``, default :data:`SHAPE`) trained with Adam (lr 1e-3 after 50 warm-up steps)
     on the copy task, cross-entropy, on ``device``."""
     torch.manual_seed(seed)
@@ -101,17 +102,30 @@ def train_copy_model(vocab: int, steps: int, batch: int, seed: int, shape: dict 
 
 def timed_decode(model, sources: list[list[int]], batch: int, max_len_b: float) -> tuple[list, float]:
     start = time.perf_counter()
-    hyps = translate_sentences(model, sources, max_sentences=batch, ids=IDS, beam_size=4,
-                               length_penalty=0.6, max_len_a=1.0, max_len_b=max_len_b, early_stop=True)
+    hyps = translate_sentences(
+        model,
+        sources,
+        max_sentences=batch,
+        ids=IDS,
+        beam_size=4,
+        length_penalty=0.6,
+        max_len_a=1.0,
+        max_len_b=max_len_b,
+        early_stop=True,
+    )
     return hyps, time.perf_counter() - start
 
 
 def summary(hyps: list, seconds: float, sources: list[list[int]]) -> dict:
     tokens = sum(len(h.tokens) for h in hyps)
     exact = sum(h.tokens == s for h, s in zip(hyps, sources))
-    return {"seconds": round(seconds, 2), "sentences_per_s": round(len(hyps) / seconds, 2),
-            "tokens_per_s": round(tokens / seconds, 1), "mean_hyp_len": round(tokens / len(hyps), 2),
-            "exact_copies": exact}
+    return {
+        "seconds": round(seconds, 2),
+        "sentences_per_s": round(len(hyps) / seconds, 2),
+        "tokens_per_s": round(tokens / seconds, 1),
+        "mean_hyp_len": round(tokens / len(hyps), 2),
+        "exact_copies": exact,
+    }
 
 
 def load_or_make_model(args) -> tuple[Transformer, bool]:
@@ -139,8 +153,11 @@ def ctranslate2_translator(model, vocab: int, work: Path, threads: int):
 
     pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, vocab)]
     write(model, pieces, work / "ct2")
-    return (lambda: ctranslate2.Translator(str(work / "ct2"), device="cpu", compute_type="float32",
-                                           intra_threads=threads, inter_threads=1)), pieces
+    return (
+        lambda: ctranslate2.Translator(
+            str(work / "ct2"), device="cpu", compute_type="float32", intra_threads=threads, inter_threads=1
+        )
+    ), pieces
 
 
 def ctranslate2_time(make_translator, pieces: list[str], sources: list[list[int]], batch: int, max_len_b: float):
@@ -149,9 +166,15 @@ def ctranslate2_time(make_translator, pieces: list[str], sources: list[list[int]
     tokens = [[pieces[i] for i in s] for s in sources]
     translator = make_translator()
     start = time.perf_counter()
-    results = translator.translate_batch(tokens, max_batch_size=batch, beam_size=4, length_penalty=0.6,
-                                         min_decoding_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
-                                         max_decoding_length=max(len(s) for s in sources) + int(max_len_b))
+    results = translator.translate_batch(
+        tokens,
+        max_batch_size=batch,
+        beam_size=4,
+        length_penalty=0.6,
+        min_decoding_length=0,
+        suppress_sequences=[["<pad>"], ["<s>"]],
+        max_decoding_length=max(len(s) for s in sources) + int(max_len_b),
+    )
     seconds = time.perf_counter() - start
     translator.unload_model()
     del translator
@@ -173,8 +196,7 @@ def side_by_side(args, model, sources: list[list[int]], max_len_b: float) -> dic
         entry = {"aiayn": summary(hyps, seconds, sources)}
         if args.fairseq_python:
             peer = "fairseq"
-            entry[peer] = fairseq_time(args.fairseq_python, Path(args.work), args.batch, args.threads,
-                                       int(max_len_b))
+            entry[peer] = fairseq_time(args.fairseq_python, Path(args.work), args.batch, args.threads, int(max_len_b))
         if args.ctranslate2:
             peer = "ctranslate2"
             theirs, their_seconds = ctranslate2_time(translator, pieces, sources, args.batch, max_len_b)
@@ -183,11 +205,17 @@ def side_by_side(args, model, sources: list[list[int]], max_len_b: float) -> dic
         if peer:
             ratios.append(entry["aiayn"]["sentences_per_s"] / entry[peer]["sentences_per_s"])
         rounds.append(entry)
-    result = {"rounds": rounds, "load_average_before": load_before, "load_average_after": os.getloadavg(),
-              "hypotheses": hyps}
+    result = {
+        "rounds": rounds,
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "hypotheses": hyps,
+    }
     if ratios:
-        result |= {f"aiayn_vs_{peer}_per_round": [round(r, 3) for r in ratios],
-                   f"aiayn_vs_{peer}_median": round(statistics.median(ratios), 3)}
+        result |= {
+            f"aiayn_vs_{peer}_per_round": [round(r, 3) for r in ratios],
+            f"aiayn_vs_{peer}_median": round(statistics.median(ratios), 3),
+        }
     return result
 
 
@@ -199,8 +227,9 @@ def profile_ours(model, sources: list[list[int]], batch: int, max_len_b: float, 
         timed_decode(model, sources, batch, max_len_b)
     rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in rows)
-    return [{"op": e.key, "self_cpu_share": round(e.self_cpu_time_total / total, 3), "calls": e.count}
-            for e in rows[:top]]
+    return [
+        {"op": e.key, "self_cpu_share": round(e.self_cpu_time_total / total, 3), "calls": e.count} for e in rows[:top]
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,8 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctranslate2", action="store_true", help="add CTranslate2 on the same weights")
     parser.add_argument("--profile", type=int, default=0, help="also list our decoding's N costliest operators")
     parser.add_argument("--work", default="/tmp/decode_speed", help="scratch directory for the peers")
-    parser.add_argument("--cpu-matmul", choices=["onednn", "mkl"], default="onednn",
-                        help="decode.cpu_matmul: our products through oneDNN (the default) or MKL")
+    parser.add_argument(
+        "--cpu-matmul",
+        choices=["onednn", "mkl"],
+        default="onednn",
+        help="decode.cpu_matmul: our products through oneDNN (the default) or MKL",
+    )
     parser.add_argument("--log")
     args = parser.parse_args(argv)
     if args.fairseq_python and args.ctranslate2:
@@ -231,10 +264,18 @@ def main(argv: list[str] | None = None) -> int:
     sources = random_sentences(args.sentences, args.vocab, torch.Generator().manual_seed(1234))
     runs = side_by_side(args, model, sources, max_len_b)
     cached = runs.pop("hypotheses")
-    result = {"machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
-              "torch": torch.__version__, "shape": SHAPE, "vocab": args.vocab, "sentences": args.sentences,
-              "batch": args.batch, "cpu_matmul": args.cpu_matmul, "trained_steps": args.train_steps,
-              "max_len": f"|x| + {max_len_b:g}", **runs}
+    result = {
+        "machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
+        "torch": torch.__version__,
+        "shape": SHAPE,
+        "vocab": args.vocab,
+        "sentences": args.sentences,
+        "batch": args.batch,
+        "cpu_matmul": args.cpu_matmul,
+        "trained_steps": args.train_steps,
+        "max_len": f"|x| + {max_len_b:g}",
+        **runs,
+    }
     if args.profile:
         result["profile_ours"] = profile_ours(model, sources, args.batch, max_len_b, args.profile)
     if args.uncached:

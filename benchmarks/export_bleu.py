@@ -39,9 +39,17 @@ BATCH = 64
 
 def ours(run: Path, sources: list[list[int]], decode: DecodeConfig) -> list[list[int]]:
     model, _ = load_model(read_run(run).checkpoint)
-    hyps = translate_sentences(model, sources, max_sentences=BATCH, ids=SpecialIds(), beam_size=decode.beam_size,
-                               length_penalty=decode.length_penalty, max_len_a=decode.max_len_a,
-                               max_len_b=decode.max_len_b, early_stop=decode.early_stop)
+    hyps = translate_sentences(
+        model,
+        sources,
+        max_sentences=BATCH,
+        ids=SpecialIds(),
+        beam_size=decode.beam_size,
+        length_penalty=decode.length_penalty,
+        max_len_a=decode.max_len_a,
+        max_len_b=decode.max_len_b,
+        early_stop=decode.early_stop,
+    )
     return [h.tokens for h in hyps]
 
 
@@ -50,9 +58,14 @@ def ctranslate2_outputs(out: Path, sources: list[list[int]], pieces: list[str], 
 
     translator = ctranslate2.Translator(str(out), device="cpu", compute_type="float32")
     results = translator.translate_batch(
-        [[pieces[i] for i in s] for s in sources], max_batch_size=BATCH, beam_size=decode.beam_size,
-        length_penalty=decode.length_penalty, min_decoding_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
-        max_decoding_length=int(decode.max_len_a * max(map(len, sources)) + decode.max_len_b))
+        [[pieces[i] for i in s] for s in sources],
+        max_batch_size=BATCH,
+        beam_size=decode.beam_size,
+        length_penalty=decode.length_penalty,
+        min_decoding_length=0,
+        suppress_sequences=[["<pad>"], ["<s>"]],
+        max_decoding_length=int(decode.max_len_a * max(map(len, sources)) + decode.max_len_b),
+    )
     index = {piece: i for i, piece in enumerate(pieces)}
     return [[index[p] for p in r.hypotheses[0]] for r in results]
 
@@ -65,12 +78,17 @@ def marian_outputs(out: Path, sources: list[list[int]], decode: DecodeConfig):
     model = MarianMTModel.from_pretrained(out).eval()
     outputs = []
     for start in range(0, len(sources), BATCH):
-        batch = sources[start:start + BATCH]
+        batch = sources[start : start + BATCH]
         src = pad_sources(batch, SpecialIds())
         with torch.no_grad():
-            generated = model.generate(input_ids=src, attention_mask=src.ne(0), num_beams=decode.beam_size,
-                                       length_penalty=decode.length_penalty, early_stopping=True,
-                                       max_new_tokens=int(decode.max_len_a * max(map(len, batch)) + decode.max_len_b))
+            generated = model.generate(
+                input_ids=src,
+                attention_mask=src.ne(0),
+                num_beams=decode.beam_size,
+                length_penalty=decode.length_penalty,
+                early_stopping=True,
+                max_new_tokens=int(decode.max_len_a * max(map(len, batch)) + decode.max_len_b),
+            )
         outputs += [[t for t in row.tolist()[1:] if t > 3] for row in generated]
     return outputs
 
@@ -92,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     for engine in ("ctranslate2", "huggingface"):
         if not (work / engine).exists():
             export(args.run, engine, work / engine)
-    outputs = {"aiayn": ours(args.run, sources, decode),
-               "ctranslate2": ctranslate2_outputs(work / "ctranslate2", sources, pieces, decode),
-               "huggingface (MarianMT)": marian_outputs(work / "huggingface", sources, decode)}
+    outputs = {
+        "aiayn": ours(args.run, sources, decode),
+        "ctranslate2": ctranslate2_outputs(work / "ctranslate2", sources, pieces, decode),
+        "huggingface (MarianMT)": marian_outputs(work / "huggingface", sources, decode),
+    }
     detok = MosesDetok(files.target_lang)
     print(f"{args.run}: {len(sources)} sentences, beam {decode.beam_size}, alpha {decode.length_penalty}\n")
     print("| engine | sacreBLEU | paper-method BLEU | outputs equal to ours |")

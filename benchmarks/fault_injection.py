@@ -63,7 +63,7 @@ KINDS = {
     "download": (("demo_mirror", "download"), (0.0, 1.0)),
     "extract": (("extract",), (0.0, 1.5)),
     "tokenize": (("tokenize", "clean_en_de", "clean_en_fr", "treebank"), (0.0, 2.0)),
-    "bpe": (("bpe_learn", "bpe_encode"), (0.0, 0.6)),   # tiny corpora: done in about a second
+    "bpe": (("bpe_learn", "bpe_encode"), (0.0, 0.6)),  # tiny corpora: done in about a second
     "binarize": (("binarize",), (0.0, 2.0)),
     "train": (("train",), (4.0, 20.0)),
     "average": (("average",), (0.0, 2.0)),
@@ -75,8 +75,11 @@ RULE_KIND = {rule: kind for kind, (rules, _) in KINDS.items() for rule in rules}
 # Table columns that come from the wall clock, by CSV key or by the header Markdown and LaTeX show:
 # Table 2's cost by the paper's method (report/table2.py) and the experiments table's training time
 # and tokens/s (report/experiments.py).
-CLOCK_COLUMN = re.compile(r"^\s*(cost_ours_paper_method|(ours: )?training cost, paper's method \(.*\)|train_seconds|"
-                          r"training time|tokens_per_second|target tokens/s)\s*(\\\\)?\s*$", re.IGNORECASE)
+CLOCK_COLUMN = re.compile(
+    r"^\s*(cost_ours_paper_method|(ours: )?training cost, paper's method \(.*\)|train_seconds|"
+    r"training time|tokens_per_second|target tokens/s)\s*(\\\\)?\s*$",
+    re.IGNORECASE,
+)
 TABLES = ("table2", "table3", "table4", "experiments")
 # log.csv columns measured from the machine, not computed by training: speed, time, memory
 LOG_MEASURED = ("tokens_per_s", "mfu", "elapsed", "rss_mb", "gpu_peak_mb")
@@ -85,11 +88,16 @@ LOG_MEASURED = ("tokens_per_s", "mfu", "elapsed", "rss_mb", "gpu_peak_mb")
 def merged_config(experiments: list[str], train_steps: int) -> dict:
     """The overlays merged as Snakemake merges --configfile (dicts deep, the rest replaced), with
     only ``experiments`` kept, each trained ``train_steps`` steps."""
+
     def merge(base, over):
         for key, value in over.items():
-            base[key] = merge(base.get(key, {}), value) if isinstance(value, dict) and isinstance(
-                base.get(key), dict) else value
+            base[key] = (
+                merge(base.get(key, {}), value)
+                if isinstance(value, dict) and isinstance(base.get(key), dict)
+                else value
+            )
         return base
+
     config: dict = {}
     for path in OVERLAYS:
         merge(config, yaml.safe_load(path.read_text()))
@@ -127,9 +135,15 @@ class Run:
         self.running: dict[str, str] = {}
         self.started: list[tuple[float, str]] = []
         self.log = open(workdir / "snakemake.out", "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", str(cores), *extra],
-                                     cwd=workdir, start_new_session=True, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "snakemake", "--cores", str(cores), *extra],
+            cwd=workdir,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -179,7 +193,7 @@ def left_behind(workdir: Path) -> list[str]:
         try:
             if proc.name.isdigit() and int(proc.name) != os.getpid() and (proc / "cwd").resolve() == workdir.resolve():
                 found.append((int(proc.name), (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]))
-        except OSError:   # gone, or not ours to read
+        except OSError:  # gone, or not ours to read
             continue
     for pid, _ in found:
         try:
@@ -233,16 +247,28 @@ def inject(workdir: Path, kills: int, seed: int, signum: int, cores: int) -> dic
         rules = run.signal(signum)
         status = run.proc.wait()
         run.wait_group()
-        left = left_behind(workdir)   # outside the group, they may hold Snakemake's output pipe open
+        left = left_behind(workdir)  # outside the group, they may hold Snakemake's output pipe open
         run.reader.join()
         train_logs.scan(workdir)
-        faults.append({"target": kind, "hit": RULE_KIND.get(hit), "delay": round(delay, 2), "running": rules,
-                       "status": status, "left_behind": left})
-        print(f"fault {i + 1}/{kills}: {signal.Signals(signum).name} {delay:.2f} s after {hit} started; "
-              f"running: {', '.join(rules) or '-'}; processes left behind: {len(left)}", flush=True)
+        faults.append(
+            {
+                "target": kind,
+                "hit": RULE_KIND.get(hit),
+                "delay": round(delay, 2),
+                "running": rules,
+                "status": status,
+                "left_behind": left,
+            }
+        )
+        print(
+            f"fault {i + 1}/{kills}: {signal.Signals(signum).name} {delay:.2f} s after {hit} started; "
+            f"running: {', '.join(rules) or '-'}; processes left behind: {len(left)}",
+            flush=True,
+        )
         if signum == signal.SIGKILL:
-            subprocess.run([sys.executable, "-m", "snakemake", "--unlock"], cwd=workdir, check=True,
-                           capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "snakemake", "--unlock"], cwd=workdir, check=True, capture_output=True
+            )
     final = Run(workdir, cores)
     if faults:
         recovered += 1 if _started_a_job(final) else 0
@@ -289,6 +315,7 @@ def checkpoint_content(path: Path) -> object:
         if isinstance(value, (list, tuple)):
             return [content(v) for v in value]
         return value
+
     return content({k: v for k, v in state.items() if k != "rng"} if path.name == "checkpoint_last.pt" else state)
 
 
@@ -305,14 +332,31 @@ def table_without_clock(path: Path) -> list[list[str]]:
     if header is None:
         return rows
     blank = {i for i, cell in enumerate(header) if CLOCK_COLUMN.match(cell)}
-    return [row if row is header or len(row) != len(header)
-            else ["" if i in blank else cell for i, cell in enumerate(row)]
-            for row in rows]
+    return [
+        row if row is header or len(row) != len(header) else ["" if i in blank else cell for i, cell in enumerate(row)]
+        for row in rows
+    ]
 
 
-COMPARED = ("*.md", "*.csv", "*.tex", "*.bleu.json", "*.evalb.json", "*.ppl.json", "*.hyp.tok", "*.hyp.txt",
-            "*.trees", "*.evalb.txt", "avg.pt", "summary.json", "checkpoint_last.pt", "log.csv",
-            "manifest.json", "spm.model", "train.stats.json")
+COMPARED = (
+    "*.md",
+    "*.csv",
+    "*.tex",
+    "*.bleu.json",
+    "*.evalb.json",
+    "*.ppl.json",
+    "*.hyp.tok",
+    "*.hyp.txt",
+    "*.trees",
+    "*.evalb.txt",
+    "avg.pt",
+    "summary.json",
+    "checkpoint_last.pt",
+    "log.csv",
+    "manifest.json",
+    "spm.model",
+    "train.stats.json",
+)
 
 
 def final_outputs(workdir: Path) -> dict[str, Path]:
@@ -357,8 +401,11 @@ class TrainLogs:
     """What the training logs say about stopping and resuming, read after every fault: Snakemake
     empties a job's log when it runs the job again, so each attempt's lines are collected before."""
 
-    PATTERNS = {"resumed": "resumed from", "stopped_with_checkpoint": "run again with the same --out-dir",
-                "set_aside": "set aside as"}
+    PATTERNS = {
+        "resumed": "resumed from",
+        "stopped_with_checkpoint": "run again with the same --out-dir",
+        "set_aside": "set aside as",
+    }
 
     def __init__(self):
         self.lines: dict[str, set[str]] = {key: set() for key in self.PATTERNS}
@@ -380,11 +427,16 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=1, help="seeds the delays")
     parser.add_argument("--sigterm", action="store_true", help="SIGTERM instead of SIGKILL")
     parser.add_argument("--experiments", default="base,big,A1,parser", help="experiments kept (every stage kind)")
-    parser.add_argument("--train-steps", type=int, default=96,
-                        help="steps of every training (configs/test.yaml: 24, a few seconds)")
-    parser.add_argument("--cpu-ranks", type=int, default=0,
-                        help="train every experiment as this many gloo CPU ranks under torchrun "
-                             "(train.cpu_ranks); 0: as the configs say (configs/test.yaml: big with 2)")
+    parser.add_argument(
+        "--train-steps", type=int, default=96, help="steps of every training (configs/test.yaml: 24, a few seconds)"
+    )
+    parser.add_argument(
+        "--cpu-ranks",
+        type=int,
+        default=0,
+        help="train every experiment as this many gloo CPU ranks under torchrun "
+        "(train.cpu_ranks); 0: as the configs say (configs/test.yaml: big with 2)",
+    )
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/aiayn-faults"))
     parser.add_argument("--reuse-reference", action="store_true", help="keep an earlier uninterrupted run")
@@ -424,19 +476,25 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
         if fault.get("hit"):
             hits[fault["hit"]] = hits.get(fault["hit"], 0) + 1
     name = "SIGTERM" if args.sigterm else "SIGKILL"
-    print(f"\n{name} faults, K={args.kills}, seed {args.seed}, experiments {args.experiments}, "
-          f"{args.train_steps} training steps, --cores {args.cores}, "
-          f"cpu ranks per training: {args.cpu_ranks or 'as configured'}")
+    print(
+        f"\n{name} faults, K={args.kills}, seed {args.seed}, experiments {args.experiments}, "
+        f"{args.train_steps} training steps, --cores {args.cores}, "
+        f"cpu ranks per training: {args.cpu_ranks or 'as configured'}"
+    )
     print(f"wall time: uninterrupted {clean_seconds:.0f} s, with faults {faulted_seconds:.0f} s")
     running: dict[str, int] = {}
     for fault in result["faults"]:
         for kind in {RULE_KIND.get(rule, "settings") for rule in fault.get("running", [])}:
             running[kind] = running.get(kind, 0) + 1
-    print(f"faults injected: {sum(1 for f in result['faults'] if f.get('hit'))} "
-          f"(by the stage kind that had started: {', '.join(f'{k} {hits.get(k, 0)}' for k in KINDS)}; "
-          f"with a job running at the kill: {', '.join(f'{k} {running.get(k, 0)}' for k in [*KINDS, 'settings'])})")
-    print(f"runs that recovered: {result['recovered']} of {len(result['faults'])}; "
-          f"final run status {result['final_status']}")
+    print(
+        f"faults injected: {sum(1 for f in result['faults'] if f.get('hit'))} "
+        f"(by the stage kind that had started: {', '.join(f'{k} {hits.get(k, 0)}' for k in KINDS)}; "
+        f"with a job running at the kill: {', '.join(f'{k} {running.get(k, 0)}' for k in [*KINDS, 'settings'])})"
+    )
+    print(
+        f"runs that recovered: {result['recovered']} of {len(result['faults'])}; "
+        f"final run status {result['final_status']}"
+    )
     left = [line for fault in result["faults"] for line in fault.get("left_behind", [])]
     print(f"processes left behind by the faults (killed before the recovery): {len(left)}")
     for line in left:
@@ -445,10 +503,12 @@ def report(args, result, reference, faulted, clean_seconds, faulted_seconds) -> 
     print(f"outputs identical: {len(same)} of {len(ref)}; different: {len(different)}; missing: {len(missing)}")
     for key in different + missing:
         print(f"  {'DIFFERENT' if key in different else 'MISSING'} {key}")
-    print("compared: sha256 of every output but checkpoints (by content: every tensor's sha256 and every "
-          "value; checkpoint_last.pt without RNG and wall-clock progress), summary.json without wall_seconds, "
-          "log.csv without speed, time and memory, tables without their date and wall-clock columns (Table 2's cost, "
-          "the experiments table's training time and tokens/s)")
+    print(
+        "compared: sha256 of every output but checkpoints (by content: every tensor's sha256 and every "
+        "value; checkpoint_last.pt without RNG and wall-clock progress), summary.json without wall_seconds, "
+        "log.csv without speed, time and memory, tables without their date and wall-clock columns (Table 2's cost, "
+        "the experiments table's training time and tokens/s)"
+    )
     bad = half_written(faulted)
     print(f"half-written files: {len(bad)}")
     for line in bad:

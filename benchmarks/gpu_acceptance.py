@@ -111,8 +111,16 @@ IDS = SpecialIds(pad=0, bos=2, eos=3)
 
 
 def run_settings(model: dict, tokens_per_step: int, per_batch: int, steps: int, gpus: int, **train) -> dict:
-    values = {"train_steps": steps, "tokens_per_step": tokens_per_step, "tokens_per_pass": per_batch, "gpus": gpus,
-              "checkpoint_minutes": 0, "dev_every_steps": 0, "log_every_steps": 1, "warmup_steps": 4000} | train
+    values = {
+        "train_steps": steps,
+        "tokens_per_step": tokens_per_step,
+        "tokens_per_pass": per_batch,
+        "gpus": gpus,
+        "checkpoint_minutes": 0,
+        "dev_every_steps": 0,
+        "log_every_steps": 1,
+        "warmup_steps": 4000,
+    } | train
     return {"experiment": "acceptance", "task": "synthetic", "model": copy.deepcopy(model), "train": values}
 
 
@@ -162,6 +170,7 @@ def device_work(events) -> list[tuple[float, float]]:
     def work(event) -> bool:
         kind = getattr(event, "activity_type", None)
         return kind in DEVICE_WORK if kind is not None else event.name not in cpu_names
+
     return [(e.time_range.start, e.time_range.end) for e in events if e.device_type == DeviceType.CUDA and work(e)]
 
 
@@ -184,8 +193,16 @@ def profile_step(trainer: Trainer) -> dict:
 MODES = {"eager": None, "compiled": "default", "captured": "reduce-overhead"}
 
 
-def throughput(work: Path, name: str, model: dict, mode: str, args, device: torch.device,
-               cudnn_attention: bool = False, passes: int = 2) -> dict:
+def throughput(
+    work: Path,
+    name: str,
+    model: dict,
+    mode: str,
+    args,
+    device: torch.device,
+    cudnn_attention: bool = False,
+    passes: int = 2,
+) -> dict:
     """Training speed of ``model`` at the paper's tokens per step in ``passes`` forward passes, ``mode``
     one of :data:`MODES`, batches padded to the GPU's ladder of shapes (``train.batch_shapes`` null);
     ``cudnn_attention`` lets attention use cuDNN's kernel again (what torch picks by itself), to measure
@@ -195,8 +212,16 @@ def throughput(work: Path, name: str, model: dict, mode: str, args, device: torc
     tokens_per_step = 1024 if args.tiny else 25000
     data = work / "data-tiny" if args.tiny else work / "data-paper"
     compiled = MODES[mode] is not None
-    run = run_settings(model, tokens_per_step, tokens_per_step // passes, 10**6, 1, compile=compiled,
-                       compile_mode=MODES[mode] or "default", precision="auto")
+    run = run_settings(
+        model,
+        tokens_per_step,
+        tokens_per_step // passes,
+        10**6,
+        1,
+        compile=compiled,
+        compile_mode=MODES[mode] or "default",
+        precision="auto",
+    )
     began = time.perf_counter()
     torch.manual_seed(0)
     if device.type == "cuda":
@@ -210,13 +235,20 @@ def throughput(work: Path, name: str, model: dict, mode: str, args, device: torc
         profile = run_section(lambda: profile_step(trainer))  # a failed profile keeps the figures below
     median = statistics.median(rates)
     shapes = trainer.stream.sampler.shapes
-    result = {"model": name, "mode": mode, "passes": trainer.plan.passes, "precision": trainer.precision,
-              "tf32_matmuls": tf32_matmuls(device), "batch_shapes": len(set(shapes)) if shapes else None,
-              "tokens_per_step": trainer.plan.tokens_per_step, "target_tokens_per_s": round(median, 1),
-              "mfu": None if trainer.mfu(median) is None else round(trainer.mfu(median), 4),
-              "host_ms_per_step": round(1000 * trainer.plan.tokens_per_step / median, 1) if device.type != "cuda"
-              else None, "warmup_seconds": round(warmup_seconds, 1),
-              "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None}
+    result = {
+        "model": name,
+        "mode": mode,
+        "passes": trainer.plan.passes,
+        "precision": trainer.precision,
+        "tf32_matmuls": tf32_matmuls(device),
+        "batch_shapes": len(set(shapes)) if shapes else None,
+        "tokens_per_step": trainer.plan.tokens_per_step,
+        "target_tokens_per_s": round(median, 1),
+        "mfu": None if trainer.mfu(median) is None else round(trainer.mfu(median), 4),
+        "host_ms_per_step": round(1000 * trainer.plan.tokens_per_step / median, 1) if device.type != "cuda" else None,
+        "warmup_seconds": round(warmup_seconds, 1),
+        "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None,
+    }
     result |= profile | {"cudnn_attention": cudnn_attention}
     result["seconds"] = round(time.perf_counter() - began, 1)
     trainer.batches.close()
@@ -240,8 +272,10 @@ def throughputs(report: dict, save: callable, work: Path, models: dict, args, de
     and saved as it is measured."""
     report["throughput"] = []
     for name, mode, cudnn, passes in throughput_runs(models, device):
-        report["throughput"].append({"model": name, "mode": mode, "passes": passes} | run_section(
-            lambda: throughput(work, name, models[name], mode, args, device, cudnn, passes)))
+        report["throughput"].append(
+            {"model": name, "mode": mode, "passes": passes}
+            | run_section(lambda: throughput(work, name, models[name], mode, args, device, cudnn, passes))
+        )
         save()
     return report["throughput"]
 
@@ -262,8 +296,19 @@ def train_command(data: Path, settings: dict, out: Path, threads: int) -> list[s
     """``python -m aiayn.train`` on ``data`` into ``out`` with ``settings`` (written beside ``out``)."""
     path = out.with_name(f"{out.name}.settings.json")
     path.write_text(json.dumps(settings), encoding="utf-8")
-    return [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", str(path),
-            "--out-dir", str(out), "--threads", str(threads)]
+    return [
+        sys.executable,
+        "-m",
+        "aiayn.train",
+        "--data",
+        str(data),
+        "--settings",
+        str(path),
+        "--out-dir",
+        str(out),
+        "--threads",
+        str(threads),
+    ]
 
 
 def log_column(out: Path, column: str) -> dict[int, float]:
@@ -292,8 +337,12 @@ def resume_check(work: Path, data: Path, model: dict, args, gpus: int, **train) 
     done = subprocess.run(train_command(data, settings, whole, args.threads), capture_output=True, text=True)
     if done.returncode:
         return {"pass": False, "uninterrupted_stderr_tail": done.stderr[-2000:]}
-    proc = subprocess.Popen(train_command(data, settings, split, args.threads), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        train_command(data, settings, split, args.threads),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     first = split / "checkpoints" / "ckpt_00000002.pt"
     while not first.exists() and proc.poll() is None:
         time.sleep(0.01)
@@ -311,10 +360,18 @@ def resume_check(work: Path, data: Path, model: dict, args, gpus: int, **train) 
     weights = final_weights_diff(whole, split)
     if gpus == 0:
         ok = ok and norms == 0.0 and weights == 0.0
-    return {"signal": "SIGTERM", "exit_status_stopped": status, "stopped_at_step": stopped_at,
-            "exit_status_resumed": again.returncode, "steps": max(a, default=0), "max_loss_rel_diff": worst,
-            "max_grad_norm_rel_diff": norms, "max_final_weight_diff": weights, "pass": ok,
-            "stderr_tail": "" if again.returncode == 0 else again.stderr[-2000:]}
+    return {
+        "signal": "SIGTERM",
+        "exit_status_stopped": status,
+        "stopped_at_step": stopped_at,
+        "exit_status_resumed": again.returncode,
+        "steps": max(a, default=0),
+        "max_loss_rel_diff": worst,
+        "max_grad_norm_rel_diff": norms,
+        "max_final_weight_diff": weights,
+        "pass": ok,
+        "stderr_tail": "" if again.returncode == 0 else again.stderr[-2000:],
+    }
 
 
 # How much worse, relative to the fp32 search's, the fp32 model may score the bf16 search's hypotheses
@@ -332,36 +389,59 @@ def decode_check(args, device: torch.device) -> dict:
     hypotheses differed, some by a worse path after an early near tie, some better (9 of 88);
     benchmarks/RESULTS.md, "The first GPU runs"."""
     vocab = 200 if args.tiny else 1000
-    shape = {key: TINY_MODEL[key]
-             for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v")} if args.tiny else None
+    shape = (
+        {key: TINY_MODEL[key] for key in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v")}
+        if args.tiny
+        else None
+    )
     model = train_copy_model(vocab, args.copy_steps, batch=64, seed=1, shape=shape, device=device)
     sources = random_sentences(64 if args.tiny else 500, vocab, torch.Generator().manual_seed(7))
-    search = dict(max_sentences=64, device=device, ids=IDS, beam_size=4, length_penalty=0.6,
-                  max_len_a=1.0, max_len_b=50.0, early_stop=True)
+    search = dict(
+        max_sentences=64,
+        device=device,
+        ids=IDS,
+        beam_size=4,
+        length_penalty=0.6,
+        max_len_a=1.0,
+        max_len_b=50.0,
+        early_stop=True,
+    )
     fp32 = translate_sentences(model, sources, **search)
     with autocast_for("bf16", device):
         bf16 = translate_sentences(model, sources, **search)
     differ = [i for i, (a, b) in enumerate(zip(fp32, bf16)) if a.tokens != b.tokens]
     same = 1.0 - len(differ) / len(sources)
-    gaps = relative_gaps(model, [sources[i] for i in differ], [fp32[i].tokens for i in differ],
-                         [bf16[i].tokens for i in differ], search["length_penalty"], device)
+    gaps = relative_gaps(
+        model,
+        [sources[i] for i in differ],
+        [fp32[i].tokens for i in differ],
+        [bf16[i].tokens for i in differ],
+        search["length_penalty"],
+        device,
+    )
     judged = device.type == "cuda" and native_bf16(device)
-    result = {"copy_steps": args.copy_steps, "sentences": len(sources), "bf16_same_as_fp32": round(same, 4),
-              "exact_copies_fp32": sum(h.tokens == s for h, s in zip(fp32, sources)),
-              "tf32_matmuls": tf32_matmuls(device),
-              "differing": len(differ), "bf16_better": sum(g < 0 for g in gaps),
-              "median_relative_gap": round(statistics.median(gaps), 5) if gaps else None,
-              "worst_relative_gap": round(max(gaps, default=0.0), 5),
-              "mean_relative_gap": round(sum(gaps) / len(sources), 5),
-              "tolerance": f"mean_relative_gap <= {MEAN_GAP} (judged on GPUs with bf16 tensor cores only)",
-              "pass": sum(gaps) / len(sources) <= MEAN_GAP if judged else None}
+    result = {
+        "copy_steps": args.copy_steps,
+        "sentences": len(sources),
+        "bf16_same_as_fp32": round(same, 4),
+        "exact_copies_fp32": sum(h.tokens == s for h, s in zip(fp32, sources)),
+        "tf32_matmuls": tf32_matmuls(device),
+        "differing": len(differ),
+        "bf16_better": sum(g < 0 for g in gaps),
+        "median_relative_gap": round(statistics.median(gaps), 5) if gaps else None,
+        "worst_relative_gap": round(max(gaps, default=0.0), 5),
+        "mean_relative_gap": round(sum(gaps) / len(sources), 5),
+        "tolerance": f"mean_relative_gap <= {MEAN_GAP} (judged on GPUs with bf16 tensor cores only)",
+        "pass": sum(gaps) / len(sources) <= MEAN_GAP if judged else None,
+    }
     result["speed"] = decode_speed(args, device)
     return result
 
 
 @torch.no_grad()
-def forced_scores(model, sources: list[list[int]], hyps: list[list[int]], alpha: float,
-                  device: torch.device) -> torch.Tensor:
+def forced_scores(
+    model, sources: list[list[int]], hyps: list[list[int]], alpha: float, device: torch.device
+) -> torch.Tensor:
     """The beam's score of each hypothesis as a finished one, teacher-forced through ``model`` as it
     is (no autocast): log P(y + eos | x) / lp(|y| + 1), float64 on the host."""
     src, _, _ = copy_batch(sources)
@@ -372,8 +452,9 @@ def forced_scores(model, sources: list[list[int]], hyps: list[list[int]], alpha:
     return total / gnmt_length_penalty(torch.tensor([len(h) + 1.0 for h in hyps], dtype=torch.float64), alpha)
 
 
-def relative_gaps(model, sources: list[list[int]], best: list[list[int]], other: list[list[int]], alpha: float,
-                  device: torch.device) -> list[float]:
+def relative_gaps(
+    model, sources: list[list[int]], best: list[list[int]], other: list[list[int]], alpha: float, device: torch.device
+) -> list[float]:
     """Per sentence, ``(score(best) - score(other)) / |score(best)|`` (:func:`forced_scores`)."""
     if not sources:
         return []
@@ -385,10 +466,19 @@ def decode_speed(args, device: torch.device) -> dict:
     shape = TINY_MODEL if args.tiny else PAPER_MODELS["base"]
     torch.manual_seed(1)
     model = Transformer(ModelConfig.from_dict(shape | {"dropout": 0.0}), 1000 if args.tiny else 37000).to(device).eval()
-    sources = random_sentences(64 if args.tiny else 1000, 1000 if args.tiny else 37000,
-                               torch.Generator().manual_seed(3))
-    search = dict(max_sentences=128, device=device, ids=IDS, beam_size=4, length_penalty=0.6, max_len_a=1.0,
-                  max_len_b=0.0, early_stop=True)
+    sources = random_sentences(
+        64 if args.tiny else 1000, 1000 if args.tiny else 37000, torch.Generator().manual_seed(3)
+    )
+    search = dict(
+        max_sentences=128,
+        device=device,
+        ids=IDS,
+        beam_size=4,
+        length_penalty=0.6,
+        max_len_a=1.0,
+        max_len_b=0.0,
+        early_stop=True,
+    )
     out = {}
     auto = resolve_precision("auto", device)
     runs = [(precision, False) for precision in sorted({"fp32", auto})]
@@ -404,8 +494,13 @@ def decode_speed(args, device: torch.device) -> dict:
             if device.type == "cuda":
                 torch.cuda.synchronize()
         out[precision + ("+cudnn_attention" if cudnn else "")] = round(len(sources) / (time.perf_counter() - start), 2)
-    return {"model": "tiny" if args.tiny else "base", "sentences_per_s": out, "beam_size": 4, "batch": 128,
-            "warm_up": "one batch per precision, untimed"}
+    return {
+        "model": "tiny" if args.tiny else "base",
+        "sentences_per_s": out,
+        "beam_size": 4,
+        "batch": 128,
+        "warm_up": "one batch per precision, untimed",
+    }
 
 
 def project_frame(stack: list[traceback.FrameSummary]) -> str | None:
@@ -413,7 +508,7 @@ def project_frame(stack: list[traceback.FrameSummary]) -> str | None:
     for frame in reversed(stack):
         path = Path(frame.filename)
         if "aiayn" in path.parts[:-1]:
-            return f"{'/'.join(path.parts[path.parts.index('aiayn'):])}:{frame.lineno}"
+            return f"{'/'.join(path.parts[path.parts.index('aiayn') :])}:{frame.lineno}"
         if path.parent == Path(__file__).resolve().parent:
             return f"{path.name}:{frame.lineno}"
     return None
@@ -455,24 +550,45 @@ def host_sync_check(work: Path, args, device: torch.device) -> dict:
     if device.type != "cuda":
         return {"skipped": "CPU: tests/test_cuda_path.py counts the host's waits on a pretend device"}
     empty = counting_syncs(lambda: None)
-    trainer = Trainer(run_settings(TINY_MODEL, 1024, 512, 10**6, 1, precision="auto"), work / "data-tiny",
-                      work / "syncs", DistEnv(0, 1, device))
+    trainer = Trainer(
+        run_settings(TINY_MODEL, 1024, 512, 10**6, 1, precision="auto"),
+        work / "data-tiny",
+        work / "syncs",
+        DistEnv(0, 1, device),
+    )
     time_updates(trainer, 2)  # warm-up: the first steps allocate
     training = Counter()
     for _ in range(5):
         training.update({f"train_step: {k}": n for k, n in counting_syncs(trainer.train_step).items()})
-        training.update({f"take_results: {k}": n for k, n in
-                         counting_syncs(lambda: trainer.take_results(None, None, 0.0)).items()})
+        training.update(
+            {f"take_results: {k}": n for k, n in counting_syncs(lambda: trainer.take_results(None, None, 0.0)).items()}
+        )
     trainer.batches.close()
     torch.manual_seed(1)
     model = Transformer(ModelConfig.from_dict(TINY_MODEL | {"dropout": 0.0}), 200).to(device).eval()
     sources = random_sentences(16, 200, torch.Generator().manual_seed(3))
-    decoding = counting_syncs(lambda: translate_sentences(
-        model, sources, max_sentences=16, device=device, ids=IDS, beam_size=4, length_penalty=0.6,
-        max_len_a=1.0, max_len_b=5.0, early_stop=True))
+    decoding = counting_syncs(
+        lambda: translate_sentences(
+            model,
+            sources,
+            max_sentences=16,
+            device=device,
+            ids=IDS,
+            beam_size=4,
+            length_penalty=0.6,
+            max_len_a=1.0,
+            max_len_b=5.0,
+            early_stop=True,
+        )
+    )
     beam_lines = {line for line in decoding if line.startswith("beam.py:")}
-    return {"empty": dict(empty), "training_steps": 5, "training": dict(training), "decoding": dict(decoding),
-            "pass": not training and len(beam_lines) <= 1 and set(decoding) == beam_lines}
+    return {
+        "empty": dict(empty),
+        "training_steps": 5,
+        "training": dict(training),
+        "decoding": dict(decoding),
+        "pass": not training and len(beam_lines) <= 1 and set(decoding) == beam_lines,
+    }
 
 
 def max_rel_diff(a: dict[int, float], b: dict[int, float]) -> float:
@@ -486,11 +602,13 @@ def compare_trainings(reference: Path, other: Path) -> dict:
     """Two trainings meant to be the same, step by step: loss and gradient norm of every logged step,
     and the final weights (``checkpoint_last.pt``), with the reference's summed learning rate as the
     scale of the weights' difference."""
-    return {"steps": max(losses(reference), default=0),
-            "max_loss_rel_diff": max_rel_diff(losses(reference), losses(other)),
-            "max_grad_norm_rel_diff": max_rel_diff(log_column(reference, "grad_norm"), log_column(other, "grad_norm")),
-            "max_final_weight_diff": final_weights_diff(reference, other),
-            "summed_lr": sum(log_column(reference, "lr").values())}
+    return {
+        "steps": max(losses(reference), default=0),
+        "max_loss_rel_diff": max_rel_diff(losses(reference), losses(other)),
+        "max_grad_norm_rel_diff": max_rel_diff(log_column(reference, "grad_norm"), log_column(other, "grad_norm")),
+        "max_final_weight_diff": final_weights_diff(reference, other),
+        "summed_lr": sum(log_column(reference, "lr").values()),
+    }
 
 
 def ddp_verdict(diff: dict) -> bool:
@@ -498,8 +616,11 @@ def ddp_verdict(diff: dict) -> bool:
     GPUs run the same micro-batches; only the order of the fp32 all-reduce differs), and final weights
     within a tenth of the summed learning rate: an Adam step moves a weight by about its learning rate at
     most, so a lost or doubled update on one rank shows, a different summation order does not."""
-    return (diff["max_loss_rel_diff"] <= 1e-3 and diff["max_grad_norm_rel_diff"] <= 1e-3
-            and diff["max_final_weight_diff"] <= 0.1 * diff["summed_lr"])
+    return (
+        diff["max_loss_rel_diff"] <= 1e-3
+        and diff["max_grad_norm_rel_diff"] <= 1e-3
+        and diff["max_final_weight_diff"] <= 0.1 * diff["summed_lr"]
+    )
 
 
 def ddp_check(work: Path, data: Path, model: dict, args, compiled: bool = False) -> dict:
@@ -511,8 +632,9 @@ def ddp_check(work: Path, data: Path, model: dict, args, compiled: bool = False)
     name = "compile-ddp" if compiled else "ddp"
     for gpus in (1, 2):
         settings = run_settings(quiet, 25000, 12500, args.ddp_steps, gpus, warmup_steps=100, compile=compiled)
-        done = subprocess.run(train_command(data, settings, work / f"{name}-{gpus}", args.threads),
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            train_command(data, settings, work / f"{name}-{gpus}", args.threads), capture_output=True, text=True
+        )
         if done.returncode:
             return {"pass": False, "gpus": gpus, "stderr_tail": done.stderr[-2000:]}
     diff = compare_trainings(work / f"{name}-1", work / f"{name}-2")
@@ -549,8 +671,9 @@ def memory_limit(device: torch.device, headroom: int):
     if device.type == "cuda":
         torch.cuda.empty_cache()
         total = torch.cuda.get_device_properties(device).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, (torch.cuda.memory_reserved(device) + headroom) / total),
-                                                   device)
+        torch.cuda.set_per_process_memory_fraction(
+            min(1.0, (torch.cuda.memory_reserved(device) + headroom) / total), device
+        )
         try:
             yield
         finally:
@@ -574,8 +697,10 @@ def trainer_process_data() -> int:
 
 # Runs a module (argv[2]) with the CUDA caching allocator limited to a fraction (argv[1]) of the device:
 # torch.cuda.set_per_process_memory_fraction in the child itself, whatever torch's version.
-LIMITED_CUDA = ("import runpy, sys, torch; torch.cuda.set_per_process_memory_fraction(float(sys.argv.pop(1))); "
-                "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+LIMITED_CUDA = (
+    "import runpy, sys, torch; torch.cuda.set_per_process_memory_fraction(float(sys.argv.pop(1))); "
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
 
 
 def limited_run(command: list[str], device: torch.device, headroom: int) -> subprocess.CompletedProcess:
@@ -586,11 +711,16 @@ def limited_run(command: list[str], device: torch.device, headroom: int) -> subp
     assert flag == "-m", command
     if device.type == "cuda":
         fraction = headroom / torch.cuda.get_device_properties(device).total_memory
-        return subprocess.run([python, "-c", LIMITED_CUDA, f"{fraction:.8f}", module, *arguments],
-                              capture_output=True, text=True)
+        return subprocess.run(
+            [python, "-c", LIMITED_CUDA, f"{fraction:.8f}", module, *arguments], capture_output=True, text=True
+        )
     limit = trainer_process_data() + headroom
-    return subprocess.run(command, capture_output=True, text=True,
-                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)))
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)),
+    )
 
 
 class LoggedWarnings(logging.Handler):
@@ -628,32 +758,65 @@ def memory_check(work: Path, args, device: torch.device) -> dict:
         return limited_run(train_command(data, settings, out, args.threads), device, MEMORY_HEADROOM)
 
     first, large, again = train(MEMORY_PASS, 2), train(MEMORY_STEP, 4), train(MEMORY_PASS, 4)
-    error = next((line[line.index("error:"):] for line in large.stderr.splitlines() if "error:" in line), "")
+    error = next((line[line.index("error:") :] for line in large.stderr.splitlines() if "error:" in line), "")
     summary = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
-    training = {"exit_status_small": first.returncode, "exit_status_large": large.returncode,
-                "error_large": error[:400], "exit_status_resumed": again.returncode,
-                "resumed": "resumed from" in again.stderr, "steps": summary.get("steps")}
-    training["pass"] = (first.returncode == 0 and large.returncode == 1 and error.startswith("error: out of memory")
-                        and f"train.tokens_per_pass={MEMORY_STEP} " in error and "internal error" not in large.stderr
-                        and again.returncode == 0 and training["resumed"] and summary.get("steps") == 4)
+    training = {
+        "exit_status_small": first.returncode,
+        "exit_status_large": large.returncode,
+        "error_large": error[:400],
+        "exit_status_resumed": again.returncode,
+        "resumed": "resumed from" in again.stderr,
+        "steps": summary.get("steps"),
+    }
+    training["pass"] = (
+        first.returncode == 0
+        and large.returncode == 1
+        and error.startswith("error: out of memory")
+        and f"train.tokens_per_pass={MEMORY_STEP} " in error
+        and "internal error" not in large.stderr
+        and again.returncode == 0
+        and training["resumed"]
+        and summary.get("steps") == 4
+    )
     if not training["pass"]:
         training["stderr_tails"] = [run.stderr[-1500:] for run in (first, large, again)]
     torch.manual_seed(0)
     model = Transformer(ModelConfig.from_dict(TINY_MODEL), MEMORY_VOCAB).to(device).eval()
     sources = random_sentences(128, MEMORY_VOCAB, torch.Generator().manual_seed(3), lengths=(10, 20))
-    search = dict(max_sentences=128, device=device, ids=IDS, beam_size=4, length_penalty=0.6, max_len_a=1.0,
-                  max_len_b=10.0, early_stop=True)
+    search = dict(
+        max_sentences=128,
+        device=device,
+        ids=IDS,
+        beam_size=4,
+        length_penalty=0.6,
+        max_len_a=1.0,
+        max_len_b=10.0,
+        early_stop=True,
+    )
     batched = translate_sentences(model, sources, **search)
     with LoggedWarnings("aiayn.decode.beam") as warned, memory_limit(device, DECODE_HEADROOM):
         limited = translate_sentences(model, sources, **search)
     same = sum(a.tokens == b.tokens for a, b in zip(batched, limited)) / len(sources)
-    decoding = {"sentences": len(sources), "warnings": warned.messages, "same_as_unlimited": round(same, 4),
-                "pass": len(warned.messages) == 1 and "searched one at a time" in warned.messages[0] and same >= 0.9}
+    decoding = {
+        "sentences": len(sources),
+        "warnings": warned.messages,
+        "same_as_unlimited": round(same, 4),
+        "pass": len(warned.messages) == 1 and "searched one at a time" in warned.messages[0] and same >= 0.9,
+    }
     return {"train": training, "decode": decoding, "pass": training["pass"] and decoding["pass"]}
 
 
-SECTIONS = ("throughput", "resume", "resume_ranks", "decode", "host_syncs", "memory", "ddp", "compile_ddp",
-            "sdpa_shapes")
+SECTIONS = (
+    "throughput",
+    "resume",
+    "resume_ranks",
+    "decode",
+    "host_syncs",
+    "memory",
+    "ddp",
+    "compile_ddp",
+    "sdpa_shapes",
+)
 
 
 def sdpa_shapes(device: torch.device, lengths: tuple[int, ...] = (37, 53, 71, 89)) -> dict:
@@ -666,13 +829,20 @@ def sdpa_shapes(device: torch.device, lengths: tuple[int, ...] = (37, 53, 71, 89
     if device.type != "cuda":
         return {"skipped": "CPU"}
     result = {}
-    for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION,
-                    SDPBackend.MATH):
+    for backend in (
+        SDPBackend.FLASH_ATTENTION,
+        SDPBackend.EFFICIENT_ATTENTION,
+        SDPBackend.CUDNN_ATTENTION,
+        SDPBackend.MATH,
+    ):
         firsts, seconds = [], []
         for length in lengths:
             q = torch.randn(64, 8, length, 64, device=device, dtype=torch.bfloat16, requires_grad=True)
-            mask = None if backend == SDPBackend.FLASH_ATTENTION else torch.ones(64, 1, 1, length, dtype=torch.bool,
-                                                                                   device=device)
+            mask = (
+                None
+                if backend == SDPBackend.FLASH_ATTENTION
+                else torch.ones(64, 1, 1, length, dtype=torch.bool, device=device)
+            )
             for times in (firsts, seconds):
                 torch.cuda.synchronize(device)
                 began = time.perf_counter()
@@ -680,8 +850,10 @@ def sdpa_shapes(device: torch.device, lengths: tuple[int, ...] = (37, 53, 71, 89
                     torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask).sum().backward()
                 torch.cuda.synchronize(device)
                 times.append(1000 * (time.perf_counter() - began))
-        result[backend.name.lower()] = {"first_ms": round(statistics.median(firsts), 2),
-                                        "second_ms": round(statistics.median(seconds), 2)}
+        result[backend.name.lower()] = {
+            "first_ms": round(statistics.median(firsts), 2),
+            "second_ms": round(statistics.median(seconds), 2),
+        }
     return result
 
 
@@ -713,8 +885,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--tiny", action="store_true", help="tiny models and data (a CPU run in under a minute)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS,
-                        help="run these sections, in this order (default: all, in the order above)")
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        choices=SECTIONS,
+        help="run these sections, in this order (default: all, in the order above)",
+    )
     args = parser.parse_args(argv)
     args.warmup_steps, args.timed_steps = (2, 3) if args.tiny else (5, 10)
     args.resume_steps, args.copy_steps, args.ddp_steps = (30, 40, 4) if args.tiny else (60, 600, 20)
@@ -725,9 +901,13 @@ def main(argv: list[str] | None = None) -> int:
     enable_tf32(device, "auto")  # its trainings run precision auto; its own models are set up as the stages'
     avoid_cudnn_attention(device)
     started = time.perf_counter()
-    report = {"device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-              "gpu_model": device_name(device),
-              "torch": torch.__version__, "tiny": args.tiny, "load_average": os.getloadavg()}
+    report = {
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "gpu_model": device_name(device),
+        "torch": torch.__version__,
+        "tiny": args.tiny,
+        "load_average": os.getloadavg(),
+    }
     with tempfile.TemporaryDirectory(prefix="aiayn-acceptance-") as tmp:
         work = Path(tmp)
         tiny_data = synthetic_task(work / "data-tiny", 2000, 200, (5, 20))
@@ -736,22 +916,28 @@ def main(argv: list[str] | None = None) -> int:
             synthetic_task(work / "data-paper", 60000, 37000, (10, 41))
         gpus = 1 if device.type == "cuda" else 0
         sections = {
-            "throughput": lambda: throughputs(report, lambda: write_json(args.output, report), work, models, args,
-                                              device),
+            "throughput": lambda: throughputs(
+                report, lambda: write_json(args.output, report), work, models, args, device
+            ),
             "resume": lambda: resume_check(work, tiny_data, TINY_MODEL, args, gpus),
             "resume_ranks": lambda: resume_ranks_check(work, tiny_data, args, gpus),
             "decode": lambda: decode_check(args, device),
             "host_syncs": lambda: host_sync_check(work, args, device),
             "memory": lambda: memory_check(work, args, device),
-            "ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args)
-                            if gpus else {"skipped": "CPU"}),
-            "compile_ddp": lambda: (ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args, compiled=True)
-                                    if gpus else {"skipped": "CPU: inductor compiles for minutes per run"}),
+            "ddp": lambda: (
+                ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args) if gpus else {"skipped": "CPU"}
+            ),
+            "compile_ddp": lambda: (
+                ddp_check(work, work / "data-paper", PAPER_MODELS["base"], args, compiled=True)
+                if gpus
+                else {"skipped": "CPU: inductor compiles for minutes per run"}
+            ),
             "sdpa_shapes": lambda: sdpa_shapes(device),
         }
         if device.type == "cpu":
-            report["throughput_compiled"] = ("skipped on a CPU (inductor compiles for minutes); "
-                                             "see tests/test_trainer.py")
+            report["throughput_compiled"] = (
+                "skipped on a CPU (inductor compiles for minutes); see tests/test_trainer.py"
+            )
         chosen = args.sections or list(sections)
         report |= {"sections": chosen, "seconds_per_section": {}, "complete": False}
         for name in chosen:
@@ -761,8 +947,11 @@ def main(argv: list[str] | None = None) -> int:
             report["seconds"] = round(time.perf_counter() - started, 1)
             report["pass"] = verdict(report, chosen)
             write_json(args.output, report)
-            print(f"gpu_acceptance: {name} done in {report['seconds_per_section'][name]} s, "
-                  f"pass {passed(report[name])}", file=sys.stderr, flush=True)
+            print(
+                f"gpu_acceptance: {name} done in {report['seconds_per_section'][name]} s, pass {passed(report[name])}",
+                file=sys.stderr,
+                flush=True,
+            )
     report["complete"] = True
     write_json(args.output, report)
     print(json.dumps(report, indent=2))

@@ -86,23 +86,44 @@ VARIANTS: dict[str, tuple[dict, InitScheme | CrossApart | None, str]] = {
     "t2t": ({"init": "t2t"}, None, "model.init: t2t (tensor2tensor 2017: Xavier over fused projections)"),
     "fairseq-init": ({"init": "fairseq", "attention_bias": True}, None, "model.init: fairseq + attention_bias"),
     "fairseq-init-nobias": ({"init": "fairseq"}, None, "model.init: fairseq, no attention biases"),
-    "xavier+ffn-weight": ({"init": "xavier"}, _mixed("xavier", ffn_weight="linear"),
-                          "xavier, FFN weights as nn.Linear's default"),
-    "xavier+ffn-bias": ({"init": "xavier"}, _mixed("xavier", ffn_bias="linear"),
-                        "xavier, FFN biases as nn.Linear's default"),
-    "xavier+qkv-gain": ({"init": "xavier"}, _mixed("xavier", qkv_gain=2 ** -0.5), "xavier, q/k/v gain 1/sqrt(2)"),
-    "xavier+attn-bias": ({"init": "xavier", "attention_bias": True}, _mixed("xavier", attention_bias="linear"),
-                         "xavier, attention biases as fairseq (q/k/v nn.Linear default, output zero)"),
-    "fairseq-init-ffn-weight": ({"init": "fairseq"}, _mixed("fairseq", ffn_weight="xavier"),
-                                "fairseq init, Xavier FFN weights"),
+    "xavier+ffn-weight": (
+        {"init": "xavier"},
+        _mixed("xavier", ffn_weight="linear"),
+        "xavier, FFN weights as nn.Linear's default",
+    ),
+    "xavier+ffn-bias": (
+        {"init": "xavier"},
+        _mixed("xavier", ffn_bias="linear"),
+        "xavier, FFN biases as nn.Linear's default",
+    ),
+    "xavier+qkv-gain": ({"init": "xavier"}, _mixed("xavier", qkv_gain=2**-0.5), "xavier, q/k/v gain 1/sqrt(2)"),
+    "xavier+attn-bias": (
+        {"init": "xavier", "attention_bias": True},
+        _mixed("xavier", attention_bias="linear"),
+        "xavier, attention biases as fairseq (q/k/v nn.Linear default, output zero)",
+    ),
+    "fairseq-init-ffn-weight": (
+        {"init": "fairseq"},
+        _mixed("fairseq", ffn_weight="xavier"),
+        "fairseq init, Xavier FFN weights",
+    ),
     "fairseq-init-ffn-bias": ({"init": "fairseq"}, _mixed("fairseq", ffn_bias="zero"), "fairseq init, zero FFN biases"),
     "fairseq-init-qkv-gain": ({"init": "fairseq"}, _mixed("fairseq", qkv_gain=1.0), "fairseq init, q/k/v gain 1"),
-    "fairseq-init-out-linear": ({"init": "fairseq"}, _mixed("fairseq", out_weight="linear"),
-                                "fairseq init, W^O as nn.Linear's default"),
-    "t2t+fairseq-ffn": ({"init": "t2t"}, _mixed("t2t", ffn_weight="linear", ffn_bias="linear"),
-                        "t2t, FFN weights and biases as fairseq (nn.Linear's default)"),
-    "t2t+fairseq-cross": ({"init": "t2t"}, CrossApart(SCHEMES["t2t"], SCHEMES["fairseq"]),
-                          "t2t, encoder-decoder attention as fairseq (q, k, v at 1/sqrt(2) of the Xavier bound)"),
+    "fairseq-init-out-linear": (
+        {"init": "fairseq"},
+        _mixed("fairseq", out_weight="linear"),
+        "fairseq init, W^O as nn.Linear's default",
+    ),
+    "t2t+fairseq-ffn": (
+        {"init": "t2t"},
+        _mixed("t2t", ffn_weight="linear", ffn_bias="linear"),
+        "t2t, FFN weights and biases as fairseq (nn.Linear's default)",
+    ),
+    "t2t+fairseq-cross": (
+        {"init": "t2t"},
+        CrossApart(SCHEMES["t2t"], SCHEMES["fairseq"]),
+        "t2t, encoder-decoder attention as fairseq (q, k, v at 1/sqrt(2) of the Xavier bound)",
+    ),
     "ladder": ({}, None, "this project's defaults, batches padded to a GPU's ladder of shapes (train.batch_shapes)"),
 }
 # name: train settings a variant changes
@@ -112,15 +133,36 @@ TRAIN_CHANGES = {"ladder": {"batch_shapes": 64}}
 def settings(args: argparse.Namespace, model_changes: dict, seed: int, train_changes: dict | None = None) -> dict:
     """The run's settings: the model of ``--layers/--d-model/...`` (every key, defaults filled in) and
     the trainer's train section (with ``train_changes``)."""
-    model = {"n_layers": args.layers, "d_model": args.d_model, "d_ff": args.d_ff, "n_heads": args.heads,
-             "d_k": args.d_model // args.heads, "d_v": args.d_model // args.heads, "dropout": 0.1,
-             "share_embeddings": True, **model_changes}
+    model = {
+        "n_layers": args.layers,
+        "d_model": args.d_model,
+        "d_ff": args.d_ff,
+        "n_heads": args.heads,
+        "d_k": args.d_model // args.heads,
+        "d_v": args.d_model // args.heads,
+        "dropout": 0.1,
+        "share_embeddings": True,
+        **model_changes,
+    }
     model = ModelConfig.from_dict(model).to_dict()
-    train = {"train_steps": args.steps, "label_smoothing": 0.1, "tokens_per_step": args.tokens_per_step,
-             "tokens_per_pass": args.tokens_per_step, "adam_betas": [0.9, 0.98], "adam_eps": 1e-9,
-             "warmup_steps": args.warmup, "lr_scale": 1.0, "seed": seed, "precision": "fp32", "gpus": 0,
-             "checkpoint_minutes": 5, "keep_checkpoints": 1, "log_every_steps": args.window,
-             "dev_every_steps": args.dev_every, **(train_changes or {})}
+    train = {
+        "train_steps": args.steps,
+        "label_smoothing": 0.1,
+        "tokens_per_step": args.tokens_per_step,
+        "tokens_per_pass": args.tokens_per_step,
+        "adam_betas": [0.9, 0.98],
+        "adam_eps": 1e-9,
+        "warmup_steps": args.warmup,
+        "lr_scale": 1.0,
+        "seed": seed,
+        "precision": "fp32",
+        "gpus": 0,
+        "checkpoint_minutes": 5,
+        "keep_checkpoints": 1,
+        "log_every_steps": args.window,
+        "dev_every_steps": args.dev_every,
+        **(train_changes or {}),
+    }
     return {"experiment": "learning_parity", "task": "en-de", "model": model, "train": train}
 
 
@@ -144,8 +186,9 @@ def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Pa
     """Train with our Trainer; returns its curve from ``log.csv`` (nll window means, dev_ppl rows)."""
     changes, scheme, _ = VARIANTS[name]
     torch.set_num_threads(args.threads)
-    trainer = Trainer(settings(args, changes, seed, TRAIN_CHANGES.get(name)), work / "bin", out,
-                      DistEnv(0, 1, torch.device("cpu")))
+    trainer = Trainer(
+        settings(args, changes, seed, TRAIN_CHANGES.get(name)), work / "bin", out, DistEnv(0, 1, torch.device("cpu"))
+    )
     if scheme is not None:
         torch.manual_seed(seed)
         if isinstance(scheme, CrossApart):
@@ -170,9 +213,11 @@ def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Pa
 
 def tree() -> str:
     """The commit of this checkout (with ``+changes`` when it differs from it), or ``unknown``."""
+
     def git(*command: str) -> str:
         done = subprocess.run(["git", *command], cwd=Path(__file__).parent, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
+
     commit = git("rev-parse", "--short", "HEAD")
     return (commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")) or "unknown"
 
@@ -201,12 +246,24 @@ def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
     if name == "fairseq":
         data = fairseq_preprocess(args.fairseq_python, work)
         config = settings(args, {}, seed)
-        curve = run_fairseq(args.fairseq_python, data, config["model"], config["train"], args.steps, args.window,
-                            args.dev_every, seed, args.threads, folder / "fairseq.log")
+        curve = run_fairseq(
+            args.fairseq_python,
+            data,
+            config["model"],
+            config["train"],
+            args.steps,
+            args.window,
+            args.dev_every,
+            seed,
+            args.threads,
+            folder / "fairseq.log",
+        )
     else:
         curve = run_ours(work, name, args, seed, folder / f"train-{args.steps}")
-    curve = {key: {str(k): v for k, v in values.items()} if isinstance(values, dict) else values
-             for key, values in curve.items()}
+    curve = {
+        key: {str(k): v for k, v in values.items()} if isinstance(values, dict) else values
+        for key, values in curve.items()
+    }
     curve["steps"] = args.steps
     curve["tree"] = tree()
     write_json(folder / "curve.json", curve)
@@ -215,8 +272,10 @@ def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
 
 def truncate(curve: dict, steps: int) -> dict:
     """The curve up to ``steps``: per-step entries beyond it dropped (``tokens_per_step`` is the full run's)."""
-    return {key: {k: v for k, v in values.items() if int(k) <= steps} if isinstance(values, dict) else values
-            for key, values in curve.items()} | {"steps": steps}
+    return {
+        key: {k: v for k, v in values.items() if int(k) <= steps} if isinstance(values, dict) else values
+        for key, values in curve.items()
+    } | {"steps": steps}
 
 
 def values_at(curves: list[dict], key: str, step: int) -> list[float] | None:
@@ -255,8 +314,10 @@ def verdict(results: dict[str, list[dict]], steps: list[int]) -> str:
     """Each run against the first: differences of the seed means, and whether the [min, max] ranges over
     seeds overlap (the first run's spread is the yardstick)."""
     names = list(results)
-    lines = [f"| run | step | train NLL - {names[0]} | dev PPL - {names[0]} | seed ranges overlap (NLL, PPL) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"| run | step | train NLL - {names[0]} | dev PPL - {names[0]} | seed ranges overlap (NLL, PPL) |",
+        "|---|---|---|---|---|",
+    ]
     for name in names[1:]:
         for step in steps:
             cells, overlaps = [], []
@@ -277,8 +338,11 @@ def tests_at(results: dict[str, list[dict]], step: int) -> str:
     would find the observed difference of means at 5% with 80% power, and the paired t-test seed by seed
     (runs of one seed share the batch order and dropout masks: only the run's change differs)."""
     names = list(results)
-    lines = [f"| run | measure | difference to {names[0]} | Welch t | df | p | seeds per run for 80% power | "
-             "paired t | paired p |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"| run | measure | difference to {names[0]} | Welch t | df | p | seeds per run for 80% power | "
+        "paired t | paired p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name in names[1:]:
         for key, label, digits in (("train_nll", "train NLL", 3), ("dev_ppl", "dev PPL", 2)):
             ref, own = values_at(results[names[0]], key, step), values_at(results[name], key, step)
@@ -286,8 +350,10 @@ def tests_at(results: dict[str, list[dict]], step: int) -> str:
                 lines.append(f"| {name} | {label} | - | - | - | - | - | - | - |")
                 continue
             test, needed, pairs = welch(ref, own), seeds_needed(ref, own), paired(ref, own)
-            lines.append(f"| {name} | {label} | {test.difference:+.{digits}f} | {test.t:+.2f} | {test.df:.1f} | "
-                         f"{test.p:.3f} | {needed if needed is not None else '-'} | {pairs.t:+.2f} | {pairs.p:.3f} |")
+            lines.append(
+                f"| {name} | {label} | {test.difference:+.{digits}f} | {test.t:+.2f} | {test.df:.1f} | "
+                f"{test.p:.3f} | {needed if needed is not None else '-'} | {pairs.t:+.2f} | {pairs.p:.3f} |"
+            )
     return "\n".join(lines)
 
 
@@ -295,29 +361,34 @@ def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
     train_steps = list(range(args.window, args.steps + 1, args.window))
     dev_steps = sorted({*range(args.dev_every, args.steps + 1, args.dev_every), args.steps})
     lr_steps = sorted({s for s in (1, args.warmup // 2, args.warmup, args.steps) if s in train_steps})
-    tokens = "; ".join(f"{name} {sum(c['tokens_per_step'] for c in curves) / len(curves):.0f}"
-                       for name, curves in results.items())
-    return "\n\n".join([
-        f"target tokens per step (end-of-sentence included), mean over the run and seeds: {tokens}",
-        trees(results),
-        f"train NLL (nats per target token, mean of the {args.window} steps up to each step), "
-        "mean ± sd [min, max] over seeds",
-        table(results, "train_nll", train_steps, 3),
-        "dev perplexity (per target token, end-of-sentence included), mean ± sd [min, max] over seeds",
-        table(results, "dev_ppl", dev_steps, 2),
-        "learning rate of the update after each step (fairseq: as logged)",
-        table(results, "lr", lr_steps, 7),
-        "against the first run at the dev steps",
-        verdict(results, dev_steps),
-        f"against the first run at step {args.steps} (the last), over seeds",
-        tests_at(results, args.steps)])
+    tokens = "; ".join(
+        f"{name} {sum(c['tokens_per_step'] for c in curves) / len(curves):.0f}" for name, curves in results.items()
+    )
+    return "\n\n".join(
+        [
+            f"target tokens per step (end-of-sentence included), mean over the run and seeds: {tokens}",
+            trees(results),
+            f"train NLL (nats per target token, mean of the {args.window} steps up to each step), "
+            "mean ± sd [min, max] over seeds",
+            table(results, "train_nll", train_steps, 3),
+            "dev perplexity (per target token, end-of-sentence included), mean ± sd [min, max] over seeds",
+            table(results, "dev_ppl", dev_steps, 2),
+            "learning rate of the update after each step (fairseq: as logged)",
+            table(results, "lr", lr_steps, 7),
+            "against the first run at the dev steps",
+            verdict(results, dev_steps),
+            f"against the first run at step {args.steps} (the last), over seeds",
+            tests_at(results, args.steps),
+        ]
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True, help="data, runs and results go here")
-    parser.add_argument("--runs", nargs="+", default=["fairseq", "ours"],
-                        help=f"fairseq and/or model variants: {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--runs", nargs="+", default=["fairseq", "ours"], help=f"fairseq and/or model variants: {', '.join(VARIANTS)}"
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--fairseq-python", default="/work/venvs/fairseq/bin/python")
     parser.add_argument("--wmt", type=Path, default=WMT, help="the shared data/wmt folder")

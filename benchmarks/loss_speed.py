@@ -50,8 +50,13 @@ def blocked(logits, target, smoothing):
 
 
 def cross_entropy(logits, target, smoothing):
-    return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), target.view(-1), ignore_index=PAD,
-                           reduction="sum", label_smoothing=smoothing)
+    return F.cross_entropy(
+        logits.view(-1, logits.shape[-1]).float(),
+        target.view(-1),
+        ignore_index=PAD,
+        reduction="sum",
+        label_smoothing=smoothing,
+    )
 
 
 VARIANTS = {"blocked": blocked, "unblocked": unblocked, "cross_entropy": cross_entropy}
@@ -61,7 +66,7 @@ def inputs(rows: int, vocab: int, device: str, dtype: torch.dtype):
     g = torch.Generator().manual_seed(0)
     logits = (2 * torch.randn(rows, vocab, generator=g)).to(device=device, dtype=dtype).requires_grad_()
     target = torch.randint(4, vocab, (rows,), generator=g)
-    target[:: 10] = PAD  # a tenth of the positions are padding
+    target[::10] = PAD  # a tenth of the positions are padding
     return logits, target.to(device)
 
 
@@ -100,8 +105,20 @@ def peak_bytes(args, name: str, dtype) -> int:
         run_once(name, logits, target)
         torch.cuda.synchronize()
         return torch.cuda.max_memory_allocated() - base
-    command = [sys.executable, __file__, "--child", name, "--rows", str(args.rows), "--vocab", str(args.vocab),
-               "--dtype", args.dtype, "--threads", str(args.threads)]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        name,
+        "--rows",
+        str(args.rows),
+        "--vocab",
+        str(args.vocab),
+        "--dtype",
+        args.dtype,
+        "--threads",
+        str(args.threads),
+    ]
     return int(subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()[-1])
 
 
@@ -143,14 +160,19 @@ def main(argv: list[str] | None = None) -> int:
         return child(args, dtype)
     seconds = time_all(args, dtype)
     peaks = {name: peak_bytes(args, name, dtype) for name in VARIANTS}
-    result = {"machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
-              "torch": torch.__version__, "device": args.device, "dtype": args.dtype,
-              "shape": [args.rows, args.vocab], "repeats": args.repeats,
-              "seconds": {k: round(v, 4) for k, v in seconds.items()},
-              "peak_mib": {k: round(v / 2**20, 1) for k, v in peaks.items()},
-              "time_vs_cross_entropy": round(seconds["blocked"] / seconds["cross_entropy"], 3),
-              "time_vs_unblocked": round(seconds["blocked"] / seconds["unblocked"], 3),
-              "peak_vs_unblocked": round(peaks["blocked"] / max(peaks["unblocked"], 1), 3)}
+    result = {
+        "machine": f"{platform.processor() or platform.machine()}, torch threads {args.threads}",
+        "torch": torch.__version__,
+        "device": args.device,
+        "dtype": args.dtype,
+        "shape": [args.rows, args.vocab],
+        "repeats": args.repeats,
+        "seconds": {k: round(v, 4) for k, v in seconds.items()},
+        "peak_mib": {k: round(v / 2**20, 1) for k, v in peaks.items()},
+        "time_vs_cross_entropy": round(seconds["blocked"] / seconds["cross_entropy"], 3),
+        "time_vs_unblocked": round(seconds["blocked"] / seconds["unblocked"], 3),
+        "peak_vs_unblocked": round(peaks["blocked"] / max(peaks["unblocked"], 1), 3),
+    }
     print(json.dumps(result, indent=2))
     return 0
 

@@ -37,8 +37,7 @@ from aiayn.options import BpeConfig, CleanConfig
 
 log = logging.getLogger("learning_parity")
 LANGS = ("en", "de")
-TOKENIZE = {"normalize_punctuation": True, "remove_non_printing": True, "aggressive_dash_splits": True,
-            "escape": False}
+TOKENIZE = {"normalize_punctuation": True, "remove_non_printing": True, "aggressive_dash_splits": True, "escape": False}
 CLEAN = CleanConfig(min_len=1, max_len=250, max_ratio=1.5)
 
 
@@ -46,8 +45,11 @@ def raw_corpora(wmt: Path, raw: Path, dev_lines: int) -> tuple[list[str], str]:
     """Write raw-text training corpora and the dev set under ``raw``; returns (train prefixes, dev prefix)."""
     raw.mkdir(parents=True, exist_ok=True)
     for lang in LANGS:
-        detokenize_file(MosesDetok(lang, unescape=True), str(wmt / f"train_sample/onmt-wmt-ende-10k.tok.{lang}"),
-                        str(raw / f"onmt.{lang}"))
+        detokenize_file(
+            MosesDetok(lang, unescape=True),
+            str(wmt / f"train_sample/onmt-wmt-ende-10k.tok.{lang}"),
+            str(raw / f"onmt.{lang}"),
+        )
         for name, source in (("nt2012", f"newstest2012.{lang}"), ("nt2014", f"newstest2014-full.en-de.{lang}")):
             lines = list(iter_lines(wmt / "plain" / source))
             _write_lines(raw / f"{name}.{lang}", lines)
@@ -74,8 +76,10 @@ def prepare(wmt: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
     if done.exists():
         summary = read_json(done)
         if (summary["vocab_size"], summary["dev_lines"]) != (vocab_size, dev_lines):
-            raise ValueError(f"{done}: prepared with vocabulary {summary['vocab_size']} and {summary['dev_lines']} "
-                             f"dev lines, not {vocab_size} and {dev_lines}: use another --work")
+            raise ValueError(
+                f"{done}: prepared with vocabulary {summary['vocab_size']} and {summary['dev_lines']} "
+                f"dev lines, not {vocab_size} and {dev_lines}: use another --work"
+            )
         return summary
     train_prefixes, dev_prefix = raw_corpora(wmt, work / "raw", dev_lines)
     tok = work / "tok"
@@ -83,19 +87,24 @@ def prepare(wmt: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
     for prefix in [*train_prefixes, dev_prefix]:
         for lang in LANGS:
             tokenize_file(MosesPipeline(lang, **TOKENIZE), f"{prefix}.{lang}", str(tok / f"{Path(prefix).name}.{lang}"))
-    stats = clean_corpora([str(tok / Path(p).name) for p in train_prefixes], "en", "de", str(tok / "train"),
-                          CLEAN)
+    stats = clean_corpora([str(tok / Path(p).name) for p in train_prefixes], "en", "de", str(tok / "train"), CLEAN)
     bpe = work / "bpe"
     size = learn([str(tok / f"train.{lang}") for lang in LANGS], str(bpe / "spm"), BpeConfig(vocab_size))
     for split in ("train", "dev"):
         for lang in LANGS:
             encode_file(str(bpe / "spm.model"), str(tok / f"{split}.{lang}"), str(bpe / f"{split}.{lang}"))
-        manifest = binarize(str(bpe / "spm.model"), str(bpe / f"{split}.en"), str(bpe / f"{split}.de"),
-                            str(work / "bin" / split))
+        manifest = binarize(
+            str(bpe / "spm.model"), str(bpe / f"{split}.en"), str(bpe / f"{split}.de"), str(work / "bin" / split)
+        )
         if manifest["unknown_pieces"]:
             raise ValueError(f"{bpe / split}.*: {manifest['unknown_pieces']} pieces unknown to the BPE model")
-    summary = {"vocab_size": size, "clean": stats["total"], "train_pairs": count_lines(bpe / "train.en"),
-               "dev_pairs": count_lines(bpe / "dev.en"), "dev_lines": dev_lines}
+    summary = {
+        "vocab_size": size,
+        "clean": stats["total"],
+        "train_pairs": count_lines(bpe / "train.en"),
+        "dev_pairs": count_lines(bpe / "dev.en"),
+        "dev_lines": dev_lines,
+    }
     write_json(done, summary)
     return summary
 
@@ -111,11 +120,30 @@ def fairseq_preprocess(python: str, work: Path) -> Path:
         return dest
     pieces = [line.split("\t")[0] for line in iter_lines(work / "bpe" / "spm.vocab")][4:]
     _write_lines(work / "fairseq-dict.txt", [f"{piece} 1" for piece in pieces])
-    args = ["--source-lang", "en", "--target-lang", "de", "--trainpref", str(work / "bpe" / "train"),
-            "--validpref", str(work / "bpe" / "dev"), "--joined-dictionary", "--srcdict",
-            str(work / "fairseq-dict.txt"), "--destdir", str(dest), "--workers", "1"]
-    done = subprocess.run([python, "-m", "fairseq_cli.preprocess", *args], capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False)
+    args = [
+        "--source-lang",
+        "en",
+        "--target-lang",
+        "de",
+        "--trainpref",
+        str(work / "bpe" / "train"),
+        "--validpref",
+        str(work / "bpe" / "dev"),
+        "--joined-dictionary",
+        "--srcdict",
+        str(work / "fairseq-dict.txt"),
+        "--destdir",
+        str(dest),
+        "--workers",
+        "1",
+    ]
+    done = subprocess.run(
+        [python, "-m", "fairseq_cli.preprocess", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        check=False,
+    )
     output = done.stdout + done.stderr
     if done.returncode:
         raise RuntimeError(f"fairseq-preprocess failed ({done.returncode}):\n{output[-3000:]}")

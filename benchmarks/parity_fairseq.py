@@ -35,22 +35,76 @@ log = logging.getLogger("learning_parity")
 def fairseq_args(data: Path, model: dict, train: dict, steps: int, window: int, dev_every: int, seed: int) -> list[str]:
     """Command-line arguments of fairseq-train equivalent to our ``model`` and ``train`` settings."""
     d, warmup = model["d_model"], train["warmup_steps"]
-    peak = train.get("lr_scale", 1.0) * d ** -0.5 * warmup ** -0.5
+    peak = train.get("lr_scale", 1.0) * d**-0.5 * warmup**-0.5
     sizes = []
     for side in ("encoder", "decoder"):
-        sizes += [f"--{side}-layers", str(model["n_layers"]), f"--{side}-embed-dim", str(d),
-                  f"--{side}-ffn-embed-dim", str(model["d_ff"]), f"--{side}-attention-heads", str(model["n_heads"])]
+        sizes += [
+            f"--{side}-layers",
+            str(model["n_layers"]),
+            f"--{side}-embed-dim",
+            str(d),
+            f"--{side}-ffn-embed-dim",
+            str(model["d_ff"]),
+            f"--{side}-attention-heads",
+            str(model["n_heads"]),
+        ]
     betas = "({}, {})".format(*train["adam_betas"])
-    return [str(data), "--arch", "transformer", "--share-all-embeddings", *sizes, "--dropout", str(model["dropout"]),
-            "--attention-dropout", "0", "--activation-dropout", "0",
-            "--optimizer", "adam", "--adam-betas", betas, "--adam-eps", str(train["adam_eps"]), "--weight-decay", "0",
-            "--clip-norm", "0", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(warmup),
-            "--warmup-init-lr", repr(peak / warmup), "--lr", repr(peak),
-            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(train["label_smoothing"]),
-            "--max-tokens", str(train["tokens_per_step"]), "--required-batch-size-multiple", "1",
-            "--max-update", str(steps), "--seed", str(seed), "--cpu", "--num-workers", "0", "--no-save",
-            "--log-format", "json", "--log-interval", str(window), "--validate-interval-updates", str(dev_every),
-            "--validate-interval", "1000000", "--no-progress-bar"]
+    return [
+        str(data),
+        "--arch",
+        "transformer",
+        "--share-all-embeddings",
+        *sizes,
+        "--dropout",
+        str(model["dropout"]),
+        "--attention-dropout",
+        "0",
+        "--activation-dropout",
+        "0",
+        "--optimizer",
+        "adam",
+        "--adam-betas",
+        betas,
+        "--adam-eps",
+        str(train["adam_eps"]),
+        "--weight-decay",
+        "0",
+        "--clip-norm",
+        "0",
+        "--lr-scheduler",
+        "inverse_sqrt",
+        "--warmup-updates",
+        str(warmup),
+        "--warmup-init-lr",
+        repr(peak / warmup),
+        "--lr",
+        repr(peak),
+        "--criterion",
+        "label_smoothed_cross_entropy",
+        "--label-smoothing",
+        str(train["label_smoothing"]),
+        "--max-tokens",
+        str(train["tokens_per_step"]),
+        "--required-batch-size-multiple",
+        "1",
+        "--max-update",
+        str(steps),
+        "--seed",
+        str(seed),
+        "--cpu",
+        "--num-workers",
+        "0",
+        "--no-save",
+        "--log-format",
+        "json",
+        "--log-interval",
+        str(window),
+        "--validate-interval-updates",
+        str(dev_every),
+        "--validate-interval",
+        "1000000",
+        "--no-progress-bar",
+    ]
 
 
 def parse_log(text: str) -> dict:
@@ -77,15 +131,26 @@ def parse_log(text: str) -> dict:
     return curve
 
 
-def run_fairseq(python: str, data: Path, model: dict, train: dict, steps: int, window: int, dev_every: int,
-                seed: int, threads: int, log_path: Path) -> dict:
+def run_fairseq(
+    python: str,
+    data: Path,
+    model: dict,
+    train: dict,
+    steps: int,
+    window: int,
+    dev_every: int,
+    seed: int,
+    threads: int,
+    log_path: Path,
+) -> dict:
     """Train with fairseq-train and return its curve (see :func:`parse_log`)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     args = fairseq_args(data, model, train, steps, window, dev_every, seed)
     log.info("fairseq-train %s", " ".join(args))
     with open(log_path, "w", encoding="utf-8") as handle:
-        done = subprocess.run([python, "-m", "fairseq_cli.train", *args], stdout=handle, stderr=subprocess.STDOUT,
-                              env=env, check=False)
+        done = subprocess.run(
+            [python, "-m", "fairseq_cli.train", *args], stdout=handle, stderr=subprocess.STDOUT, env=env, check=False
+        )
     text = log_path.read_text(encoding="utf-8")
     if done.returncode:
         raise RuntimeError(f"fairseq-train failed ({done.returncode}), see {log_path}:\n{text[-3000:]}")

@@ -19,8 +19,10 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > tiny else tiny)
     result = d
     for m in range(1, 500):
-        for numerator in (m * (b - m) * x / ((qam + 2 * m) * (a + 2 * m)),
-                          -(a + m) * (qab + m) * x / ((a + 2 * m) * (qap + 2 * m))):
+        for numerator in (
+            m * (b - m) * x / ((qam + 2 * m) * (a + 2 * m)),
+            -(a + m) * (qab + m) * x / ((a + 2 * m) * (qap + 2 * m)),
+        ):
             d = 1.0 + numerator * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + numerator / c
@@ -63,7 +65,7 @@ def welch(a: list[float], b: list[float]) -> Welch:
     if va + vb == 0.0:
         return Welch(difference, math.inf if difference else 0.0, len(a) + len(b) - 2.0, 0.0 if difference else 1.0)
     t = difference / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     return Welch(difference, t, df, t_two_sided(t, df))
 
 
@@ -87,4 +89,4 @@ def seeds_needed(a: list[float], b: list[float], alpha: float = 0.05, power: flo
         return None
     pooled = ((len(a) - 1) * statistics.variance(a) + (len(b) - 1) * statistics.variance(b)) / (len(a) + len(b) - 2)
     z = statistics.NormalDist().inv_cdf
-    return max(2, math.ceil(2.0 * (z(1 - alpha / 2) + z(power)) ** 2 * pooled / difference ** 2) + 1)
+    return max(2, math.ceil(2.0 * (z(1 - alpha / 2) + z(power)) ** 2 * pooled / difference**2) + 1)

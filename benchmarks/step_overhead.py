@@ -61,11 +61,22 @@ BUDGETS = (25000, 12500, 3125)
 SIZES = (450_000, 4_500_000)
 MODELS = {"base": {"d_model": 512, "d_ff": 2048, "n_heads": 8}, "big": {"d_model": 1024, "d_ff": 4096, "n_heads": 16}}
 # Operations that start no kernel on a GPU (views and aliases are told by their schema)
-NO_KERNEL = {"detach", "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "lift_fresh",
-             "_local_scalar_dense", "_unsafe_view", "set_"}
+NO_KERNEL = {
+    "detach",
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+    "lift_fresh",
+    "_local_scalar_dense",
+    "_unsafe_view",
+    "set_",
+}
 
 
 # ---- shapes -------------------------------------------------------------------------------------
+
 
 def real_lengths(work: Path, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Source and target lengths in subwords (without eos) of the shared EN-DE pairs (module docstring)."""
@@ -89,14 +100,24 @@ def real_lengths(work: Path, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     for lang in ("en", "de"):
         sides[lang] += read_lines(str(WMT / "plain" / f"newstest2014-full.en-de.{lang}"))
     d = TokenizeConfig()
-    tokenized = [MosesPipeline(lang, normalize_punctuation=False, remove_non_printing=d.remove_non_printing,
-                               aggressive_dash_splits=d.aggressive_dash_splits, escape=d.escape)(sides[lang])
-                 for lang in ("en", "de")]
+    tokenized = [
+        MosesPipeline(
+            lang,
+            normalize_punctuation=False,
+            remove_non_printing=d.remove_non_printing,
+            aggressive_dash_splits=d.aggressive_dash_splits,
+            escape=d.escape,
+        )(sides[lang])
+        for lang in ("en", "de")
+    ]
     pairs = list(filter_pairs(list(zip(*tokenized)), CleanConfig(), new_counts()))
     for i, lang in enumerate(("en", "de")):
         (work / f"pairs.{lang}").write_text("".join(p[i] + "\n" for p in pairs), encoding="utf-8")
-    learn([str(work / "pairs.en"), str(work / "pairs.de")], str(work / f"bpe-{vocab_size}"),
-          BpeConfig(vocab_size=vocab_size))
+    learn(
+        [str(work / "pairs.en"), str(work / "pairs.de")],
+        str(work / f"bpe-{vocab_size}"),
+        BpeConfig(vocab_size=vocab_size),
+    )
     model = spm.SentencePieceProcessor(model_file=str(work / f"bpe-{vocab_size}.model"))
     src = np.array([len(model.encode(s)) for s, _ in pairs])
     tgt = np.array([len(model.encode(t)) for _, t in pairs])
@@ -120,9 +141,18 @@ def shape_rows(src: np.ndarray, tgt: np.ndarray, pairs: int, budget: int) -> lis
         seconds = time.perf_counter() - started
         shape_of = sizes or [(len(b), int(src[b].max()) + 1, int(tgt[b].max()) + 1) for b in batches]
         pad_src, pad_tgt = padding_share(batches, sizes, src + 1, tgt + 1)
-        rows.append({"pairs": pairs, "budget": budget, "packing": name, "batches": len(batches),
-                     "shapes": len(set(shape_of)), "pad_src": round(pad_src, 4), "pad_tgt": round(pad_tgt, 4),
-                     "seconds": round(seconds, 2)})
+        rows.append(
+            {
+                "pairs": pairs,
+                "budget": budget,
+                "packing": name,
+                "batches": len(batches),
+                "shapes": len(set(shape_of)),
+                "pad_src": round(pad_src, 4),
+                "pad_tgt": round(pad_tgt, 4),
+                "seconds": round(seconds, 2),
+            }
+        )
     return rows
 
 
@@ -135,8 +165,9 @@ def t2t_boundaries(max_length: int = 256, min_length: int = 8, mantissa_bits: in
     return boundaries
 
 
-def t2t_batches(src_need: np.ndarray, tgt_need: np.ndarray, batch_size: int = 4096, max_length: int = 256,
-                seed: int = 0) -> list[np.ndarray]:
+def t2t_batches(
+    src_need: np.ndarray, tgt_need: np.ndarray, batch_size: int = 4096, max_length: int = 256, seed: int = 0
+) -> list[np.ndarray]:
     """One epoch of tensor2tensor's training batches on one GPU (module docstring); lengths with eos."""
     boundaries = t2t_boundaries(max_length)
     sizes = [max(1, batch_size // b) for b in [*boundaries, max_length]]
@@ -147,7 +178,7 @@ def t2t_batches(src_need: np.ndarray, tgt_need: np.ndarray, batch_size: int = 40
     batches = []
     for k, size in enumerate(sizes):
         members = arrival[bucket == k]
-        batches += [members[i:i + size] for i in range(0, len(members) - size + 1, size)]
+        batches += [members[i : i + size] for i in range(0, len(members) - size + 1, size)]
     return batches
 
 
@@ -160,19 +191,28 @@ def t2t_rows(src: np.ndarray, tgt: np.ndarray) -> list[dict]:
     t2t = t2t_batches(src_need, tgt_need)
     ours_greedy, _ = make_batches(src, tgt, STEP_TOKENS, 256)
     ours_ladder, shapes, _ = ladder_batches(src, tgt, STEP_TOKENS, 64, 256)
-    for name, batches, per_step, sizes in (("tensor2tensor, 4,096 a GPU x 8", t2t, 8, None),
-                                           ("ours greedy, 25,000 a step", ours_greedy, 1, None),
-                                           ("ours ladder, 25,000 a step", ours_ladder, 1, shapes)):
+    for name, batches, per_step, sizes in (
+        ("tensor2tensor, 4,096 a GPU x 8", t2t, 8, None),
+        ("ours greedy, 25,000 a step", ours_greedy, 1, None),
+        ("ours ladder, 25,000 a step", ours_ladder, 1, shapes),
+    ):
         real_src = np.mean([src_need[b].sum() for b in batches]) * per_step
         real_tgt = np.mean([tgt_need[b].sum() for b in batches]) * per_step
         shape = sizes or [(len(b), src_need[b].max(), tgt_need[b].max()) for b in batches]
         longer = np.mean([r * max(s, t) for r, s, t in shape]) * per_step
-        rows.append({"batching": name, "real_src": round(real_src), "real_tgt": round(real_tgt),
-                     "padded_longer_side": round(longer)})
+        rows.append(
+            {
+                "batching": name,
+                "real_src": round(real_src),
+                "real_tgt": round(real_tgt),
+                "padded_longer_side": round(longer),
+            }
+        )
     return rows
 
 
 # ---- ops ----------------------------------------------------------------------------------------
+
 
 def launches(func) -> bool:
     """Whether an aten operation starts a kernel on a GPU (not a view, an alias, or an allocation)."""
@@ -252,7 +292,7 @@ def batch_tensors(rows: int, src_len: int, tgt_len: int, vocab: int, seed: int =
     positions = torch.arange(max(src_len, tgt_len + 1))
     src[positions[:src_len] >= s_len[:, None]] = 0
     src[torch.arange(rows), s_len - 1] = 3
-    tgt[positions[:tgt_len + 1] > t_len[:, None]] = 0
+    tgt[positions[: tgt_len + 1] > t_len[:, None]] = 0
     tgt[torch.arange(rows), t_len] = 3
     tgt[:, 0] = 2
     return {"src": src, "tgt_in": tgt[:, :-1].clone(), "tgt_out": tgt[:, 1:].clone(), "src_lengths": s_len}
@@ -307,19 +347,35 @@ def fairseq_step(model_cfg: dict, vocab: int, batches: list[dict]):
         source_dictionary = target_dictionary = dictionary
 
     d, ff, heads, layers = model_cfg["d_model"], model_cfg["d_ff"], model_cfg["n_heads"], model_cfg.get("n_layers", 6)
-    args = argparse.Namespace(encoder_layers=layers, decoder_layers=layers, encoder_embed_dim=d, decoder_embed_dim=d,
-                              encoder_ffn_embed_dim=ff, decoder_ffn_embed_dim=ff, encoder_attention_heads=heads,
-                              decoder_attention_heads=heads, share_all_embeddings=True, dropout=0.1,
-                              max_source_positions=1024, max_target_positions=1024)
+    args = argparse.Namespace(
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_embed_dim=d,
+        decoder_embed_dim=d,
+        encoder_ffn_embed_dim=ff,
+        decoder_ffn_embed_dim=ff,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        share_all_embeddings=True,
+        dropout=0.1,
+        max_source_positions=1024,
+        max_target_positions=1024,
+    )
     base_architecture(args)
     torch.manual_seed(0)
     model = TransformerModel.build_model(args, Task()).train()
     criterion = LabelSmoothedCrossEntropyCriterion(Task(), sentence_avg=False, label_smoothing=0.1)
-    optimizer = FairseqAdam(FairseqAdamConfig(lr=[1e-4], adam_betas="(0.9, 0.98)", adam_eps=1e-9),
-                            list(model.parameters()))
-    samples = [{"net_input": {"src_tokens": b["src"], "src_lengths": b["src_lengths"],
-                              "prev_output_tokens": b["tgt_in"]},
-                "target": b["tgt_out"], "ntokens": int(b["tgt_out"].ne(0).sum())} for b in batches]
+    optimizer = FairseqAdam(
+        FairseqAdamConfig(lr=[1e-4], adam_betas="(0.9, 0.98)", adam_eps=1e-9), list(model.parameters())
+    )
+    samples = [
+        {
+            "net_input": {"src_tokens": b["src"], "src_lengths": b["src_lengths"], "prev_output_tokens": b["tgt_in"]},
+            "target": b["tgt_out"],
+            "ntokens": int(b["tgt_out"].ne(0).sum()),
+        }
+        for b in batches
+    ]
 
     def step() -> None:
         size = 0
@@ -363,16 +419,28 @@ def ops_rows(args) -> list[dict]:
                     counts = count_step(our_step(tiny(name), PAPER_VOCAB, batches, precision))
                 rows.append({"model": name, "passes": passes, "toolkit": "aiayn", "precision": precision, **counts})
             if args.fairseq_python:
-                rows.append({"model": name, "passes": passes, "toolkit": "fairseq", "precision": "fp32",
-                             **peer(args, "count", name, passes)})
+                rows.append(
+                    {
+                        "model": name,
+                        "passes": passes,
+                        "toolkit": "fairseq",
+                        "precision": "fp32",
+                        **peer(args, "count", name, passes),
+                    }
+                )
     return rows
 
 
 def peer(args, what: str, model: str, passes: int) -> dict:
     """Run this script's ``--peer`` mode under fairseq's python; its JSON answer."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([args.fairseq_python, __file__, "--peer", what, model, str(passes)], env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [args.fairseq_python, __file__, "--peer", what, model, str(passes)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode:
         raise RuntimeError(f"fairseq peer failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -386,7 +454,8 @@ def run_peer(what: str, model: str, passes: int) -> dict:
     if what == "count":
         dropout = F.dropout
         F.dropout = lambda x, p=0.5, training=True, inplace=False: (
-            torch.native_dropout(x, p, True)[0] if training and p > 0 else x)
+            torch.native_dropout(x, p, True)[0] if training and p > 0 else x
+        )
         try:
             return count_step(fairseq_step(tiny(model), PAPER_VOCAB, step_batches(passes, PAPER_VOCAB)))
         finally:
@@ -400,6 +469,7 @@ def run_peer(what: str, model: str, passes: int) -> dict:
 
 
 # ---- host ---------------------------------------------------------------------------------------
+
 
 def host_ms(step, steps: int) -> float:
     """Median milliseconds of ``step`` over ``steps`` calls, after as many untimed ones."""
@@ -431,6 +501,7 @@ def host_rows(args) -> list[dict]:
 
 
 # ---- loss ---------------------------------------------------------------------------------------
+
 
 def compiled_loss_bytes(rows: int, vocab: int, dtype: torch.dtype) -> tuple[float, float]:
     """(forward, backward) bytes per logit that the kernels inductor generates for the compiled
@@ -479,29 +550,41 @@ def eager_loss_bytes(rows: int, vocab: int, dtype: torch.dtype) -> tuple[float, 
 
 def loss_rows() -> list[dict]:
     rows = []
-    for name, measure in (("eager blocked (label_smoothed_loss)", eager_loss_bytes),
-                          ("compiled fused (fused_label_smoothed_loss)", compiled_loss_bytes)):
+    for name, measure in (
+        ("eager blocked (label_smoothed_loss)", eager_loss_bytes),
+        ("compiled fused (fused_label_smoothed_loss)", compiled_loss_bytes),
+    ):
         forward, backward = measure(8192, 9000, torch.bfloat16)
-        rows.append({"loss": name, "forward": round(forward, 2), "backward": round(backward, 2),
-                     "total": round(forward + backward, 2)})
+        rows.append(
+            {
+                "loss": name,
+                "forward": round(forward, 2),
+                "backward": round(backward, 2),
+                "total": round(forward + backward, 2),
+            }
+        )
     return rows
 
 
 # ---- main ---------------------------------------------------------------------------------------
 
+
 def table(rows: list[dict]) -> str:
     keys = list(rows[0])
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(f"{r.get(k, ''):,}" if isinstance(r.get(k), int) else str(r.get(k, ""))
-                                for k in keys) + " |" for r in rows]
+    lines += [
+        "| " + " | ".join(f"{r.get(k, ''):,}" if isinstance(r.get(k), int) else str(r.get(k, "")) for k in keys) + " |"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/aiayn-step-overhead"))
-    parser.add_argument("--sections", nargs="+", default=["shapes", "ops", "host", "loss"],
-                        choices=("shapes", "ops", "host", "loss"))
+    parser.add_argument(
+        "--sections", nargs="+", default=["shapes", "ops", "host", "loss"], choices=("shapes", "ops", "host", "loss")
+    )
     parser.add_argument("--vocab-size", type=int, default=16000, help="the BPE of the real lengths")
     parser.add_argument("--steps", type=int, default=30, help="timed steps of the host section")
     parser.add_argument("--fairseq-python", help="python of a fairseq environment (peers.md): fairseq's figures")

@@ -76,13 +76,30 @@ raise SystemExit(main(sys.argv[1:]))
 def settings(args: argparse.Namespace, cpu_matmul: str) -> dict:
     """The run's settings file: the model of the arguments, the trainer's defaults but for the budget."""
     d = args.d_model
-    model = ModelConfig.from_dict({"n_layers": args.layers, "d_model": d, "d_ff": args.d_ff, "n_heads": args.heads,
-                                   "d_k": d // args.heads, "d_v": d // args.heads, "share_embeddings": True}).to_dict()
-    train = {"train_steps": args.steps, "tokens_per_step": args.tokens_per_step,
-             "tokens_per_pass": args.tokens_per_step,
-             "warmup_steps": args.warmup, "precision": "fp32" if args.gpus == 0 else "auto", "gpus": args.gpus,
-             "cpu_matmul": cpu_matmul,
-             "checkpoint_minutes": 0, "keep_checkpoints": 1, "log_every_steps": LOG_EVERY, "dev_every_steps": 0}
+    model = ModelConfig.from_dict(
+        {
+            "n_layers": args.layers,
+            "d_model": d,
+            "d_ff": args.d_ff,
+            "n_heads": args.heads,
+            "d_k": d // args.heads,
+            "d_v": d // args.heads,
+            "share_embeddings": True,
+        }
+    ).to_dict()
+    train = {
+        "train_steps": args.steps,
+        "tokens_per_step": args.tokens_per_step,
+        "tokens_per_pass": args.tokens_per_step,
+        "warmup_steps": args.warmup,
+        "precision": "fp32" if args.gpus == 0 else "auto",
+        "gpus": args.gpus,
+        "cpu_matmul": cpu_matmul,
+        "checkpoint_minutes": 0,
+        "keep_checkpoints": 1,
+        "log_every_steps": LOG_EVERY,
+        "dev_every_steps": 0,
+    }
     return {"experiment": "train_memory", "task": "en-de", "model": model, "train": train}
 
 
@@ -92,19 +109,45 @@ def run_ours(name: str, args: argparse.Namespace, out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     cpu_matmul = "mkl" if name == "mkl" else "onednn"
     write_json(out / "settings.json", settings(args, cpu_matmul))
-    command = [sys.executable, "-c", OURS, "unbucketed" if name == "onednn-unbucketed" else "bucketed",
-               str(out / "rows.json"), "--data", str(args.work / "bin"), "--settings", str(out / "settings.json"),
-               "--out-dir", str(out / "train"), "--threads", str(args.threads), "--log", str(out / "train.log")]
+    command = [
+        sys.executable,
+        "-c",
+        OURS,
+        "unbucketed" if name == "onednn-unbucketed" else "bucketed",
+        str(out / "rows.json"),
+        "--data",
+        str(args.work / "bin"),
+        "--settings",
+        str(out / "settings.json"),
+        "--out-dir",
+        str(out / "train"),
+        "--threads",
+        str(args.threads),
+        "--log",
+        str(out / "train.log"),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     rows = json.loads((out / "rows.json").read_text(encoding="utf-8"))
-    log.info("%s: %d products through oneDNN, %d distinct row counts, padded rows %.2f%% of %d", name,
-             rows["products"], rows["shapes"], 100 * (rows["padded_rows"] / max(rows["rows"], 1) - 1), rows["rows"])
+    log.info(
+        "%s: %d products through oneDNN, %d distinct row counts, padded rows %.2f%% of %d",
+        name,
+        rows["products"],
+        rows["shapes"],
+        100 * (rows["padded_rows"] / max(rows["rows"], 1) - 1),
+        rows["rows"],
+    )
     with open(out / "train" / "log.csv", encoding="utf-8", newline="") as handle:
-        return {int(r["step"]): (float(r["rss_mb"]), float(r["tokens_per_s"]),
-                                 float(r["gpu_peak_mb"]) if r["gpu_peak_mb"] else None)
-                for r in csv.DictReader(handle) if r["rss_mb"]}
+        return {
+            int(r["step"]): (
+                float(r["rss_mb"]),
+                float(r["tokens_per_s"]),
+                float(r["gpu_peak_mb"]) if r["gpu_peak_mb"] else None,
+            )
+            for r in csv.DictReader(handle)
+            if r["rss_mb"]
+        }
 
 
 def run_fairseq(args: argparse.Namespace, out: Path) -> dict:
@@ -113,12 +156,18 @@ def run_fairseq(args: argparse.Namespace, out: Path) -> dict:
     data = fairseq_preprocess(args.fairseq_python, args.work)
     config = settings(args, "onednn")
     config["train"].update(label_smoothing=0.1, adam_betas=[0.9, 0.98], adam_eps=1e-9, lr_scale=1.0)
-    command = [args.fairseq_python, "-m", "fairseq_cli.train",
-               *fairseq_args(data, config["model"], config["train"], args.steps, LOG_EVERY, args.steps, 1)]
+    command = [
+        args.fairseq_python,
+        "-m",
+        "fairseq_cli.train",
+        *fairseq_args(data, config["model"], config["train"], args.steps, LOG_EVERY, args.steps, 1),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
     rows = {}
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as child, \
-            open(out / "fairseq.log", "w", encoding="utf-8") as log_file:
+    with (
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as child,
+        open(out / "fairseq.log", "w", encoding="utf-8") as log_file,
+    ):
         process = psutil.Process(child.pid)
         for line in child.stdout:
             log_file.write(line)
@@ -148,8 +197,14 @@ def summarize(rows: dict) -> dict:
     at500, end = rows[later[0]][0], rows[steps[-1]][0]
     deviation = max(abs(rows[s][0] - at500) for s in later) / at500
     slope = statistics.linear_regression(later, [rows[s][0] for s in later]).slope if len(later) > 1 else 0.0
-    return {"rss_500": at500, "rss_end": end, "deviation": deviation, "flat": deviation <= 0.10,
-            "mb_per_1000_steps": 1000 * slope, "tokens_per_s": statistics.median(rows[s][1] for s in steps)}
+    return {
+        "rss_500": at500,
+        "rss_end": end,
+        "deviation": deviation,
+        "flat": deviation <= 0.10,
+        "mb_per_1000_steps": 1000 * slope,
+        "tokens_per_s": statistics.median(rows[s][1] for s in steps),
+    }
 
 
 def report(results: dict[str, dict]) -> str:
@@ -162,12 +217,18 @@ def report(results: dict[str, dict]) -> str:
         cells = [f"{results[n][step][0]:,.0f}" if step in results[n] else "" for n in names]
         cells += [f"{results[n][step][2]:,.0f}" if step in results[n] else "" for n in gpu]
         lines.append(f"| {step} | " + " | ".join(cells) + " |")
-    lines += ["", "| system | RSS at 500 | RSS at end | largest deviation from 500 on | flat (<= 10%) | "
-              "slope, MB per 1,000 steps | median tokens/s |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| system | RSS at 500 | RSS at end | largest deviation from 500 on | flat (<= 10%) | "
+        "slope, MB per 1,000 steps | median tokens/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name in names:
         s = summarize(results[name])
-        lines.append(f"| {name} | {s['rss_500']:,.0f} MB | {s['rss_end']:,.0f} MB | {100 * s['deviation']:.1f}% | "
-                     f"{'yes' if s['flat'] else 'no'} | {s['mb_per_1000_steps']:+,.0f} | {s['tokens_per_s']:,.0f} |")
+        lines.append(
+            f"| {name} | {s['rss_500']:,.0f} MB | {s['rss_end']:,.0f} MB | {100 * s['deviation']:.1f}% | "
+            f"{'yes' if s['flat'] else 'no'} | {s['mb_per_1000_steps']:+,.0f} | {s['tokens_per_s']:,.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -186,9 +247,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=4000)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training")
-    parser.add_argument("--gpus", type=int, default=0, choices=(0, 1),
-                        help="1: our trainings on a GPU (precision auto), the GPU's peak allocated memory "
-                             "per 100 steps beside host RSS (log.csv gpu_peak_mb)")
+    parser.add_argument(
+        "--gpus",
+        type=int,
+        default=0,
+        choices=(0, 1),
+        help="1: our trainings on a GPU (precision auto), the GPU's peak allocated memory "
+        "per 100 steps beside host RSS (log.csv gpu_peak_mb)",
+    )
     parser.add_argument("--parallel", type=int, default=1, help="trainings at a time")
     parser.add_argument("--output", type=Path, default=None, help="also write the tables here (markdown)")
     return parser.parse_args(argv)
@@ -214,9 +280,11 @@ def main(argv: list[str] | None = None) -> int:
 
     with ThreadPoolExecutor(args.parallel) as pool:
         results = dict(pool.map(one, args.runs))
-    text = (f"{args.layers}+{args.layers} layers x {args.d_model}, d_ff {args.d_ff}, {args.heads} heads, "
-            f"{args.tokens_per_step} tokens per step, {args.steps} steps, {args.threads} thread(s) per training, "
-            f"{args.parallel} at a time\n\n" + report(results))
+    text = (
+        f"{args.layers}+{args.layers} layers x {args.d_model}, d_ff {args.d_ff}, {args.heads} heads, "
+        f"{args.tokens_per_step} tokens per step, {args.steps} steps, {args.threads} thread(s) per training, "
+        f"{args.parallel} at a time\n\n" + report(results)
+    )
     print(text)
     if args.output:
         args.output.write_text(text + "\n", encoding="utf-8")

@@ -42,9 +42,22 @@ from aiayn.train.trainer import Trainer
 
 log = logging.getLogger("benchmark")
 
-CPU_MODEL = {"n_layers": 3, "d_model": 256, "d_ff": 1024, "n_heads": 4, "d_k": 64, "d_v": 64, "dropout": 0.1,
-             "attention_dropout": 0.0, "relu_dropout": 0.0, "positional": "sinusoid", "max_positions": 1024,
-             "norm": "post", "layer_norm_eps": 1e-6, "share_embeddings": True}
+CPU_MODEL = {
+    "n_layers": 3,
+    "d_model": 256,
+    "d_ff": 1024,
+    "n_heads": 4,
+    "d_k": 64,
+    "d_v": 64,
+    "dropout": 0.1,
+    "attention_dropout": 0.0,
+    "relu_dropout": 0.0,
+    "positional": "sinusoid",
+    "max_positions": 1024,
+    "norm": "post",
+    "layer_norm_eps": 1e-6,
+    "share_embeddings": True,
+}
 PAPER_MODELS = {
     "base": {**CPU_MODEL, "n_layers": 6, "d_model": 512, "d_ff": 2048, "n_heads": 8},
     "big": {**CPU_MODEL, "n_layers": 6, "d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3},
@@ -64,8 +77,16 @@ def synthetic_task(root: Path, pairs: int, vocab: int, lengths: tuple[int, int],
 
 
 def settings(model: dict, tokens_per_step: int, per_batch: int, precision: str) -> dict:
-    train = {"train_steps": 10**6, "tokens_per_step": tokens_per_step, "tokens_per_pass": per_batch,
-             "precision": precision, "gpus": 1, "checkpoint_minutes": 0, "dev_every_steps": 0, "log_every_steps": 10**6}
+    train = {
+        "train_steps": 10**6,
+        "tokens_per_step": tokens_per_step,
+        "tokens_per_pass": per_batch,
+        "precision": precision,
+        "gpus": 1,
+        "checkpoint_minutes": 0,
+        "dev_every_steps": 0,
+        "log_every_steps": 10**6,
+    }
     return {"experiment": "benchmark", "task": "synthetic", "model": model, "train": train}
 
 
@@ -97,9 +118,16 @@ def cpu_benchmark(work: Path, threads: int, round_: int = 0, updates: int = 50, 
     with open(out / "log.csv", encoding="utf-8") as handle:
         rates = {int(r["step"]): float(r["tokens_per_s"]) for r in csv.DictReader(handle) if r["tokens_per_s"]}
     window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
-    return {"device": "cpu", "toolkit": "aiayn", "cpu_matmul": cpu_matmul, "threads": threads,
-            "updates": f"11-{updates}", "median_tokens_per_s": statistics.median(window), "min": min(window),
-            "max": max(window)}
+    return {
+        "device": "cpu",
+        "toolkit": "aiayn",
+        "cpu_matmul": cpu_matmul,
+        "threads": threads,
+        "updates": f"11-{updates}",
+        "median_tokens_per_s": statistics.median(window),
+        "min": min(window),
+        "max": max(window),
+    }
 
 
 def export_text(split_dir: Path, prefix: Path) -> None:
@@ -118,21 +146,88 @@ def fairseq_benchmark(work: Path, bin_dir: Path, threads: int, updates: int = 50
     if not (work / "fairseq-bin").exists():
         for split, name in (("train", "train"), ("dev", "valid")):
             export_text(data / split, work / name)
-        subprocess.run([str(bin_dir / "fairseq-preprocess"), "--source-lang", "src", "--target-lang", "tgt",
-                        "--trainpref", str(work / "train"), "--validpref", str(work / "valid"), "--joined-dictionary",
-                        "--destdir", str(work / "fairseq-bin"), "--workers", "1"], check=True, env=env,
-                       capture_output=True)
-    arch = ["--arch", "transformer", "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256",
-            "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
-            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings",
-            "--dropout", "0.1"]
-    train = ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "7e-4", "--lr-scheduler", "inverse_sqrt",
-             "--warmup-updates", "4000", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-             "--max-tokens", "4096", "--max-update", str(updates), "--cpu", "--num-workers", "0",
-             "--disable-validation",
-             "--no-save", "--seed", "1", "--log-format", "json", "--log-interval", "1"]
-    run = subprocess.run([str(bin_dir / "fairseq-train"), str(work / "fairseq-bin"), *arch, *train],
-                         check=True, env=env, capture_output=True, text=True)
+        subprocess.run(
+            [
+                str(bin_dir / "fairseq-preprocess"),
+                "--source-lang",
+                "src",
+                "--target-lang",
+                "tgt",
+                "--trainpref",
+                str(work / "train"),
+                "--validpref",
+                str(work / "valid"),
+                "--joined-dictionary",
+                "--destdir",
+                str(work / "fairseq-bin"),
+                "--workers",
+                "1",
+            ],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
+    arch = [
+        "--arch",
+        "transformer",
+        "--encoder-layers",
+        "3",
+        "--decoder-layers",
+        "3",
+        "--encoder-embed-dim",
+        "256",
+        "--decoder-embed-dim",
+        "256",
+        "--encoder-ffn-embed-dim",
+        "1024",
+        "--decoder-ffn-embed-dim",
+        "1024",
+        "--encoder-attention-heads",
+        "4",
+        "--decoder-attention-heads",
+        "4",
+        "--share-all-embeddings",
+        "--dropout",
+        "0.1",
+    ]
+    train = [
+        "--optimizer",
+        "adam",
+        "--adam-betas",
+        "(0.9, 0.98)",
+        "--lr",
+        "7e-4",
+        "--lr-scheduler",
+        "inverse_sqrt",
+        "--warmup-updates",
+        "4000",
+        "--criterion",
+        "label_smoothed_cross_entropy",
+        "--label-smoothing",
+        "0.1",
+        "--max-tokens",
+        "4096",
+        "--max-update",
+        str(updates),
+        "--cpu",
+        "--num-workers",
+        "0",
+        "--disable-validation",
+        "--no-save",
+        "--seed",
+        "1",
+        "--log-format",
+        "json",
+        "--log-interval",
+        "1",
+    ]
+    run = subprocess.run(
+        [str(bin_dir / "fairseq-train"), str(work / "fairseq-bin"), *arch, *train],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     rates = {}
     for line in (run.stdout + run.stderr).splitlines():
         start = line.find("{")
@@ -140,19 +235,35 @@ def fairseq_benchmark(work: Path, bin_dir: Path, threads: int, updates: int = 50
             entry = json.loads(line[start:])
             rates[int(entry["num_updates"])] = float(entry["wps"])
     window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
-    return {"device": "cpu", "toolkit": "fairseq", "threads": threads, "updates": f"11-{updates}",
-            "median_tokens_per_s": statistics.median(window), "min": min(window), "max": max(window)}
+    return {
+        "device": "cpu",
+        "toolkit": "fairseq",
+        "threads": threads,
+        "updates": f"11-{updates}",
+        "median_tokens_per_s": statistics.median(window),
+        "min": min(window),
+        "max": max(window),
+    }
 
 
 def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
     data = synthetic_task(work / f"data-{name}", 60000, 37000, (10, 41))
-    trainer = Trainer(settings(PAPER_MODELS[name], 25000, 12500, "bf16"), data, work / f"out-{name}",
-                      DistEnv(0, 1, torch.device("cuda")))
+    trainer = Trainer(
+        settings(PAPER_MODELS[name], 25000, 12500, "bf16"),
+        data,
+        work / f"out-{name}",
+        DistEnv(0, 1, torch.device("cuda")),
+    )
     rates = time_updates(trainer, 30)
     median = statistics.median(rates[10:])
-    result = {"model": name, "device": torch.cuda.get_device_name(), "median_tokens_per_s_updates_11_30": median,
-              "mfu": trainer.mfu(median), "flops_per_token": trainer.flops_per_token,
-              "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
+    result = {
+        "model": name,
+        "device": torch.cuda.get_device_name(),
+        "median_tokens_per_s_updates_11_30": median,
+        "mfu": trainer.mfu(median),
+        "flops_per_token": trainer.flops_per_token,
+        "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
+    }
     if profile:
         from torch.profiler import ProfilerActivity
         from torch.profiler import profile as torch_profile
@@ -178,8 +289,14 @@ def cpu_identity() -> dict:
     return {"cpu": info, "torch_cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
-def side_by_side(work: Path, threads: int, rounds: int, fairseq_bin: Path | None, updates: int = 50,
-                 cpu_matmuls: tuple[str, ...] = ("mkl",)) -> dict:
+def side_by_side(
+    work: Path,
+    threads: int,
+    rounds: int,
+    fairseq_bin: Path | None,
+    updates: int = 50,
+    cpu_matmuls: tuple[str, ...] = ("mkl",),
+) -> dict:
     """``rounds`` alternations of ours (once per ``cpu_matmuls`` entry) and fairseq's (if given) on the
     same data; each of ours' ratio to the fairseq run of its round."""
     runs, ratios = [], {m: [] for m in cpu_matmuls}
@@ -192,13 +309,14 @@ def side_by_side(work: Path, threads: int, rounds: int, fairseq_bin: Path | None
             runs.append(theirs)
             for m in cpu_matmuls:
                 ratios[m].append(ours[m]["median_tokens_per_s"] / theirs["median_tokens_per_s"])
-    result = {"runs": runs, "load_average_before": load_before, "load_average_after": os.getloadavg(),
-              **cpu_identity()}
+    result = {"runs": runs, "load_average_before": load_before, "load_average_after": os.getloadavg(), **cpu_identity()}
     for m, values in ratios.items():
         if values:
             name = "aiayn_vs_fairseq" if m == cpu_matmuls[0] else f"aiayn_{m}_vs_fairseq"
-            result |= {f"{name}_per_round": [round(r, 3) for r in values],
-                       f"{name}_median": round(statistics.median(values), 3)}
+            result |= {
+                f"{name}_per_round": [round(r, 3) for r in values],
+                f"{name}_median": round(statistics.median(values), 3),
+            }
     return result
 
 
@@ -207,13 +325,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1, help="CPU: alternate ours and fairseq's this many times")
     parser.add_argument("--updates", type=int, default=50, help="CPU: updates per run (the median is from update 11)")
-    parser.add_argument("--cpu-matmul", nargs="+", default=["mkl"], choices=("mkl", "onednn"),
-                        help="CPU: our float32 products (train.cpu_matmul); several run one after the other per round")
+    parser.add_argument(
+        "--cpu-matmul",
+        nargs="+",
+        default=["mkl"],
+        choices=("mkl", "onednn"),
+        help="CPU: our float32 products (train.cpu_matmul); several run one after the other per round",
+    )
     parser.add_argument("--gpu", action="store_true", help="benchmark the paper's models on CUDA instead")
     parser.add_argument("--models", nargs="+", default=["base", "big"], choices=sorted(PAPER_MODELS))
     parser.add_argument("--no-profile", action="store_true")
-    parser.add_argument("--fairseq-bin", type=Path, default=None,
-                        help="bin/ of a venv with fairseq, for a side-by-side run")
+    parser.add_argument(
+        "--fairseq-bin", type=Path, default=None, help="bin/ of a venv with fairseq, for a side-by-side run"
+    )
     parser.add_argument("--output", type=Path, default=None, help="also write the results as JSON")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -221,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.gpu:
             results = [gpu_benchmark(Path(tmp), name, not args.no_profile) for name in args.models]
         else:
-            results = side_by_side(Path(tmp), args.threads, args.rounds, args.fairseq_bin, args.updates,
-                                   tuple(args.cpu_matmul))
+            results = side_by_side(
+                Path(tmp), args.threads, args.rounds, args.fairseq_bin, args.updates, tuple(args.cpu_matmul)
+            )
     text = json.dumps(results, indent=2)
     print(text)
     if args.output:

@@ -16,8 +16,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=20000",
-         "--window-size=1400,1000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--virtual-time-budget=20000",
+    "--window-size=1400,1000",
+]
 
 PROBE = """
 <script>

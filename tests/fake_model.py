@@ -13,7 +13,7 @@ VOCAB = 8
 
 @dataclass
 class FakeEncoderOut:
-    memory: torch.Tensor   # (B, S, 1): the source ids as floats
+    memory: torch.Tensor  # (B, S, 1): the source ids as floats
     src_pad: torch.Tensor  # (B, S)
 
     def index_select(self, index: torch.Tensor) -> "FakeEncoderOut":
@@ -64,8 +64,10 @@ class FakeModel:
         self.calls += 1
         keys = enc.memory[:, 0, 0].long().tolist()
         if cache is None:
-            rows = [[self.log_probs(k, tuple(seq[1:t + 1])) for t in range(len(seq))]
-                    for k, seq in zip(keys, tgt_in.tolist())]
+            rows = [
+                [self.log_probs(k, tuple(seq[1 : t + 1])) for t in range(len(seq))]
+                for k, seq in zip(keys, tgt_in.tolist())
+            ]
             return torch.stack([torch.stack(r) for r in rows])
         keys = [k for k in keys for _ in range(cache.beam_size)]
         assert keys == cache.keys, "encoder output and cache rows out of step"

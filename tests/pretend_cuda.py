@@ -92,7 +92,7 @@ def project_frame(stack: list[traceback.FrameSummary] | None = None) -> str:
         frame = stack[i]
         if frame.filename.startswith(SRC):
             outer = [f for f in stack[: i + 1] if f.filename == frame.filename and not f.name.startswith("<")]
-            return f"{frame.filename[len(SRC):]}:{frame.lineno} {outer[-1].name if outer else frame.name}"
+            return f"{frame.filename[len(SRC) :]}:{frame.lineno} {outer[-1].name if outer else frame.name}"
     for frame in reversed(stack):
         if "/torch/" not in frame.filename and frame.filename != __file__ and "/contextlib.py" not in frame.filename:
             return f"{Path(frame.filename).name}:{frame.lineno} {frame.name}"
@@ -106,9 +106,16 @@ class CudaTensor(torch.Tensor):
 
     @staticmethod
     def __new__(cls, elem: torch.Tensor, requires_grad: bool = False) -> "CudaTensor":
-        out = torch.Tensor._make_wrapper_subclass(cls, elem.size(), strides=elem.stride(),
-                                                  storage_offset=elem.storage_offset(), dtype=elem.dtype,
-                                                  layout=elem.layout, device=elem.device, requires_grad=requires_grad)
+        out = torch.Tensor._make_wrapper_subclass(
+            cls,
+            elem.size(),
+            strides=elem.stride(),
+            storage_offset=elem.storage_offset(),
+            dtype=elem.dtype,
+            layout=elem.layout,
+            device=elem.device,
+            requires_grad=requires_grad,
+        )
         out.elem = elem
         return out
 
@@ -195,8 +202,10 @@ class _Watch(TorchDispatchMode):
         if any(isinstance(t, CudaTensor) for t in tensors):
             strays = [t for t in tensors if not isinstance(t, CudaTensor) and t.dim() > 0]
             if strays and func not in (torch.ops.aten.copy_.default, torch.ops.aten._to_copy.default):
-                raise DeviceMismatch(f"{func}: a cuda tensor and a CPU tensor of shape {tuple(strays[0].shape)} "
-                                     f"in one operation ({project_frame()})")
+                raise DeviceMismatch(
+                    f"{func}: a cuda tensor and a CPU tensor of shape {tuple(strays[0].shape)} "
+                    f"in one operation ({project_frame()})"
+                )
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
         # 0-dimensional CPU tensors mix with cuda ones (as scalars): torch's own C++ makes them with the
@@ -413,6 +422,8 @@ def _inference_as_no_grad(mode: bool):
     """``torch.inference_mode`` runs as ``no_grad``: a view of a wrapper tensor made in inference mode
     fails ("Cannot set version_counter for inference tensor"). Both record no graph."""
     return torch.no_grad() if mode else contextlib.nullcontext()
+
+
 _GROUP = torch.optim.Optimizer._group_tensors_by_device_and_dtype
 
 
@@ -420,8 +431,10 @@ def _grouped_on_cuda(tensorlistlist, with_indices=False):
     """The optimizers' grouping by (device, dtype), whose C++ reads the CPU from a :class:`CudaTensor`:
     such groups keyed by ``cuda:0``, as on a GPU (fused Adam then moves nothing between devices)."""
     groups = _GROUP(tensorlistlist, with_indices)
-    return {((CUDA if any(isinstance(t, CudaTensor) for t in lists[0]) else device), dtype): (lists, indices)
-            for (device, dtype), (lists, indices) in groups.items()}
+    return {
+        ((CUDA if any(isinstance(t, CudaTensor) for t in lists[0]) else device), dtype): (lists, indices)
+        for (device, dtype), (lists, indices) in groups.items()
+    }
 
 
 @contextlib.contextmanager
@@ -435,6 +448,7 @@ def pooled_threads_in(runtime: PretendCuda, module) -> Iterator[None]:
             def task():
                 with runtime.thread():
                     return fn(*args, **kwargs)
+
             return super().submit(task)
 
     module.ThreadPoolExecutor = Executor

@@ -40,9 +40,17 @@ def ci_profile(directory: Path, mem_mb: int = 200) -> Path:
     """
     profile = yaml.safe_load(SLURM_PROFILE.read_text(encoding="utf-8"))
     ci = copy.deepcopy(profile)
-    ci.update({"jobs": 2, "latency-wait": 5, "max-threads": 1, "restart-times": 0,
-               "slurm-init-seconds-before-status-checks": 2, "slurm-keep-successful-logs": True,
-               "default-resources": {**profile["default-resources"], "mem_mb": mem_mb, "runtime": 30}})
+    ci.update(
+        {
+            "jobs": 2,
+            "latency-wait": 5,
+            "max-threads": 1,
+            "restart-times": 0,
+            "slurm-init-seconds-before-status-checks": 2,
+            "slurm-keep-successful-logs": True,
+            "default-resources": {**profile["default-resources"], "mem_mb": mem_mb, "runtime": 30},
+        }
+    )
     for resources in ci["set-resources"].values():
         resources["mem_mb"] = mem_mb
     if not sacct_works():
@@ -61,8 +69,9 @@ def start_snakemake(workdir: Path, *args: str, on: tuple[str, ...] = ()) -> subp
     prefix ``on`` if given (another host: ``.ci/slurm-two-nodes.sh run``)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     with open(workdir / "snakemake.out", "w", encoding="utf-8") as out:  # the child keeps its own copy
-        return subprocess.Popen([*on, *snakemake_command(*args)], cwd=workdir, stdout=out,
-                                stderr=subprocess.STDOUT, env=env)
+        return subprocess.Popen(
+            [*on, *snakemake_command(*args)], cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env
+        )
 
 
 def finish(process: subprocess.Popen, workdir: Path, timeout: float) -> str:

@@ -23,23 +23,37 @@ def test_pieces_merge_into_words_rows_still_sum_to_one():
     """A[w, u] = mean over w's pieces of the sum over u's pieces, by hand."""
     word_of, words = attention.words_of(["\u2581The", "\u2581Law", "\u2581mak", "ing", "<EOS>"])
     assert words == ["The", "Law", "making", "<EOS>"] and word_of == [0, 1, 2, 2, 3]
-    probs = np.array([[[0.1, 0.2, 0.3, 0.4, 0.0],
-                       [0.0, 0.5, 0.0, 0.5, 0.0],
-                       [0.6, 0.0, 0.2, 0.0, 0.2],
-                       [0.0, 0.8, 0.1, 0.1, 0.0],
-                       [0.25, 0.25, 0.25, 0.0, 0.25]]])  # (h=1, P=5, P=5)
-    want = np.array([[[0.1, 0.2, 0.7, 0.0],
-                      [0.0, 0.5, 0.5, 0.0],
-                      [0.3, 0.4, 0.2, 0.1],  # making: rows of "mak" and "ing" summed over keys, averaged
-                      [0.25, 0.25, 0.25, 0.25]]])
+    probs = np.array(
+        [
+            [
+                [0.1, 0.2, 0.3, 0.4, 0.0],
+                [0.0, 0.5, 0.0, 0.5, 0.0],
+                [0.6, 0.0, 0.2, 0.0, 0.2],
+                [0.0, 0.8, 0.1, 0.1, 0.0],
+                [0.25, 0.25, 0.25, 0.0, 0.25],
+            ]
+        ]
+    )  # (h=1, P=5, P=5)
+    want = np.array(
+        [
+            [
+                [0.1, 0.2, 0.7, 0.0],
+                [0.0, 0.5, 0.5, 0.0],
+                [0.3, 0.4, 0.2, 0.1],  # making: rows of "mak" and "ing" summed over keys, averaged
+                [0.25, 0.25, 0.25, 0.25],
+            ]
+        ]
+    )
     got = attention.word_attention(probs, word_of)
     np.testing.assert_allclose(got, want, atol=1e-12)
     np.testing.assert_allclose(got.sum(-1), 1.0)
 
 
 def test_a_lone_word_mark_starts_a_word_with_the_pieces_after_it():
-    assert attention.words_of(["\u2581in", "\u2581", "2", "00", "9", "<EOS>"]) == ([0, 1, 1, 1, 1, 2],
-                                                                                    ["in", "2009", "<EOS>"])
+    assert attention.words_of(["\u2581in", "\u2581", "2", "00", "9", "<EOS>"]) == (
+        [0, 1, 1, 1, 1, 2],
+        ["in", "2009", "<EOS>"],
+    )
 
 
 def word_table() -> np.ndarray:
@@ -79,14 +93,17 @@ def test_config_yaml_figures_are_the_papers_defaults():
     assert FiguresConfig().figure3.word == "making" and FiguresConfig().figure4.word == "its"
 
 
-@pytest.mark.parametrize("overlay, message", [
-    ({"figure3": {"word": "makes"}}, "figures.figure3: word 'makes' is not a word of the sentence"),
-    ({"figure4": {"heads": [5, 9]}}, r"figures.figure4.heads: \[5, 9\], but experiments.base has 8 heads"),
-    ({"figure5": {"heads": "all"}}, "figures.figure5.heads"),
-    ({"task": "wsj"}, "figures.task: 'wsj' is not a translation task"),
-    ({"experiment": "C9"}, "figures.experiment: unknown experiment 'C9'"),
-    ({"layer": {"index": 7}}, "figures.layer: index must be between 1 and of"),
-])
+@pytest.mark.parametrize(
+    "overlay, message",
+    [
+        ({"figure3": {"word": "makes"}}, "figures.figure3: word 'makes' is not a word of the sentence"),
+        ({"figure4": {"heads": [5, 9]}}, r"figures.figure4.heads: \[5, 9\], but experiments.base has 8 heads"),
+        ({"figure5": {"heads": "all"}}, "figures.figure5.heads"),
+        ({"task": "wsj"}, "figures.task: 'wsj' is not a translation task"),
+        ({"experiment": "C9"}, "figures.experiment: unknown experiment 'C9'"),
+        ({"layer": {"index": 7}}, "figures.layer: index must be between 1 and of"),
+    ],
+)
 def test_bad_figures_settings_are_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"figures": overlay}), encoding="utf-8")
@@ -95,9 +112,11 @@ def test_bad_figures_settings_are_refused_naming_the_key(tmp_path, overlay, mess
 
 
 def test_figures_off_when_their_run_is_not_run_or_deleted(tmp_path):
-    overlays = {"other.yaml": {"figures": {"experiment": "parser"}},  # trains on wsj only
-                "alone.yaml": {"run": {"experiments": ["C1"]}},
-                "deleted.yaml": {"tasks": {"en-de": None}, "figures": {"task": "en-fr"}, "experiments": {"base": None}}}
+    overlays = {
+        "other.yaml": {"figures": {"experiment": "parser"}},  # trains on wsj only
+        "alone.yaml": {"run": {"experiments": ["C1"]}},
+        "deleted.yaml": {"tasks": {"en-de": None}, "figures": {"task": "en-fr"}, "experiments": {"base": None}},
+    }
     for name, overlay in overlays.items():
         (tmp_path / name).write_text(yaml.safe_dump(overlay), encoding="utf-8")
         config = aiayn_config.load(ROOT / "config.yaml", tmp_path / name)
@@ -106,7 +125,11 @@ def test_figures_off_when_their_run_is_not_run_or_deleted(tmp_path):
     fr = tmp_path / "fr.yaml"
     fr.write_text(yaml.safe_dump({"figures": {"task": "en-fr", "experiment": "big"}}), encoding="utf-8")
     assert aiayn_runs.figures_run(aiayn_config.load(ROOT / "config.yaml", fr)) == {
-        "task": "en-fr", "experiment": "big", "checkpoint": "avg", "lang": "en"}
+        "task": "en-fr",
+        "experiment": "big",
+        "checkpoint": "avg",
+        "lang": "en",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -115,18 +138,33 @@ def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("attention")
     _, model = write_tiny(root, MODEL, 2)
     (root / "tokenize.json").write_text(json.dumps({"normalize_punctuation": True}))
-    figures = {"layer": {"index": 2, "of": 3},
-               "figure3": {"sentence": "the quick brown fox jumps over the lazy dog", "word": "jumps", "count": 3},
-               "figure4": {"sentence": "all that glitters is not gold", "word": "glitters", "heads": [4, 2]},
-               "figure5": {"sentence": "the early bird catches the worm"}}
+    figures = {
+        "layer": {"index": 2, "of": 3},
+        "figure3": {"sentence": "the quick brown fox jumps over the lazy dog", "word": "jumps", "count": 3},
+        "figure4": {"sentence": "all that glitters is not gold", "word": "glitters", "heads": [4, 2]},
+        "figure5": {"sentence": "the early bird catches the worm"},
+    }
     (root / "figures.json").write_text(json.dumps(figures))
     return root, model
 
 
 def run_cli(root, out):
-    return attention.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--lang", "en",
-                           "--tokenize-settings", str(root / "tokenize.json"), "--settings", str(root / "figures.json"),
-                           "--out-dir", str(out)])
+    return attention.main(
+        [
+            "--checkpoint",
+            str(root / "avg.pt"),
+            "--spm",
+            str(root / "spm.model"),
+            "--lang",
+            "en",
+            "--tokenize-settings",
+            str(root / "tokenize.json"),
+            "--settings",
+            str(root / "figures.json"),
+            "--out-dir",
+            str(out),
+        ]
+    )
 
 
 def test_cli_draws_the_three_figures_with_the_heads_it_records(tiny, tmp_path):
@@ -161,8 +199,12 @@ def test_a_word_missing_after_tokenization_is_named(tiny, tmp_path):
     settings["figure3"]["word"] = "dog's"
     (tmp_path / "figures.json").write_text(json.dumps(settings))
     with pytest.raises(ValueError, match=r"figures.figure3.word: \"dog's\" is not one of the tokenized"):
-        attention.choose("figure3", attention.read_settings(str(tmp_path / "figures.json")).figure3,
-                         ["the", "dog", "'s", "bone", "<EOS>"], np.zeros((2, 5, 5)))
+        attention.choose(
+            "figure3",
+            attention.read_settings(str(tmp_path / "figures.json")).figure3,
+            ["the", "dog", "'s", "bone", "<EOS>"],
+            np.zeros((2, 5, 5)),
+        )
 
 
 def test_settings_file_errors_name_the_file(tmp_path):

@@ -8,27 +8,32 @@ from aiayn.options import ModelConfig
 from aiayn.runtime.checkpoint import Checkpoint, save_checkpoint
 
 VOCAB = {"size": 10, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
-WALL_CLOCK = {"checkpoint_steps": 0, "train_steps": 20000}   # every checkpoint may be averaged
+WALL_CLOCK = {"checkpoint_steps": 0, "train_steps": 20000}  # every checkpoint may be averaged
 
 
 def save(train_dir, step, weight, dtype=torch.float32, extra=None, step_in_dict=None, train=WALL_CLOCK):
     """A checkpoint as the trainer names it: ``train_dir/checkpoints/ckpt_<step:08d>.pt``."""
     state = {"w": torch.tensor(weight, dtype=dtype), "count": torch.tensor([7, 8])}
     state.update(extra or {})
-    checkpoint = Checkpoint(model=state, settings={"tag": step, "train": train}, vocab=VOCAB,
-                            step=step if step_in_dict is None else step_in_dict,
-                            optimizer={"state": {}}, rng={"torch": torch.get_rng_state()})
+    checkpoint = Checkpoint(
+        model=state,
+        settings={"tag": step, "train": train},
+        vocab=VOCAB,
+        step=step if step_in_dict is None else step_in_dict,
+        optimizer={"state": {}},
+        rng={"torch": torch.get_rng_state()},
+    )
     (train_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
     # torch.save of the on-disk dict, not save_checkpoint: the tests write non-finite weights too
     torch.save(checkpoint.to_dict(), train_dir / "checkpoints" / f"ckpt_{step:08d}.pt")
 
 
 def test_averages_last_n_by_step_golden(tmp_path):
-    save(tmp_path, 100, [[100.0, 0.0]])            # oldest: not among the last 3
+    save(tmp_path, 100, [[100.0, 0.0]])  # oldest: not among the last 3
     save(tmp_path, 1000, [[1.0, 2.0]], dtype=torch.bfloat16)
     save(tmp_path, 300, [[3.0, -4.0]])
     save(tmp_path, 20000, [[0.5, 0.25]], dtype=torch.float16)
-    (tmp_path / "checkpoints" / ".ckpt_00030000.pt.abc.tmp").write_bytes(b"partial")   # a killed save: ignored
+    (tmp_path / "checkpoints" / ".ckpt_00030000.pt.abc.tmp").write_bytes(b"partial")  # a killed save: ignored
     settings = tmp_path / "average.json"
     settings.write_text('{"last": 3}')
     out = tmp_path / "avg.pt"
@@ -92,16 +97,20 @@ def test_averaged_real_model_loads_with_load_model(tmp_path):
     from aiayn import model as model_module
     from aiayn.runtime.session import load_model
 
-    settings = {"model": {"n_layers": 1, "d_model": 8, "d_ff": 16, "n_heads": 2, "d_k": 4, "d_v": 4},
-                "train": {"checkpoint_steps": 10, "train_steps": 20}}
+    settings = {
+        "model": {"n_layers": 1, "d_model": 8, "d_ff": 16, "n_heads": 2, "d_k": 4, "d_v": 4},
+        "train": {"checkpoint_steps": 10, "train_steps": 20},
+    }
     states = []
     for step, seed in ((10, 0), (20, 1)):
         torch.manual_seed(seed)
         model = model_module.Transformer(ModelConfig.from_dict(settings["model"]), VOCAB["size"])
         states.append(model.state_dict())
         (tmp_path / "checkpoints").mkdir(exist_ok=True)
-        save_checkpoint(tmp_path / "checkpoints" / f"ckpt_{step:08d}.pt",
-                        Checkpoint(model=model.state_dict(), settings=settings, vocab=VOCAB, step=step))
+        save_checkpoint(
+            tmp_path / "checkpoints" / f"ckpt_{step:08d}.pt",
+            Checkpoint(model=model.state_dict(), settings=settings, vocab=VOCAB, step=step),
+        )
     out = tmp_path / "avg.pt"
     assert average.main(["--train-dir", str(tmp_path), "--output", str(out)]) == 0
     loaded, checkpoint = load_model(out, "cpu")
@@ -121,6 +130,9 @@ def test_a_corrupt_input_is_refused_naming_it(tmp_path, damage):
         bad.write_bytes(b"\0" * 1000)
     else:
         save(tmp_path, 2, [float("nan")])
-    with pytest.raises(ValueError, match=r"ckpt_00000002\.pt: (not a readable checkpoint|weights \['w'\] are "
-                                         r"not finite)"):
+    with pytest.raises(
+        ValueError,
+        match=r"ckpt_00000002\.pt: (not a readable checkpoint|weights \['w'\] are "
+        r"not finite)",
+    ):
         average.average_checkpoints(tmp_path, last=3)

@@ -14,8 +14,9 @@ def test_cli_and_its_f1(tmp_path, capfd):
     gold = tmp_path / "gold"
     gold.write_text("(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))\n(TOP (NP (NN Hello) (. !)))\n")
     assert baseline.main(["--gold", str(gold), "--output", str(tmp_path / "flat")]) == 0
-    assert (tmp_path / "flat").read_text() == ("(TOP (S (DT The) (NN dog) (VBZ barks) (. .)))\n"
-                                               "(TOP (S (NN Hello) (. !)))\n")
+    assert (tmp_path / "flat").read_text() == (
+        "(TOP (S (DT The) (NN dog) (VBZ barks) (. .)))\n(TOP (S (NN Hello) (. !)))\n"
+    )
     outcome = evaluate_lines(read_lines(gold), read_lines(tmp_path / "flat"), read_params(default_param_file()))
     result = metrics(outcome, read_params(default_param_file()))
     # gold: S, NP, VP and NP; flat: S and S; only the first S matches

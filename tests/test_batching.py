@@ -87,7 +87,8 @@ def reference_batches(src_lengths, tgt_lengths, tokens_per_batch, max_len=None, 
     src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
     longest = np.maximum(src_need, tgt_need)
     drop = (longest > max_len if max_len else np.zeros(len(longest), bool)) | (
-        (longest > tokens_per_batch) if drop_oversize else False)
+        (longest > tokens_per_batch) if drop_oversize else False
+    )
     order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
     batches, current, s_max, t_max = [], [], 0, 0
     for i in order[~drop[order]].tolist():
@@ -100,8 +101,10 @@ def reference_batches(src_lengths, tgt_lengths, tokens_per_batch, max_len=None, 
     return batches + ([current] if current else []), int(drop.sum())
 
 
-@pytest.mark.parametrize("seed, tokens_per_batch, max_len, drop_oversize", [
-    (0, 64, None, True), (1, 64, 20, True), (2, 40, None, False), (3, 1000, None, True), (4, 7, 25, False)])
+@pytest.mark.parametrize(
+    "seed, tokens_per_batch, max_len, drop_oversize",
+    [(0, 64, None, True), (1, 64, 20, True), (2, 40, None, False), (3, 1000, None, True), (4, 7, 25, False)],
+)
 def test_vectorised_packing_equals_the_pair_by_pair_rule(seed, tokens_per_batch, max_len, drop_oversize):
     rng = np.random.default_rng(seed)
     src, tgt = rng.integers(0, 60, 3000), rng.integers(0, 60, 3000)
@@ -122,9 +125,9 @@ def test_collate_across_shards_equals_pair_by_pair(tmp_path):
     batch = collate(corpus, indices)
     for row, i in enumerate(indices):
         a, b = pairs[i]
-        assert batch.src[row, : len(a) + 1].tolist() == [*a, 3] and not batch.src[row, len(a) + 1:].any()
-        assert batch.tgt_in[row, : len(b) + 1].tolist() == [2, *b] and not batch.tgt_in[row, len(b) + 1:].any()
-        assert batch.tgt_out[row, : len(b) + 1].tolist() == [*b, 3] and not batch.tgt_out[row, len(b) + 1:].any()
+        assert batch.src[row, : len(a) + 1].tolist() == [*a, 3] and not batch.src[row, len(a) + 1 :].any()
+        assert batch.tgt_in[row, : len(b) + 1].tolist() == [2, *b] and not batch.tgt_in[row, len(b) + 1 :].any()
+        assert batch.tgt_out[row, : len(b) + 1].tolist() == [*b, 3] and not batch.tgt_out[row, len(b) + 1 :].any()
     assert batch.src_tokens == sum(len(pairs[i][0]) + 1 for i in indices) and batch.src_padded
     same = [i for i in range(300) if len(pairs[i][0]) == len(pairs[indices[0]][0])]
     assert not collate(corpus, same).src_padded

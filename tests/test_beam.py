@@ -38,8 +38,7 @@ LONG_TABLE = {
     (8, (A, A, A)): {EOS: 1.0},
 }
 # Sentence 9: never ends; stopped at its length limit.
-NO_EOS_TABLE = {(9, p): {A: 0.9, B: 0.1}
-                for n in range(7) for p in itertools.product((A, B), repeat=n)}
+NO_EOS_TABLE = {(9, p): {A: 0.9, B: 0.1} for n in range(7) for p in itertools.product((A, B), repeat=n)}
 
 
 def search(model, sources, **kwargs):
@@ -54,20 +53,23 @@ def lp(n, alpha):
 
 def test_length_penalty_and_max_len_golden():
     assert gnmt_length_penalty(1, 0.6) == 1.0
-    assert gnmt_length_penalty(7, 0.6) == pytest.approx(2 ** 0.6)
+    assert gnmt_length_penalty(7, 0.6) == pytest.approx(2**0.6)
     assert max_output_length(20, 1, 50) == 70 and max_output_length(10, 1.5, 2) == 17
     assert max_output_length(0, 0, 0) == 1
 
 
-@pytest.mark.parametrize("alpha, tokens, log_prob, length", [
-    (0.0, [C], math.log(0.4), 2),           # no penalty: the short, more probable hypothesis
-    (1.0, [C, A], math.log(0.36), 3),       # the penalty makes the longer one win
-])
+@pytest.mark.parametrize(
+    "alpha, tokens, log_prob, length",
+    [
+        (0.0, [C], math.log(0.4), 2),  # no penalty: the short, more probable hypothesis
+        (1.0, [C, A], math.log(0.36), 3),  # the penalty makes the longer one win
+    ],
+)
 def test_length_penalty_changes_the_winner(alpha, tokens, log_prob, length):
     [hyp] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty=alpha)
     assert hyp.tokens == tokens
     assert hyp.log_prob == pytest.approx(log_prob, rel=1e-6)
-    assert hyp.score == pytest.approx(log_prob / lp(length, alpha), rel=1e-6)   # |Y| counts eos
+    assert hyp.score == pytest.approx(log_prob / lp(length, alpha), rel=1e-6)  # |Y| counts eos
 
 
 def test_early_stop_when_no_live_hypothesis_can_win():
@@ -85,7 +87,7 @@ def test_search_goes_on_while_a_live_hypothesis_can_still_win():
     model = FakeModel(LONG_TABLE)
     [hyp] = search(model, [[8, 1, 1]], max_len_b=2.0)
     assert hyp.tokens == [A, A, A] and model.calls == 4
-    assert hyp.score == pytest.approx(math.log(0.48 * 0.95 ** 2) / lp(4, 1.0), rel=1e-6)
+    assert hyp.score == pytest.approx(math.log(0.48 * 0.95**2) / lp(4, 1.0), rel=1e-6)
 
 
 # Sentence 11 (alpha 0, beam 2): after step 2 the finished set is [a] (P .45) and [] (P .15), the best
@@ -102,17 +104,35 @@ def test_early_stop_waits_until_the_lowest_finished_beats_every_live_hypothesis(
     """tensor2tensor's rule (utils/beam_search.py at 3d9c62f2, _is_finished): comparing the best
     finished score would have stopped after step 2 with the n-best list [a], []."""
     model = FakeModel(LOWEST_TABLE)
-    [hyps] = beam_search_n_best(model, pad_sources([[11]], IDS), [1], n_best=2, beam_size=2, length_penalty=0.0,
-                                max_len_b=3.0, early_stop=True, ids=IDS)
+    [hyps] = beam_search_n_best(
+        model,
+        pad_sources([[11]], IDS),
+        [1],
+        n_best=2,
+        beam_size=2,
+        length_penalty=0.0,
+        max_len_b=3.0,
+        early_stop=True,
+        ids=IDS,
+    )
     assert [h.tokens for h in hyps] == [[A], [B, B]] and model.calls == 3
     assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.45), math.log(0.24)], rel=1e-6)
-    [full] = beam_search_n_best(FakeModel(LOWEST_TABLE), pad_sources([[11]], IDS), [1], n_best=2, beam_size=2,
-                                length_penalty=0.0, max_len_b=3.0, early_stop=False, ids=IDS)
+    [full] = beam_search_n_best(
+        FakeModel(LOWEST_TABLE),
+        pad_sources([[11]], IDS),
+        [1],
+        n_best=2,
+        beam_size=2,
+        length_penalty=0.0,
+        max_len_b=3.0,
+        early_stop=False,
+        ids=IDS,
+    )
     assert full == hyps
 
 
 def test_length_limit_finishes_live_hypotheses():
-    [hyp] = search(FakeModel(NO_EOS_TABLE), [[9]], max_len_b=2.0)   # max_len = 1 + 2
+    [hyp] = search(FakeModel(NO_EOS_TABLE), [[9]], max_len_b=2.0)  # max_len = 1 + 2
     assert hyp.tokens == [A, A, A]
     assert hyp.score == pytest.approx(3 * math.log(0.9) / lp(3, 1.0), rel=1e-6)
 
@@ -143,8 +163,17 @@ def test_beam_one_is_greedy():
 def test_batching_keeps_input_order(max_sentences):
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [8, 1, 1], [7, 1], [9, 1, 1, 1], [7, 4, 4]]
-    hyps = translate_sentences(model, sources, max_sentences=max_sentences, ids=IDS, beam_size=2,
-                               length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
+    hyps = translate_sentences(
+        model,
+        sources,
+        max_sentences=max_sentences,
+        ids=IDS,
+        beam_size=2,
+        length_penalty=1.0,
+        max_len_a=1.0,
+        max_len_b=2.0,
+        early_stop=True,
+    )
     alone = [search(FakeModel(model.table), [s], max_len_b=2.0)[0] for s in sources]
     assert hyps == alone
     assert [h.tokens for h in hyps] == [[A, A, A], [A, A, A], [C, A], [A] * 6, [C, A]]
@@ -158,8 +187,16 @@ def test_cached_and_uncached_decoding_agree_on_fake_model():
 
 def test_n_best_lists_the_finished_hypotheses_best_first():
     # alpha 0: [c] (P .4) and [c a] (P .36) finish, [c a b] (P .24) is still live when the search stops.
-    [hyps] = beam_search_n_best(FakeModel(LENGTH_TABLE), pad_sources([[7, 1]], IDS), [2], n_best=2, beam_size=2,
-                                length_penalty=0.0, max_len_b=3.0, ids=IDS)
+    [hyps] = beam_search_n_best(
+        FakeModel(LENGTH_TABLE),
+        pad_sources([[7, 1]], IDS),
+        [2],
+        n_best=2,
+        beam_size=2,
+        length_penalty=0.0,
+        max_len_b=3.0,
+        ids=IDS,
+    )
     assert [h.tokens for h in hyps] == [[C], [C, A]]
     assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.4), math.log(0.36)], rel=1e-6)
     [best] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty=0.0)
@@ -176,8 +213,10 @@ def test_n_best_of_a_corpus_keeps_input_order_and_the_best_first():
     assert all(hyps[0].score >= hyps[1].score for hyps in lists)
 
 
-CPU_OOM = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
-           "to allocate 640006400016 bytes. Error code 12 (Cannot allocate memory)")
+CPU_OOM = (
+    "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+    "to allocate 640006400016 bytes. Error code 12 (Cannot allocate memory)"
+)
 
 
 def memory_for(monkeypatch, fits: int) -> list[list[int]]:
@@ -198,14 +237,16 @@ def memory_for(monkeypatch, fits: int) -> list[list[int]]:
 def test_a_batch_that_does_not_fit_is_searched_a_sentence_at_a_time(monkeypatch, caplog):
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [8, 1, 1], [7, 1], [9, 1, 1, 1], [7, 4, 4]]
-    settings = dict(max_sentences=2, ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0,
-                    early_stop=True)
+    settings = dict(
+        max_sentences=2, ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True
+    )
     expected = translate_sentences(model, sources, **settings)
     tried = memory_for(monkeypatch, fits=5)
     assert translate_sentences(model, sources, **settings) == expected
     assert tried == [[4, 3], [4], [3], [3, 2], [1]]  # longest first: the first batch alone does not fit
-    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == \
-        ["2 sentences of up to 4 subwords do not fit in memory together: searched one at a time"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "2 sentences of up to 4 subwords do not fit in memory together: searched one at a time"
+    ]
 
 
 def test_a_sentence_that_does_not_fit_alone_is_named_by_its_index(monkeypatch):
@@ -263,8 +304,7 @@ def real_model(seed):
     model_module = pytest.importorskip("aiayn.model", reason="aiayn.model (branch model) is not merged here")
     # The eos bias below is sized for this initialisation's logit scale: a few hypotheses end early, most
     # run to the length limit (an init of its own, not the config default, so the default may change).
-    cfg = ModelConfig(n_layers=2, d_model=32, d_ff=64, n_heads=4, d_k=8, d_v=8, dropout=0.0,
-                                   init="fairseq")
+    cfg = ModelConfig(n_layers=2, d_model=32, d_ff=64, n_heads=4, d_k=8, d_v=8, dropout=0.0, init="fairseq")
     torch.manual_seed(seed)
     return EosBias(model_module.Transformer(cfg, vocab_size=24, pad_id=0).eval(), bias=2.0)
 
@@ -279,7 +319,7 @@ def test_cached_logits_equal_uncached_on_real_model():
     with torch.no_grad():
         full = model.decode(prefix, model.encode(src))
         cache = model.new_cache(model.encode(src))
-        steps = torch.cat([model.decode(prefix[:, t:t + 1], cache.enc, cache) for t in range(prefix.size(1))], 1)
+        steps = torch.cat([model.decode(prefix[:, t : t + 1], cache.enc, cache) for t in range(prefix.size(1))], 1)
     torch.testing.assert_close(steps, full, rtol=1e-5, atol=1e-5)
 
 
@@ -321,7 +361,6 @@ def test_onednn_products_give_the_same_hypotheses_on_real_model(monkeypatch):
     assert [h.score for h in fast] == pytest.approx([h.score for h in plain], abs=1e-5)
 
 
-
 def test_first_step_runs_one_row_per_sentence():
     """All K beams of a sentence start from bos: the first step decodes one row per sentence, the next K."""
     model = real_model(seed=1)
@@ -332,5 +371,6 @@ def test_first_step_runs_one_row_per_sentence():
         hyps = search(model, REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8.0)
     n = len(REAL_SOURCES)
     assert rows[0] == n and rows[1] > n and all(r % 3 == 0 for r in rows[1:])  # sentences leave when done
-    assert [h.tokens for h in hyps] == [h.tokens for h in search(UncachedDecoding(model), REAL_SOURCES, beam_size=3,
-                                                                 length_penalty=0.6, max_len_b=8.0)]
+    assert [h.tokens for h in hyps] == [
+        h.tokens for h in search(UncachedDecoding(model), REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8.0)
+    ]

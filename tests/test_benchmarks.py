@@ -14,16 +14,21 @@ import pytest
 from paths import ROOT
 
 # standing benchmarks, and the scripts of finished studies (docs/studies/)
-SCRIPTS = sorted(path for pattern in ("*.py", "studies/*.py") for path in (ROOT / "benchmarks").glob(pattern)
-                 if "def main" in path.read_text())
+SCRIPTS = sorted(
+    path
+    for pattern in ("*.py", "studies/*.py")
+    for path in (ROOT / "benchmarks").glob(pattern)
+    if "def main" in path.read_text()
+)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: str(path.relative_to(ROOT / "benchmarks")))
 def test_a_benchmark_answers_help(script):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("usage:"), done.stdout[:200]
 
@@ -43,8 +48,12 @@ def test_seed_statistics_equal_scipys():
     assert test.difference == pytest.approx(-0.19332) and test.t == pytest.approx(-3.0180561035736106, rel=1e-12)
     assert test.df == pytest.approx(5.984394034133806, rel=1e-12)
     assert test.p == pytest.approx(0.02353144295048961, rel=1e-9)
-    for t, df, p in ((2.0, 10, 0.07338803477074037), (0.3, 3.2, 0.7826201981900558), (8, 5.5, 0.00031310583438347094),
-                     (-1.5, 40, 0.14146677687914816)):
+    for t, df, p in (
+        (2.0, 10, 0.07338803477074037),
+        (0.3, 3.2, 0.7826201981900558),
+        (8, 5.5, 0.00031310583438347094),
+        (-1.5, 40, 0.14146677687914816),
+    ):
         assert t_two_sided(t, df) == pytest.approx(p, rel=1e-9)
     assert seeds_needed([5.90554, 6.10774, 5.95, 6.02], [5.80, 5.71, 5.93, 5.77]) == 5
     assert seeds_needed([1.0, 2.0], [1.0, 2.0]) is None
@@ -72,10 +81,11 @@ def test_the_cross_attention_ablation_changes_that_attention_alone():
     initialize(plain, SCHEMES["t2t"])
     torch.manual_seed(3)
     VARIANTS["t2t+fairseq-cross"][1].apply(ablated)
-    differ = {name for (name, a), (_, b) in zip(plain.named_parameters(), ablated.named_parameters())
-              if not torch.equal(a, b)}
+    differ = {
+        name for (name, a), (_, b) in zip(plain.named_parameters(), ablated.named_parameters()) if not torch.equal(a, b)
+    }
     assert differ and all(".cross_attn." in name for name in differ), sorted(differ)
-    bound = xavier_bound(64, 64, 2 ** -0.5)
+    bound = xavier_bound(64, 64, 2**-0.5)
     for (name, a), (_, b) in zip(plain.named_parameters(), ablated.named_parameters()):
         if name in differ and name.endswith(("q.weight", "kv.weight")):
             assert b.abs().max() <= bound
@@ -87,7 +97,9 @@ def test_the_parity_report_says_when_compared_runs_come_from_two_trees():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from learning_parity import trees
 
-    assert trees({"t2t": [{"tree": "2d50ed8"}] * 2, "fairseq": [{"tree": "2d50ed8"}] * 2}) == \
-        "trees: t2t 2d50ed8; fairseq 2d50ed8"
+    assert (
+        trees({"t2t": [{"tree": "2d50ed8"}] * 2, "fairseq": [{"tree": "2d50ed8"}] * 2})
+        == "trees: t2t 2d50ed8; fairseq 2d50ed8"
+    )
     mixed = trees({"t2t": [{"tree": "2d50ed8"}, {"tree": "8a947ce"}], "fairseq": [{}]})
     assert mixed.startswith("trees: t2t 2d50ed8, 8a947ce; fairseq unrecorded") and "MORE THAN ONE TREE" in mixed

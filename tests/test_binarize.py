@@ -32,8 +32,25 @@ def test_shards_hold_every_sentence_exactly_once(pieces):
     tmp, model = pieces
     out = tmp / "train"
     (tmp / "shards.json").write_text(json.dumps({"max_shard_mb": 0.0002}))
-    assert binarize.main(["--model", model, "--src", str(tmp / "p.en"), "--tgt", str(tmp / "p.de"),
-                          "--out-dir", str(out), "--settings", str(tmp / "shards.json"), "--chunk-lines", "5"]) == 0
+    assert (
+        binarize.main(
+            [
+                "--model",
+                model,
+                "--src",
+                str(tmp / "p.en"),
+                "--tgt",
+                str(tmp / "p.de"),
+                "--out-dir",
+                str(out),
+                "--settings",
+                str(tmp / "shards.json"),
+                "--chunk-lines",
+                "5",
+            ]
+        )
+        == 0
+    )
     corpus = ShardedCorpus(out, verify=True)
     sp = spm.SentencePieceProcessor(model_file=model)
     assert len(corpus) == len(EN) and len(corpus.manifest["shards"]) > 1
@@ -47,8 +64,9 @@ def test_shards_hold_every_sentence_exactly_once(pieces):
 def test_worker_processes_give_identical_shards(pieces, tmp_path):
     tmp, model = pieces
     for threads in (1, 2):
-        binarize.binarize(model, str(tmp / "p.en"), str(tmp / "p.de"), str(tmp_path / f"t{threads}"),
-                          threads=threads, chunk_lines=3)
+        binarize.binarize(
+            model, str(tmp / "p.en"), str(tmp / "p.de"), str(tmp_path / f"t{threads}"), threads=threads, chunk_lines=3
+        )
     one, two = ShardedCorpus(tmp_path / "t1"), ShardedCorpus(tmp_path / "t2")
     assert one.manifest["shards"] == two.manifest["shards"]  # sha256 of every file
 

@@ -15,30 +15,35 @@ def toks(line):
     return line.split()
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("well-known", "well ##AT##-##AT## known"),
-    ("a-b-c", "a ##AT##-##AT## b-c"),                    # Perl: no overlapping second match
-    ("a-b-c-d", "a ##AT##-##AT## b-c ##AT##-##AT## d"),
-    ("a--b", "a ##AT##-##AT## -b"),
-    ("x-y z-w", "x ##AT##-##AT## y z ##AT##-##AT## w"),
-    ("Öko-Strom", "Öko ##AT##-##AT## Strom"),
-    ("a\u00a0-b", "a\u00a0 ##AT##-##AT## b"),              # Perl's \s is ASCII only: NBSP is \S
-    ("-a a- a - b", "-a a- a - b"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("well-known", "well ##AT##-##AT## known"),
+        ("a-b-c", "a ##AT##-##AT## b-c"),  # Perl: no overlapping second match
+        ("a-b-c-d", "a ##AT##-##AT## b-c ##AT##-##AT## d"),
+        ("a--b", "a ##AT##-##AT## -b"),
+        ("x-y z-w", "x ##AT##-##AT## y z ##AT##-##AT## w"),
+        ("Öko-Strom", "Öko ##AT##-##AT## Strom"),
+        ("a\u00a0-b", "a\u00a0 ##AT##-##AT## b"),  # Perl's \s is ASCII only: NBSP is \S
+        ("-a a- a - b", "-a a- a - b"),
+        ("", ""),
+    ],
+)
 def test_split_compounds_golden(line, expected):
     assert bleu.split_compounds(line) == expected
 
 
 def test_straighten_quotes_golden():
-    lines, changed = bleu.straighten_quotes(["„Ja“, sagte er: ”gut” «très»", "‚einzeln‘ O’Neil ›a‹ \"b\""])
-    assert lines == ['"Ja", sagte er: "gut" "très"', "‚einzeln‘ O’Neil ›a‹ \"b\""]
-    assert changed == 6                                   # single quotes and ASCII quotes stay
+    lines, changed = bleu.straighten_quotes(["„Ja“, sagte er: ”gut” «très»", '‚einzeln‘ O’Neil ›a‹ "b"'])
+    assert lines == ['"Ja", sagte er: "gut" "très"', '‚einzeln‘ O’Neil ›a‹ "b"']
+    assert changed == 6  # single quotes and ASCII quotes stay
 
 
 def test_paper_method_scores_a_straightened_copy_100_and_sacrebleu_does_not():
-    ref = ["„Wir kommen morgen wieder“, sagte die Sprecherin am Freitag.",
-           "Das Museum „Haus der Geschichte“ öffnet am Montag um neun Uhr."]
+    ref = [
+        "„Wir kommen morgen wieder“, sagte die Sprecherin am Freitag.",
+        "Das Museum „Haus der Geschichte“ öffnet am Montag um neun Uhr.",
+    ]
     hyp, _ = bleu.straighten_quotes(ref)
     result = bleu.score(hyp, ref, "de")
     assert result["paper_bleu"] == pytest.approx(100.0)
@@ -55,8 +60,7 @@ def test_paper_method_scores_a_straightened_copy_100_and_sacrebleu_does_not():
 
 def test_paper_tokenize_escapes_and_keeps_hyphens_for_splitting():
     [tokens] = bleu.paper_tokenize(['Die "Ost-West" Verbindung & mehr.'], "de")
-    assert tokens == ["Die", "&quot;", "Ost", "##AT##-##AT##", "West", "&quot;", "Verbindung",
-                      "&amp;", "mehr", "."]
+    assert tokens == ["Die", "&quot;", "Ost", "##AT##-##AT##", "West", "&quot;", "Verbindung", "&amp;", "mehr", "."]
 
 
 def test_multi_bleu_single_sentence_by_hand():
@@ -80,7 +84,7 @@ def test_multi_bleu_is_corpus_level_with_brevity_penalty():
 
 
 def test_multi_bleu_no_smoothing_and_case_sensitive():
-    assert bleu.multi_bleu([toks("a b c")], [toks("a b c")]).bleu == 0.0       # no 4-grams at all
+    assert bleu.multi_bleu([toks("a b c")], [toks("a b c")]).bleu == 0.0  # no 4-grams at all
     assert bleu.multi_bleu([toks("The cat sat on")], [toks("the cat sat on")]).bleu == 0.0
     assert bleu.multi_bleu([[]], [toks("a b c d")]).bleu == 0.0
     assert bleu.multi_bleu([toks("a b c d")], [toks("a b c d")]).bleu == pytest.approx(100.0)
@@ -96,7 +100,8 @@ def test_cli_writes_json_and_refuses_line_mismatch(tmp_path, capsys):
     assert printed["lines"] == 2 and printed["hyp"] == str(hyp) and printed["ref"] == str(ref)
     assert (printed["sys_len"], printed["ref_len_13a"], printed["ref_len_paper"]) == (11, 12, 12)
     assert printed["paper_bleu"] == pytest.approx(
-        100 * math.exp(1 - 12 / 11) * (10 / 11 * 7 / 9 * 5 / 7 * 3 / 5) ** 0.25)
+        100 * math.exp(1 - 12 / 11) * (10 / 11 * 7 / 9 * 5 / 7 * 3 / 5) ** 0.25
+    )
     assert "tok:13a" in printed["sacrebleu_signature"]
     assert printed["paper_bleu_method"] == bleu.paper_method("both")
     assert "get_ende_bleu.sh" in printed["paper_bleu_method"]
@@ -119,8 +124,10 @@ def test_cli_names_an_empty_or_undecodable_file_and_its_line(tmp_path):
 
 
 # reference: 2 of 15 tokens („ “ against &quot;) miss, and every n-gram holding one
-@pytest.mark.parametrize("mode, expected", [("both", 100.0), ("none", 100.0),
-                                            ("reference", 100 * (13 / 15 * 11 / 14 * 9 / 13 * 7 / 12) ** 0.25)])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [("both", 100.0), ("none", 100.0), ("reference", 100 * (13 / 15 * 11 / 14 * 9 / 13 * 7 / 12) ** 0.25)],
+)
 def test_settings_file_chooses_the_quote_handling(tmp_path, capsys, mode, expected):
     """``bleu.straighten_quotes`` from the settings file: straightening the reference alone charges a
     hypothesis that keeps the reference's „ “; ``--straighten-quotes`` overrides the file."""
@@ -134,16 +141,34 @@ def test_settings_file_chooses_the_quote_handling(tmp_path, capsys, mode, expect
     assert printed["paper_bleu_method"] == bleu.paper_method(mode)
     assert printed["paper_bleu"] == pytest.approx(expected)
     assert printed["quotes_straightened"]["reference"] == (0 if mode == "none" else 2)
-    assert bleu.main(["--hyp", str(hyp), "--ref", str(ref), "--lang", "de", "--settings", str(settings),
-                      "--straighten-quotes", "both"]) == 0
+    assert (
+        bleu.main(
+            [
+                "--hyp",
+                str(hyp),
+                "--ref",
+                str(ref),
+                "--lang",
+                "de",
+                "--settings",
+                str(settings),
+                "--straighten-quotes",
+                "both",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["paper_bleu"] == pytest.approx(100.0)
 
 
 def test_bad_quote_setting_names_the_file_and_key(tmp_path):
     settings = tmp_path / "bleu.json"
     settings.write_text('{"straighten_quotes": "hyp"}', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bleu\.json: bleu\.straighten_quotes: .hyp. is not one of "
-                                         r"both, reference, none"):
+    with pytest.raises(
+        ValueError,
+        match=r"bleu\.json: bleu\.straighten_quotes: .hyp. is not one of "
+        r"both, reference, none",
+    ):
         bleu.main(["--hyp", str(settings), "--ref", str(settings), "--lang", "de", "--settings", str(settings)])
 
 
@@ -185,10 +210,11 @@ def test_multi_bleu_agrees_with_sacrebleu_without_tokenization_or_smoothing():
     if not NEWSTEST_DE.exists():
         pytest.skip(f"shared WMT data not found at {NEWSTEST_DE}")
     refs = bleu.paper_tokenize(read_lines(str(NEWSTEST_DE))[:500], "de")
-    hyps = [[t for i, t in enumerate(ref) if i % 5 != 2] for ref in refs]   # a damaged copy
+    hyps = [[t for i, t in enumerate(ref) if i % 5 != 2] for ref in refs]  # a damaged copy
     ours = bleu.multi_bleu(hyps, refs)
-    theirs = sacrebleu.corpus_bleu([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]],
-                                   tokenize="none", smooth_method="none", force=True)
+    theirs = sacrebleu.corpus_bleu(
+        [" ".join(h) for h in hyps], [[" ".join(r) for r in refs]], tokenize="none", smooth_method="none", force=True
+    )
     assert 30 < ours.bleu < 90
     assert ours.bleu == pytest.approx(theirs.score, abs=1e-9)
     assert (ours.hyp_len, ours.ref_len) == (theirs.sys_len, theirs.ref_len)
@@ -198,6 +224,6 @@ def test_multi_bleu_splits_on_ascii_spaces_only_where_sacrebleu_splits_on_all():
     """Why multi_bleu is not sacreBLEU: Perl's split leaves a no-break space inside its token."""
     hyp, ref = "a b\u00a0c d", "a b c d"
     assert bleu.perl_split(hyp) == ["a", "b\u00a0c", "d"]
-    assert bleu.multi_bleu([bleu.perl_split(hyp)], [bleu.perl_split(ref)]).bleu == 0.0   # no 4-gram matches
+    assert bleu.multi_bleu([bleu.perl_split(hyp)], [bleu.perl_split(ref)]).bleu == 0.0  # no 4-gram matches
     theirs = sacrebleu.corpus_bleu([hyp], [[ref]], tokenize="none", smooth_method="none", force=True)
     assert theirs.score == pytest.approx(100.0) and theirs.sys_len == 4

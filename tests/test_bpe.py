@@ -7,11 +7,21 @@ from aiayn.data import bpe
 from aiayn.data.bpe import sample_lines
 
 TEXT_EN = [
-    "the cat sat on the mat .", "a well @-@ known fact is known well .", "", "the dog sat on the log .",
-    "cats and dogs are known to sit .", "the mat is on the log , the cat is on the mat .",
+    "the cat sat on the mat .",
+    "a well @-@ known fact is known well .",
+    "",
+    "the dog sat on the log .",
+    "cats and dogs are known to sit .",
+    "the mat is on the log , the cat is on the mat .",
 ]
-TEXT_DE = ["die Katze sitzt auf der Matte .", "eine bekannte Tatsache .", "der Hund sitzt .", "",
-           "Katzen und Hunde sitzen .", "die Matte liegt auf dem Holz ."]
+TEXT_DE = [
+    "die Katze sitzt auf der Matte .",
+    "eine bekannte Tatsache .",
+    "der Hund sitzt .",
+    "",
+    "Katzen und Hunde sitzen .",
+    "die Matte liegt auf dem Holz .",
+]
 
 
 def _write(path, lines):
@@ -24,8 +34,23 @@ def _learn(tmp_path, name, vocab_size=60, seed=1, threads=1, log=None):
     prefix = tmp_path / name / "spm"
     settings = tmp_path / f"{name}.json"
     settings.write_text(json.dumps({"vocab_size": vocab_size, "seed": seed}))
-    assert bpe.main(["learn", "--inputs", *inputs, "--model-prefix", str(prefix), "--settings", str(settings),
-                     "--threads", str(threads), *(["--log", str(log)] if log else [])]) == 0
+    assert (
+        bpe.main(
+            [
+                "learn",
+                "--inputs",
+                *inputs,
+                "--model-prefix",
+                str(prefix),
+                "--settings",
+                str(settings),
+                "--threads",
+                str(threads),
+                *(["--log", str(log)] if log else []),
+            ]
+        )
+        == 0
+    )
     return prefix
 
 
@@ -54,9 +79,24 @@ def test_text_pieces_ids_text_round_trip(tmp_path):
     text = TEXT_EN + TEXT_DE + ["an unseen sentence with Zebras ."]
     src = _write(tmp_path / "in.txt", text)
     for threads in (1, 2):
-        assert bpe.main(["encode", "--model", f"{prefix}.model", "--input", src,
-                         "--output", str(tmp_path / f"out{threads}"), "--threads", str(threads),
-                         "--chunk-lines", "3"]) == 0
+        assert (
+            bpe.main(
+                [
+                    "encode",
+                    "--model",
+                    f"{prefix}.model",
+                    "--input",
+                    src,
+                    "--output",
+                    str(tmp_path / f"out{threads}"),
+                    "--threads",
+                    str(threads),
+                    "--chunk-lines",
+                    "3",
+                ]
+            )
+            == 0
+        )
     pieces = (tmp_path / "out1").read_text(encoding="utf-8")
     assert pieces == (tmp_path / "out2").read_text(encoding="utf-8")
     lines = pieces.split("\n")[:-1]

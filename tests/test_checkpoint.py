@@ -20,11 +20,16 @@ def names(out_dir):
     return [step for step, _ in checkpoint.list_checkpoints(out_dir)]
 
 
-@pytest.mark.parametrize("step, checkpoint_steps, final, spaced", [
-    (1400, 1400, 100000, True), (2800, 1400, 100000, True), (1401, 1400, 100000, False),
-    (100000, 1400, 100000, True),      # the final step is averaged although 100000 % 1400 != 0
-    (777, 0, 100000, True),            # checkpoint_steps 0: spacing by the clock, every one counts
-])
+@pytest.mark.parametrize(
+    "step, checkpoint_steps, final, spaced",
+    [
+        (1400, 1400, 100000, True),
+        (2800, 1400, 100000, True),
+        (1401, 1400, 100000, False),
+        (100000, 1400, 100000, True),  # the final step is averaged although 100000 % 1400 != 0
+        (777, 0, 100000, True),  # checkpoint_steps 0: spacing by the clock, every one counts
+    ],
+)
 def test_is_spaced(step, checkpoint_steps, final, spaced):
     assert checkpoint.is_spaced(step, checkpoint_steps, final) is spaced
 
@@ -40,11 +45,15 @@ def test_the_file_is_the_dict_of_the_entries_set_and_loads_back(tmp_path):
     on_disk = torch.load(tmp_path / "c.pt", weights_only=True)
     assert list(on_disk) == ["model", "settings", "vocab", "step", "averaged_steps"]
     loaded = load_checkpoint(tmp_path / "c.pt")
-    assert (loaded.averaged_steps == [4, 5] and loaded.optimizer is None
-            and torch.equal(loaded.model["w"], ckpt.model["w"]))
+    assert (
+        loaded.averaged_steps == [4, 5] and loaded.optimizer is None and torch.equal(loaded.model["w"], ckpt.model["w"])
+    )
     torch.save({**on_disk, "tokenizer": "x"}, tmp_path / "d.pt")
-    with pytest.raises(ck.CorruptCheckpoint, match=r"d\.pt: not a checkpoint of this project "
-                                                   r"\(unknown entries \['tokenizer'\]"):
+    with pytest.raises(
+        ck.CorruptCheckpoint,
+        match=r"d\.pt: not a checkpoint of this project "
+        r"\(unknown entries \['tokenizer'\]",
+    ):
         load_checkpoint(tmp_path / "d.pt")
 
 

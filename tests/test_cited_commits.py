@@ -41,8 +41,9 @@ def citations() -> dict[str, str]:
 def test_every_cited_commit_is_listed_with_a_ref_that_contains_it():
     listed = rows()
     assert len(listed) >= 20 and all(r["refs"].strip() for r in listed)
-    unlisted = {token: where for token, where in citations().items()
-                if not any(r["commit"].startswith(token) for r in listed)}
+    unlisted = {
+        token: where for token, where in citations().items() if not any(r["commit"].startswith(token) for r in listed)
+    }
     assert not unlisted, f"cited but not in docs/cited-commits.md: {unlisted}"
 
 
@@ -60,13 +61,15 @@ def test_each_listed_ref_contains_its_commit_in_that_repositorys_own_history():
         git_dir = clone / ".git" if (clone / ".git").is_dir() else clone
         if not git_dir.is_dir():
             continue
-        refs = re.findall(r"(branch|tag) ([\w./-]+)", row["refs"]) + [("branch", b) for b in
-                                                                    re.findall(r"^(master|main)\b", row["refs"])]
+        refs = re.findall(r"(branch|tag) ([\w./-]+)", row["refs"]) + [
+            ("branch", b) for b in re.findall(r"^(master|main)\b", row["refs"])
+        ]
         assert refs, row
         for kind, name in refs:
             args = ["branch", "-a", "--contains"] if kind == "branch" else ["tag", "--contains"]
-            out = subprocess.run(["git", "--git-dir", str(git_dir), *args, row["commit"]], capture_output=True,
-                                 text=True, check=True).stdout
+            out = subprocess.run(
+                ["git", "--git-dir", str(git_dir), *args, row["commit"]], capture_output=True, text=True, check=True
+            ).stdout
             assert name in [line.strip("* ").strip() for line in out.splitlines()], (row["repo"], row["commit"], name)
             checked += 1
     assert checked

@@ -65,8 +65,16 @@ def train_recording(task, out, compile: bool, epochs: int = 3) -> tuple[Trainer,
     number of graphs torch.compile has made so far."""
     from torch._dynamo.utils import counters
 
-    run = settings(compile=compile, batch_shapes=4, tokens_per_step=128, tokens_per_pass=128,
-                   log_every_steps=1, dev_every_steps=0, checkpoint_steps=0, train_steps=10**6)
+    run = settings(
+        compile=compile,
+        batch_shapes=4,
+        tokens_per_step=128,
+        tokens_per_pass=128,
+        log_every_steps=1,
+        dev_every_steps=0,
+        checkpoint_steps=0,
+        train_steps=10**6,
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -123,9 +131,25 @@ def test_a_compiled_training_keeps_its_compile_cache_for_the_resumed_run(tmp_pat
 
     def train(steps: int) -> None:
         (tmp_path / "train.json").write_text(json.dumps(settings(compile=True, train_steps=steps, batch_shapes=2)))
-        subprocess.run([sys.executable, "-m", "aiayn.train", "--data", str(task), "--settings",
-                        str(tmp_path / "train.json"), "--out-dir", str(out), "--threads", "1"],
-                       check=True, capture_output=True, timeout=600, env=env)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "aiayn.train",
+                "--data",
+                str(task),
+                "--settings",
+                str(tmp_path / "train.json"),
+                "--out-dir",
+                str(out),
+                "--threads",
+                "1",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+            env=env,
+        )
 
     train(2)
     cache = out / "compile-cache"

@@ -16,8 +16,18 @@ def paper():
 
 def test_paper_config_is_the_paper(paper):
     base = aiayn_runs.resolve(paper, "base", "en-de")
-    assert base["model"] == {**base["model"], "n_layers": 6, "d_model": 512, "d_ff": 2048, "n_heads": 8,
-                             "d_k": 64, "d_v": 64, "dropout": 0.1, "positional": "sinusoid", "norm": "post"}
+    assert base["model"] == {
+        **base["model"],
+        "n_layers": 6,
+        "d_model": 512,
+        "d_ff": 2048,
+        "n_heads": 8,
+        "d_k": 64,
+        "d_v": 64,
+        "dropout": 0.1,
+        "positional": "sinusoid",
+        "norm": "post",
+    }
     assert base["train"]["adam_betas"] == [0.9, 0.98] and base["train"]["adam_eps"] == 1e-9
     assert base["train"]["warmup_steps"] == 4000 and base["train"]["label_smoothing"] == 0.1
     assert base["train"]["train_steps"] == 100000 and base["average"]["last"] == 5
@@ -43,7 +53,8 @@ def test_table3_rows_override_only_what_the_paper_changes(paper):
 
 def _paper_table3():
     import csv
-    text = (ROOT / "src/aiayn/resources/paper_table3.csv")
+
+    text = ROOT / "src/aiayn/resources/paper_table3.csv"
     if not text.exists():
         pytest.skip("paper_table3.csv not packaged yet")
     return list(csv.DictReader(text.open()))
@@ -70,8 +81,16 @@ def test_checkpoint_spacing_is_the_papers_in_steps(paper):
 def test_parser_uses_tensor2tensors_parsing_preset(paper):
     """transformer_parsing_base over the base model; everything else is base's (paper section 6.3)."""
     parser, base = aiayn_runs.resolve(paper, "parser", "wsj"), aiayn_runs.resolve(paper, "base", "en-de")
-    assert parser["model"] == {**base["model"], "n_layers": 4, "d_model": 1024, "d_k": 128, "d_v": 128,
-                               "dropout": 0.2, "attention_dropout": 0.2, "share_softmax": False}
+    assert parser["model"] == {
+        **base["model"],
+        "n_layers": 4,
+        "d_model": 1024,
+        "d_k": 128,
+        "d_v": 128,
+        "dropout": 0.2,
+        "attention_dropout": 0.2,
+        "share_softmax": False,
+    }
     assert parser["train"] == {**base["train"], "warmup_steps": 16000, "lr_scale": 0.5, "max_length": 512}
     assert parser["decode"] == {**base["decode"], "beam_size": 21, "length_penalty": 0.3, "max_len_b": 300}
 
@@ -82,9 +101,17 @@ def test_semi_supervised_parser_uses_transformer_parsing_big(paper):
     semi = copy.deepcopy(paper)
     semi["tasks"]["wsj"]["silver"] = {"path": "silver.txt", "ratio": 1.0}
     parser, wsj_only = aiayn_runs.resolve(semi, "parser", "wsj"), aiayn_runs.resolve(paper, "parser", "wsj")
-    assert parser["model"] == {**wsj_only["model"], "d_ff": 4096, "n_heads": 16, "d_k": 64, "d_v": 64,
-                               "dropout": 0.1, "attention_dropout": 0.0, "share_embeddings": False,
-                               "share_softmax": True}
+    assert parser["model"] == {
+        **wsj_only["model"],
+        "d_ff": 4096,
+        "n_heads": 16,
+        "d_k": 64,
+        "d_v": 64,
+        "dropout": 0.1,
+        "attention_dropout": 0.0,
+        "share_embeddings": False,
+        "share_softmax": True,
+    }
     assert parser["model"]["n_layers"] == 4 and parser["model"]["d_model"] == 1024
     assert parser["train"] == {**wsj_only["train"], "warmup_steps": 4000, "tokens_per_step": 12500}
     assert parser["decode"] == wsj_only["decode"] and parser["average"] == wsj_only["average"]
@@ -142,7 +169,7 @@ def test_bleu_quote_handling_is_a_checked_key(paper):
 
 
 def test_normalization_is_per_side_or_both(paper):
-    assert paper["data"]["tokenize"]["normalize_punctuation"] is False      # wmt16_en_de.sh: none
+    assert paper["data"]["tokenize"]["normalize_punctuation"] is False  # wmt16_en_de.sh: none
     per_side = copy.deepcopy(paper)
     per_side["data"]["tokenize"]["normalize_punctuation"] = {"source": True, "target": False}
     aiayn_config.validate(per_side)
@@ -175,12 +202,13 @@ def test_bad_seeds_are_refused_naming_the_key(paper):
         section["seeds"] = value
         with pytest.raises(aiayn_config.ConfigError, match=re.escape(f"{where}.seeds")):
             aiayn_config.validate(bad)
-    clash = aiayn_runs.deep_merge(paper, {"experiments": {"A1": {"seeds": 2},
-                                                            "A1.seed2": {"tasks": ["en-de"], "tables": []}}})
+    clash = aiayn_runs.deep_merge(
+        paper, {"experiments": {"A1": {"seeds": 2}, "A1.seed2": {"tasks": ["en-de"], "tables": []}}}
+    )
     with pytest.raises(aiayn_config.ConfigError, match=r"experiments\.A1\.seeds: seed 2 runs in en-de/A1\.seed2"):
         aiayn_config.validate(clash)
     merged = aiayn_runs.deep_merge(paper, {"experiments": {"A1": {"seeds": 2}}})
-    merged["experiments"]["A1"]["seeds"] = None   # an overlay's null: defaults' seeds again
+    merged["experiments"]["A1"]["seeds"] = None  # an overlay's null: defaults' seeds again
     assert "seeds" not in aiayn_config.prune(merged)["experiments"]["A1"]
     with pytest.raises(ValueError, match="unknown run 'A1.seed2'"):
         aiayn_runs.resolve_run(paper, "A1.seed2", "en-de")
@@ -192,24 +220,31 @@ def test_run_choice_limits_runs_and_names_unknown_keys(paper):
     aiayn_config.validate(config)
     assert aiayn_runs.runs(config) == [("en-fr", "base"), ("en-fr", "big")]
     assert aiayn_runs.runs(config, "table3") == aiayn_runs.runs(config)
-    for run, message in (({"tasks": ["de-en"]}, "run.tasks: unknown task 'de-en'"),
-                         ({"experiments": ["base", "Z"]}, "run.experiments: unknown experiment 'Z'"),
-                         ({"tasks": ["wsj"], "experiments": ["A1"]}, "run.experiments: 'A1' trains on")):
+    for run, message in (
+        ({"tasks": ["de-en"]}, "run.tasks: unknown task 'de-en'"),
+        ({"experiments": ["base", "Z"]}, "run.experiments: unknown experiment 'Z'"),
+        ({"tasks": ["wsj"], "experiments": ["A1"]}, "run.experiments: 'A1' trains on"),
+    ):
         config["run"] = run
         with pytest.raises(aiayn_config.ConfigError, match=re.escape(message)):
             aiayn_config.validate(config)
 
 
 def test_null_deletes_entries_and_overrides(paper):
-    overlay = {"tasks": {"en-fr": None}, "experiments": {"A1": None, "parser": {"model": {"dropout": None}}},
-               "sources": {"un": None}}
+    overlay = {
+        "tasks": {"en-fr": None},
+        "experiments": {"A1": None, "parser": {"model": {"dropout": None}}},
+        "sources": {"un": None},
+    }
     merged = aiayn_runs.deep_merge(paper, overlay)
-    merged["tasks"]["en-fr"], merged["sources"]["un"] = None, None   # deep_merge keeps a null as Snakemake does
+    merged["tasks"]["en-fr"], merged["sources"]["un"] = None, None  # deep_merge keeps a null as Snakemake does
     config = aiayn_config.prune(merged)
     aiayn_config.validate(config)
     assert "en-fr" not in config["tasks"] and "A1" not in config["experiments"] and "un" not in config["sources"]
-    assert (config["experiments"]["base"]["tasks"] == ["en-de"]
-            and "en-fr" not in config["experiments"]["big"]["task_overrides"])
+    assert (
+        config["experiments"]["base"]["tasks"] == ["en-de"]
+        and "en-fr" not in config["experiments"]["big"]["task_overrides"]
+    )
     assert aiayn_runs.resolve(config, "parser", "wsj")["model"]["dropout"] == 0.1
     assert aiayn_config.prune(paper) == paper
     typo = copy.deepcopy(paper)
@@ -236,10 +271,10 @@ def test_plain_file_sources_are_checked_naming_the_key(paper, tmp_path):
     with pytest.raises(aiayn_config.ConfigError, match=r"sources.mine.files lacks language\(s\) \['de'\]"):
         aiayn_config.validate(config)
     config["sources"]["mine"]["files"]["de"] = "https://example.org/dev.de.gz"
-    aiayn_config.validate(config)   # a URL is checked against the lock when it is downloaded
+    aiayn_config.validate(config)  # a URL is checked against the lock when it is downloaded
     config["run"] = {"tasks": ["en-fr"]}
     config["sources"]["mine"]["files"]["de"] = str(tmp_path / "absent")
-    aiayn_config.validate(config)   # a source no chosen run reads is not opened
+    aiayn_config.validate(config)  # a source no chosen run reads is not opened
 
 
 def test_own_corpus_template_names_its_placeholder_files(paper, tmp_path, monkeypatch):

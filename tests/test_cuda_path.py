@@ -30,15 +30,18 @@ from aiayn.train.trainer import Trainer
 
 # Where the training loop may make tensors on the host, and why.
 TRAINING_HOST_TENSORS = {
-    "aiayn/runtime/batches.py _empty",      # a batch is padded into pinned host memory (worker thread) ...
-    "aiayn/runtime/batches.py collate",     # ... and its gold positions pinned, then copied asynchronously
-    "aiayn/train/step.py push",             # the pinned buffer a step's statistics are copied into
-    "aiayn/train/resume.py rng_state",      # a checkpoint's generator states (host generators)
+    "aiayn/runtime/batches.py _empty",  # a batch is padded into pinned host memory (worker thread) ...
+    "aiayn/runtime/batches.py collate",  # ... and its gold positions pinned, then copied asynchronously
+    "aiayn/train/step.py push",  # the pinned buffer a step's statistics are copied into
+    "aiayn/train/resume.py rng_state",  # a checkpoint's generator states (host generators)
 }
 # Where it may wait for the device: the step's statistics a step late, one read per dev evaluation,
 # one per checkpoint (its weights checked for NaN before they are written).
-TRAINING_SYNCS = {"aiayn/train/step.py ready", "aiayn/evaluate/perplexity.py corpus_nll",
-                  "aiayn/runtime/checkpoint.py non_finite"}
+TRAINING_SYNCS = {
+    "aiayn/train/step.py ready",
+    "aiayn/evaluate/perplexity.py corpus_nll",
+    "aiayn/runtime/checkpoint.py non_finite",
+}
 
 
 def where(event) -> str:
@@ -165,26 +168,53 @@ def test_dev_perplexity_on_cuda_reads_one_value(task):
 
 def test_beam_search_on_cuda_equals_the_cpu_with_one_read_per_step():
     torch.manual_seed(0)
-    cfg = ModelConfig.from_dict({"n_layers": 2, "d_model": 32, "d_ff": 64, "n_heads": 4, "d_k": 8, "d_v": 8,
-                                 "dropout": 0.0})
+    cfg = ModelConfig.from_dict(
+        {"n_layers": 2, "d_model": 32, "d_ff": 64, "n_heads": 4, "d_k": 8, "d_v": 8, "dropout": 0.0}
+    )
     model = Transformer(cfg, 50).eval()
     generator = torch.Generator().manual_seed(1)
-    sources = [torch.randint(4, 50, (int(n),), generator=generator).tolist()
-               for n in torch.randint(3, 12, (10,), generator=generator)]
-    search = dict(max_sentences=4, ids=SpecialIds(0, 2, 3), beam_size=4, length_penalty=0.6, max_len_a=1.0,
-                  max_len_b=5.0, early_stop=True, n_best=4)
+    sources = [
+        torch.randint(4, 50, (int(n),), generator=generator).tolist()
+        for n in torch.randint(3, 12, (10,), generator=generator)
+    ]
+    search = dict(
+        max_sentences=4,
+        ids=SpecialIds(0, 2, 3),
+        beam_size=4,
+        length_penalty=0.6,
+        max_len_a=1.0,
+        max_len_b=5.0,
+        early_stop=True,
+        n_best=4,
+    )
     cpu = translate_sentences_n_best(model, sources, device="cpu", **search)
     # the host keeps the finished sets and the beams' bookkeeping: those functions make host tensors
-    host_side = {f"aiayn/decode/beam.py {name}" for name in (
-        "beam_search_n_best", "_to_host", "_collect_finished", "_next_live", "_done", "_finish_at_max_len",
-        "_advance", "_to_device", "pad_sources", "gnmt_length_penalty", "__init__", "add", "select")}
+    host_side = {
+        f"aiayn/decode/beam.py {name}"
+        for name in (
+            "beam_search_n_best",
+            "_to_host",
+            "_collect_finished",
+            "_next_live",
+            "_done",
+            "_finish_at_max_len",
+            "_advance",
+            "_to_device",
+            "pad_sources",
+            "gnmt_length_penalty",
+            "__init__",
+            "add",
+            "select",
+        )
+    }
     with PretendCuda(strict=host_side) as runtime:
         model.to(CUDA)
         runtime.clear()
         gpu = translate_sentences_n_best(model, sources, device=CUDA, **search)
     assert [[h.tokens for h in n_best] for n_best in gpu] == [[h.tokens for h in n_best] for n_best in cpu]
-    assert [h.score for n_best in gpu for h in n_best] == pytest.approx([h.score for n_best in cpu for h in n_best],
-                                                                        rel=1e-5)
+    assert [h.score for n_best in gpu for h in n_best] == pytest.approx(
+        [h.score for n_best in cpu for h in n_best], rel=1e-5
+    )
     # per step: the 2K candidates come to the host in one copy (the host waits: it decides what is
     # done), the surviving rows go back in one asynchronous copy; no other read of the device
     reads, writes = runtime.of("to_host"), runtime.of("to_device")
@@ -192,12 +222,14 @@ def test_beam_search_on_cuda_equals_the_cpu_with_one_read_per_step():
     steps = len(reads)
     batches = -(-len(sources) // search["max_sentences"])
     # ... and each batch's sources go the same way (pad_sources through _to_device)
-    assert Counter((where(e), e.blocking) for e in writes) == {("aiayn/decode/beam.py _to_device", False):
-                                                               steps + batches}
+    assert Counter((where(e), e.blocking) for e in writes) == {
+        ("aiayn/decode/beam.py _to_device", False): steps + batches
+    }
     assert [e for e in runtime.waits() if where(e) != "aiayn/decode/beam.py _to_host"] == []
 
 
 # ---- the pretend device itself: each check can fail ------------------------------------------------
+
 
 def test_a_cpu_tensor_meeting_a_cuda_tensor_is_refused_naming_the_line():
     with PretendCuda(), pytest.raises(DeviceMismatch, match=r"aten\.add\.Tensor.*shape \(3,\).*test_cuda_path\.py:\d+"):
@@ -214,8 +246,15 @@ def test_host_reads_are_recorded_where_they_happen():
             pass
         x.to("cpu", non_blocking=True)
     kinds = [(e.kind, e.blocking) for e in runtime.events if e.kind != "host"]
-    assert kinds == [("sync", True), ("to_host", True), ("to_host", True), ("sync", True), ("sync", True),
-                     ("sync", True), ("to_host", False)]
+    assert kinds == [
+        ("sync", True),
+        ("to_host", True),
+        ("to_host", True),
+        ("sync", True),
+        ("sync", True),
+        ("sync", True),
+        ("to_host", False),
+    ]
     assert all(e.where.startswith("test_cuda_path.py:") for e in runtime.events)
 
 

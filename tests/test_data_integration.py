@@ -43,11 +43,15 @@ def _build_mirror(mirror: Path) -> Path:
     archives = {
         "training-parallel-nc-v9.tgz": {
             f"training/news-commentary-v9.fr-en.{lang}": _head(sample / f"moses-nc-5k.fr-en.{lang}", TRAIN_LINES)
-            for lang in ("en", "fr")},
-        "dev.tgz": {f"dev/newstest2013.{lang}": _head(plain / f"newstest2013.{lang}", DEV_LINES)
-                    for lang in ("en", "fr")},
-        "test-full.tgz": {f"test-full/{name}": (sgm / name).read_bytes()
-                          for name in ("newstest2014-fren-src.en.sgm", "newstest2014-fren-ref.fr.sgm")},
+            for lang in ("en", "fr")
+        },
+        "dev.tgz": {
+            f"dev/newstest2013.{lang}": _head(plain / f"newstest2013.{lang}", DEV_LINES) for lang in ("en", "fr")
+        },
+        "test-full.tgz": {
+            f"test-full/{name}": (sgm / name).read_bytes()
+            for name in ("newstest2014-fren-src.en.sgm", "newstest2014-fren-ref.fr.sgm")
+        },
     }
     lock = {}
     for name, members in archives.items():
@@ -84,8 +88,9 @@ def _settings(directory: Path, **sections) -> dict[str, Path]:
 
 
 def _run(module: str, *args) -> None:
-    result = subprocess.run([sys.executable, "-m", f"aiayn.data.{module}", *map(str, args)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", f"aiayn.data.{module}", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, f"{module} {args}:\n{result.stderr[-3000:]}"
 
 
@@ -95,32 +100,88 @@ def test_wmt_en_fr_slice_through_every_stage(mirror_server, tmp_path):
     config = aiayn_config.load(ROOT / "config.yaml")  # the definitions' defaults filled in
     corpora = {"train": "news_commentary_v9", "dev": "newstest2013", "test": "newstest2014"}
     d = tmp_path / "data"
-    settings = _settings(tmp_path, download={"mirror": base, "lock": str(lock)}, tokenize={"chunk_lines": 500},
-                         bpe={**config["data"]["bpe"], "vocab_size": 2000})
+    settings = _settings(
+        tmp_path,
+        download={"mirror": base, "lock": str(lock)},
+        tokenize={"chunk_lines": 500},
+        bpe={**config["data"]["bpe"], "vocab_size": 2000},
+    )
     for split, corpus in corpora.items():
         source = config["sources"][corpus]
         archive = d / "downloads" / Path(source["url"]).name
         _run("download", "--url", source["url"], "--out", archive, "--settings", settings["download"], "--retries", 0)
         for lang, member in source["members"]["en-fr"].items():
             _run("extract", "--archive", archive, "--member", member, "--out", d / "raw" / f"{split}.{lang}")
-            _run("tokenize", "--lang", lang, "--input", d / "raw" / f"{split}.{lang}",
-                 "--output", d / "tok" / f"{split}.{lang}", "--threads", 2, "--settings", settings["tokenize"])
-    _run("clean", "--src-lang", "en", "--tgt-lang", "fr", "--corpora", d / "tok" / "train",
-         "--out-prefix", d / "clean" / "train", "--stats", d / "clean" / "train.stats.json")
+            _run(
+                "tokenize",
+                "--lang",
+                lang,
+                "--input",
+                d / "raw" / f"{split}.{lang}",
+                "--output",
+                d / "tok" / f"{split}.{lang}",
+                "--threads",
+                2,
+                "--settings",
+                settings["tokenize"],
+            )
+    _run(
+        "clean",
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "fr",
+        "--corpora",
+        d / "tok" / "train",
+        "--out-prefix",
+        d / "clean" / "train",
+        "--stats",
+        d / "clean" / "train.stats.json",
+    )
     stats = json.loads((d / "clean" / "train.stats.json").read_text())["total"]
     assert stats["read"] == TRAIN_LINES and stats["empty"] == 10  # one-sided empty pairs in the first 1500
     assert stats["read"] == stats["kept"] + stats["empty"] + stats["too_long"] + stats["ratio"]
 
     model = d / "bpe" / "spm"
-    _run("bpe", "learn", "--inputs", d / "clean" / "train.en", d / "clean" / "train.fr",
-         "--model-prefix", model, "--settings", settings["bpe"], "--threads", 2)
+    _run(
+        "bpe",
+        "learn",
+        "--inputs",
+        d / "clean" / "train.en",
+        d / "clean" / "train.fr",
+        "--model-prefix",
+        model,
+        "--settings",
+        settings["bpe"],
+        "--threads",
+        2,
+    )
     splits = {"train": d / "clean" / "train", "dev": d / "tok" / "dev", "test": d / "tok" / "test"}
     for split, prefix in splits.items():
         for lang in ("en", "fr"):
-            _run("bpe", "encode", "--model", f"{model}.model", "--input", f"{prefix}.{lang}",
-                 "--output", d / "bpe" / f"{split}.{lang}", "--threads", 2)
-        _run("binarize", "--model", f"{model}.model", "--src", d / "bpe" / f"{split}.en",
-             "--tgt", d / "bpe" / f"{split}.fr", "--out-dir", d / "bin" / split)
+            _run(
+                "bpe",
+                "encode",
+                "--model",
+                f"{model}.model",
+                "--input",
+                f"{prefix}.{lang}",
+                "--output",
+                d / "bpe" / f"{split}.{lang}",
+                "--threads",
+                2,
+            )
+        _run(
+            "binarize",
+            "--model",
+            f"{model}.model",
+            "--src",
+            d / "bpe" / f"{split}.en",
+            "--tgt",
+            d / "bpe" / f"{split}.fr",
+            "--out-dir",
+            d / "bin" / split,
+        )
 
     sizes = {split: len(ShardedCorpus(d / "bin" / split, verify=True)) for split in splits}
     assert sizes == {"train": stats["kept"], "dev": DEV_LINES, "test": 3003}

@@ -20,8 +20,27 @@ from aiayn.parsing.clean import clean_tree
 from aiayn.parsing.treebank import read_split
 
 TRAIN, EVAL, TREES = 90, 30, 60
-POS_TAGS = {"DT", "NN", "NNS", "NNP", "VB", "VBZ", "VBP", "VBD", "MD", "IN", "TO", "JJ", "CD", ",", ".", "``", "''",
-            ":", "-NONE-"}
+POS_TAGS = {
+    "DT",
+    "NN",
+    "NNS",
+    "NNP",
+    "VB",
+    "VBZ",
+    "VBP",
+    "VBD",
+    "MD",
+    "IN",
+    "TO",
+    "JJ",
+    "CD",
+    ",",
+    ".",
+    "``",
+    "''",
+    ":",
+    "-NONE-",
+}
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +73,26 @@ def _extracted(built: Path, config: dict, tmp_path: Path) -> dict[tuple[str, str
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(built, config, tmp_path, monkeypatch):
-    monkeypatch.setattr(time, "time", lambda: 2e9)          # no clock may leak into tar or gzip headers
-    assert mirror.main(["--out-dir", str(tmp_path / "a"), "--seed", "7", "--train-pairs", str(TRAIN), "--eval-pairs",
-                        str(EVAL), "--trees", str(TREES), "--config", str(ROOT / "config.yaml")]) == 0
+    monkeypatch.setattr(time, "time", lambda: 2e9)  # no clock may leak into tar or gzip headers
+    assert (
+        mirror.main(
+            [
+                "--out-dir",
+                str(tmp_path / "a"),
+                "--seed",
+                "7",
+                "--train-pairs",
+                str(TRAIN),
+                "--eval-pairs",
+                str(EVAL),
+                "--trees",
+                str(TREES),
+                "--config",
+                str(ROOT / "config.yaml"),
+            ]
+        )
+        == 0
+    )
     assert _files(tmp_path / "a") == _files(built)
     mirror.build(config, tmp_path / "b", seed=8, train_pairs=TRAIN, eval_pairs=EVAL, trees=TREES)
     assert json.loads((tmp_path / "b" / "sources.lock").read_text()) != json.loads((built / "sources.lock").read_text())
@@ -64,9 +100,15 @@ def test_same_seed_same_bytes_other_seed_other_bytes(built, config, tmp_path, mo
 
 def test_archives_have_the_wmt_names_members_and_line_counts(built, config, tmp_path):
     lock = json.loads((built / "sources.lock").read_text())
-    assert set(lock) == {"training-parallel-europarl-v7.tgz", "training-parallel-commoncrawl.tgz", "dev.tgz",
-                         "training-parallel-nc-v9.tgz", "training-parallel-un.tgz", "training-giga-fren.tar",
-                         "test-full.tgz"}
+    assert set(lock) == {
+        "training-parallel-europarl-v7.tgz",
+        "training-parallel-commoncrawl.tgz",
+        "dev.tgz",
+        "training-parallel-nc-v9.tgz",
+        "training-parallel-un.tgz",
+        "training-giga-fren.tar",
+        "test-full.tgz",
+    }
     for name, entry in lock.items():
         data = (built / name).read_bytes()
         assert entry == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
@@ -75,7 +117,7 @@ def test_archives_have_the_wmt_names_members_and_line_counts(built, config, tmp_
     for (corpus, task, lang), text in lines.items():
         held_out = corpus in (config["tasks"][task]["dev"], config["tasks"][task]["test"])
         assert len(text) == (EVAL if held_out else TRAIN // len(config["tasks"][task]["train"])), (corpus, task, lang)
-    with tarfile.open(built / "training-giga-fren.tar", "r:") as tar:      # a plain tar holding gzip members
+    with tarfile.open(built / "training-giga-fren.tar", "r:") as tar:  # a plain tar holding gzip members
         assert sorted(tar.getnames()) == ["giga-fren.release2.fixed.en.gz", "giga-fren.release2.fixed.fr.gz"]
         french = gzip.decompress(tar.extractfile("giga-fren.release2.fixed.fr.gz").read()).decode()
         assert french.count("\n") == TRAIN // 5
@@ -136,12 +178,20 @@ def test_only_the_archives_a_task_reads_are_written(config, tmp_path):
     lock = mirror.build(config, tmp_path / "v9", seed=1, train_pairs=10, eval_pairs=5, trees=TREES)
     assert "training-parallel-nc-v11.tgz" not in lock and "training-parallel-nc-v9.tgz" in lock
     en_de = {**config["tasks"]["en-de"], "train": ["europarl_v7", "commoncrawl", "news_commentary_v11"]}
-    lock = mirror.build({**config, "tasks": {**config["tasks"], "en-de": en_de}}, tmp_path / "v11", seed=1,
-                        train_pairs=10, eval_pairs=5, trees=TREES)
+    lock = mirror.build(
+        {**config, "tasks": {**config["tasks"], "en-de": en_de}},
+        tmp_path / "v11",
+        seed=1,
+        train_pairs=10,
+        eval_pairs=5,
+        trees=TREES,
+    )
     assert "training-parallel-nc-v11.tgz" in lock and "training-parallel-nc-v9.tgz" in lock  # EN-FR still reads v9
     with tarfile.open(tmp_path / "v11" / "training-parallel-nc-v11.tgz") as archive:
-        assert sorted(archive.getnames()) == ["training-parallel-nc-v11/news-commentary-v11.de-en.de",
-                                              "training-parallel-nc-v11/news-commentary-v11.de-en.en"]
+        assert sorted(archive.getnames()) == [
+            "training-parallel-nc-v11/news-commentary-v11.de-en.de",
+            "training-parallel-nc-v11/news-commentary-v11.de-en.en",
+        ]
 
 
 def test_bad_sizes_and_sources_fail_before_any_work(config, tmp_path):
@@ -159,8 +209,10 @@ def test_bad_sizes_and_sources_fail_before_any_work(config, tmp_path):
 def test_treebank_reads_with_aiayn_parsing_in_every_wsj_section(built, config):
     treebank = built / "treebank"
     assert sorted(p.name for p in (treebank / "parsed/mrg/wsj").iterdir()) == [f"{s:02d}" for s in range(25)]
-    splits = {split: [tree for tree, _ in read_split(treebank, split, tuple(sections))]
-              for split, sections in config["tasks"]["wsj"]["splits"].items()}
+    splits = {
+        split: [tree for tree, _ in read_split(treebank, split, tuple(sections))]
+        for split, sections in config["tasks"]["wsj"]["splits"].items()
+    }
     assert len(splits["dev"]) == len(splits["test"]) == TREES // 10 and len(splits["train"]) > TREES // 2
     trees = [tree for trees in splits.values() for tree in trees]
     text = "\n".join(str(tree) for tree in trees)
@@ -196,62 +248,107 @@ def _all(clause):
 
 
 def test_fronted_time_puts_the_german_verb_second_and_the_participle_last():
-    clause = Clause(_np("woman", det="the"), _verb("buy"), "past", obj=_np("car", det="a"), time=_time("yesterday"),
-                    front=True)
-    assert _all(clause) == ("Yesterday, the woman bought a car.", "Gestern hat die Frau ein Auto gekauft.",
-                            "Hier, la femme a acheté une voiture.")
-    assert str(English().tree(clause)) == ("(S (NP-TMP (NN Yesterday)) (, ,) (NP-SBJ (DT the) (NN woman)) "
-                                           "(VP (VBD bought) (NP (DT a) (NN car))) (. .))")
+    clause = Clause(
+        _np("woman", det="the"), _verb("buy"), "past", obj=_np("car", det="a"), time=_time("yesterday"), front=True
+    )
+    assert _all(clause) == (
+        "Yesterday, the woman bought a car.",
+        "Gestern hat die Frau ein Auto gekauft.",
+        "Hier, la femme a acheté une voiture.",
+    )
+    assert str(English().tree(clause)) == (
+        "(S (NP-TMP (NN Yesterday)) (, ,) (NP-SBJ (DT the) (NN woman)) (VP (VBD bought) (NP (DT a) (NN car))) (. .))"
+    )
 
 
 def test_subordinate_clauses_are_verb_final_in_german():
     inner = Clause(_np("man", det="the"), _verb("buy"), "will", "sub", obj=_np("bag", det="the", adj=_adj("black")))
     said = Clause(_np("Anna"), _verb("say"), comp=("0", inner))
-    assert _all(said) == ("Anna says the man will buy the black bag.",
-                          "Anna sagt, dass der Mann die schwarze Tasche kaufen wird.",
-                          "Anna dit que l'homme va acheter le sac noir.")
+    assert _all(said) == (
+        "Anna says the man will buy the black bag.",
+        "Anna sagt, dass der Mann die schwarze Tasche kaufen wird.",
+        "Anna dit que l'homme va acheter le sac noir.",
+    )
     assert str(English().tree(said)) == (
         "(S (NP-SBJ (NNP Anna)) (VP (VBZ says) (SBAR (-NONE- 0) (S (NP-SBJ (DT the) (NN man)) (VP (MD will) "
-        "(VP (VB buy) (NP (DT the) (JJ black) (NN bag))))))) (. .))")
-    that = Clause(_np("Thomas"), _verb("say"), comp=("that", Clause(
-        _np("girl", det="the"), _verb("read"), role="sub", obj=_np("book", plural=True))))
-    assert _all(that) == ("Thomas says that the girl reads books.", "Thomas sagt, dass das Mädchen Bücher liest.",
-                          "Thomas dit que la fille lit des livres.")
+        "(VP (VB buy) (NP (DT the) (JJ black) (NN bag))))))) (. .))"
+    )
+    that = Clause(
+        _np("Thomas"),
+        _verb("say"),
+        comp=("that", Clause(_np("girl", det="the"), _verb("read"), role="sub", obj=_np("book", plural=True))),
+    )
+    assert _all(that) == (
+        "Thomas says that the girl reads books.",
+        "Thomas sagt, dass das Mädchen Bücher liest.",
+        "Thomas dit que la fille lit des livres.",
+    )
 
 
 def test_agreement_case_contractions_and_elision():
-    went = Clause(_np("sister", det="the", plural=True, adj=_adj("happy")), _verb("go"), "past",
-                  pp=("to", _np("market", det="the")))
-    assert _all(went) == ("The happy sisters went to the market.",
-                          "Die glücklichen Schwestern sind zum Markt gegangen.",
-                          "Les sœurs heureuses sont allées au marché.")
-    works = Clause(_np("doctor", det="a", adj=_adj("old")), _verb("work"), "can",
-                   pp=("with", _np("child", plural=True)))
-    assert _all(works) == ("An old doctor can work with children.", "Ein alter Arzt kann mit Kindern arbeiten.",
-                           "Un vieux médecin peut travailler avec des enfants.")
-    found = Clause(_np("grandmother", det="the"), _verb("find"), "pres", obj=_np("computer", det="a", adj=_adj("new")),
-                   pp=("in", _np("hotel", det="the")), time=_time("(CD {})"), front=True)
-    assert _all(found) == ("In 2008, the grandmother finds a new computer in the hotel.",
-                           "Im Jahr 2008 findet die Großmutter einen neuen Computer im Hotel.",
-                           "En 2008, la grand-mère trouve un nouvel ordinateur dans l'hôtel.")
+    went = Clause(
+        _np("sister", det="the", plural=True, adj=_adj("happy")),
+        _verb("go"),
+        "past",
+        pp=("to", _np("market", det="the")),
+    )
+    assert _all(went) == (
+        "The happy sisters went to the market.",
+        "Die glücklichen Schwestern sind zum Markt gegangen.",
+        "Les sœurs heureuses sont allées au marché.",
+    )
+    works = Clause(
+        _np("doctor", det="a", adj=_adj("old")), _verb("work"), "can", pp=("with", _np("child", plural=True))
+    )
+    assert _all(works) == (
+        "An old doctor can work with children.",
+        "Ein alter Arzt kann mit Kindern arbeiten.",
+        "Un vieux médecin peut travailler avec des enfants.",
+    )
+    found = Clause(
+        _np("grandmother", det="the"),
+        _verb("find"),
+        "pres",
+        obj=_np("computer", det="a", adj=_adj("new")),
+        pp=("in", _np("hotel", det="the")),
+        time=_time("(CD {})"),
+        front=True,
+    )
+    assert _all(found) == (
+        "In 2008, the grandmother finds a new computer in the hotel.",
+        "Im Jahr 2008 findet die Großmutter einen neuen Computer im Hotel.",
+        "En 2008, la grand-mère trouve un nouvel ordinateur dans l'hôtel.",
+    )
 
 
 def test_quotes_cities_and_elided_subjects():
     sleeps = Clause(_np("man", det="the", adj=_adj("old")), _verb("sleep"), "past", pp=("in", _np("hotel", det="the")))
-    assert _all(sleeps) == ("The old man slept in the hotel.", "Der alte Mann hat im Hotel geschlafen.",
-                            "Le vieil homme a dormi dans l'hôtel.")
+    assert _all(sleeps) == (
+        "The old man slept in the hotel.",
+        "Der alte Mann hat im Hotel geschlafen.",
+        "Le vieil homme a dormi dans l'hôtel.",
+    )
     sleeps.subj = _np("man", det="the")
     assert _all(sleeps)[2] == "L'homme a dormi dans l'hôtel."
-    quote = Clause(_np("Anne-Marie"), _verb("say"), "past", comp=("quote", Clause(
-        _np("dog", det="the"), _verb("come"), "will", pp=("to", _np("Vienna")))))
-    assert _all(quote) == ("Anne-Marie said: “The dog will come to Vienna.”",
-                           "Anne-Marie hat gesagt: „Der Hund wird nach Wien kommen.“",
-                           "Anne-Marie a dit : « Le chien va venir à Vienne. »")
-    assert str(English().tree(quote)).endswith("(: :) (`` ``) (S (NP-SBJ (DT The) (NN dog)) (VP (MD will) "
-                                               "(VP (VB come) (PP-DIR (TO to) (NP (NNP Vienna))))))) (. .) ('' ''))")
+    quote = Clause(
+        _np("Anne-Marie"),
+        _verb("say"),
+        "past",
+        comp=("quote", Clause(_np("dog", det="the"), _verb("come"), "will", pp=("to", _np("Vienna")))),
+    )
+    assert _all(quote) == (
+        "Anne-Marie said: “The dog will come to Vienna.”",
+        "Anne-Marie hat gesagt: „Der Hund wird nach Wien kommen.“",
+        "Anne-Marie a dit : « Le chien va venir à Vienne. »",
+    )
+    assert str(English().tree(quote)).endswith(
+        "(: :) (`` ``) (S (NP-SBJ (DT The) (NN dog)) (VP (MD will) "
+        "(VP (VB come) (PP-DIR (TO to) (NP (NNP Vienna))))))) (. .) ('' ''))"
+    )
 
 
 # --- Learnability proxies -------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def sample():

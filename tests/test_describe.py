@@ -14,8 +14,17 @@ CONFIG = ROOT / "config.yaml"
 
 # Table 3 of the paper, "params x 10^6" column (EN-DE, 37000 shared BPE vocabulary).
 PAPER_PARAMS_MILLIONS = {
-    "base": 65, "B1": 58, "B2": 60, "C1": 36, "C2": 50, "C3": 80, "C4": 28,
-    "C5": 168, "C6": 53, "C7": 90, "big": 213,
+    "base": 65,
+    "B1": 58,
+    "B2": 60,
+    "C1": 36,
+    "C2": 50,
+    "C3": 80,
+    "C4": 28,
+    "C5": 168,
+    "C6": 53,
+    "C7": 90,
+    "big": 213,
 }
 
 
@@ -33,9 +42,29 @@ def test_table3_parameter_counts_match_the_paper():
 def test_cli_writes_one_csv_row_per_experiment(capsys):
     assert main([str(CONFIG)]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert tuple(rows[0]) == COLUMNS == (
-        "experiment", "n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "label_smoothing",
-        "train_steps", "positional", "params", "nodes", "gpus", "tokens_per_step", "passes", "tokens_per_pass")
+    assert (
+        tuple(rows[0])
+        == COLUMNS
+        == (
+            "experiment",
+            "n_layers",
+            "d_model",
+            "d_ff",
+            "n_heads",
+            "d_k",
+            "d_v",
+            "dropout",
+            "label_smoothing",
+            "train_steps",
+            "positional",
+            "params",
+            "nodes",
+            "gpus",
+            "tokens_per_step",
+            "passes",
+            "tokens_per_pass",
+        )
+    )
     assert [r["experiment"] for r in rows] == list(aiayn_config.load(CONFIG)["experiments"])
     by_exp = {r["experiment"]: r for r in rows}
     assert by_exp["E"]["positional"] == "learned"
@@ -63,7 +92,8 @@ def test_cli_gpus_shows_the_papers_step_on_any_number_of_gpus(capsys, gpus):
     base = next(r for r in rows if r["experiment"] == "base")
     # train.tokens_per_pass null: one pass a step where the GPU's memory holds it
     assert (base["passes"], base["tokens_per_pass"]) == {1: ("1", "25000"), 8: ("1", "3125")}.get(
-        gpus, (base["passes"], base["tokens_per_pass"]))
+        gpus, (base["passes"], base["tokens_per_pass"])
+    )
 
 
 @pytest.mark.parametrize("option", ["--gpus", "--nodes"])
@@ -78,14 +108,20 @@ def test_cli_nodes_divide_the_step_over_every_gpu_of_every_node(capsys):
     """2 nodes x 8 GPUs: 16 ranks of one pass of round(25000 / 16) tokens, the paper's step size."""
     assert main([str(CONFIG), "--nodes", "2", "--gpus", "8"]) == 0
     base = next(r for r in csv.DictReader(io.StringIO(capsys.readouterr().out)) if r["experiment"] == "base")
-    assert (base["nodes"], base["gpus"], base["passes"], base["tokens_per_pass"], base["tokens_per_step"]) == \
-        ("2", "8", "1", "1562", "24992")
+    assert (base["nodes"], base["gpus"], base["passes"], base["tokens_per_pass"], base["tokens_per_step"]) == (
+        "2",
+        "8",
+        "1",
+        "1562",
+        "24992",
+    )
 
 
 def test_overlays_merge_and_run_limits_the_rows(tmp_path, capsys):
     overlay = tmp_path / "variation.yaml"
-    overlay.write_text("experiments: {F1: {tasks: [en-de], tables: [table3], model: {d_ff: 3072}}}\n"
-                       "run: {experiments: [base, F1]}\n")
+    overlay.write_text(
+        "experiments: {F1: {tasks: [en-de], tables: [table3], model: {d_ff: 3072}}}\nrun: {experiments: [base, F1]}\n"
+    )
     assert main([str(CONFIG), str(overlay), "--vocab-size", "37000"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(",")[0] for line in lines[1:]] == ["base", "F1"]
@@ -100,8 +136,10 @@ def test_full_prints_the_whole_config_with_every_default_help_range_and_source(c
     assert "    warmup_steps: 4000  # steps of linear learning-rate warmup (>= 1) [paper 5.3]" in out.splitlines()
     assert "    label_smoothing: 0.1  # epsilon_ls of label smoothing (>= 0.0, < 1.0) [paper 5.4]" in out.splitlines()
     assert "      d_model: 1024  # width of every sublayer's output and of the embeddings (>= 1) [paper 3.1]" in out
-    assert ("    compile: null  # torch.compile the model and its loss as one step (null: on a GPU, not on a CPU) "
-            "(resumable)") in out.splitlines()
+    assert (
+        "    compile: null  # torch.compile the model and its loss as one step (null: on a GPU, not on a CPU) "
+        "(resumable)"
+    ) in out.splitlines()
 
 
 def test_full_marks_resumable_exactly_the_keys_a_training_resumes_across(capsys):

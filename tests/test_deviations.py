@@ -14,10 +14,17 @@ DEVIATIONS = ROOT / "docs" / "deviations.md"
 
 def marks() -> Counter:
     """How many marked lines each file under src/ (Python, YAML) and config.yaml holds."""
-    files = [ROOT / "config.yaml", *sorted((ROOT / "src" / "aiayn").rglob("*.py")),
-             *sorted((ROOT / "src" / "aiayn").rglob("*.yaml"))]
-    return Counter(str(path.relative_to(ROOT)) for path in files
-                   for line in path.read_text(encoding="utf-8").splitlines() if MARK in line)
+    files = [
+        ROOT / "config.yaml",
+        *sorted((ROOT / "src" / "aiayn").rglob("*.py")),
+        *sorted((ROOT / "src" / "aiayn").rglob("*.yaml")),
+    ]
+    return Counter(
+        str(path.relative_to(ROOT))
+        for path in files
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if MARK in line
+    )
 
 
 def deviation_entries() -> dict[str, list[str]]:
@@ -52,8 +59,9 @@ def code_differences() -> dict[str, tuple[str, list[str]]]:
     text = DEVIATIONS.read_text(encoding="utf-8")
     section = text.split("## Where the paper's code did otherwise", 1)[1].split("\n\n", 2)[1]
     entries = re.split(r"^- ", section, flags=re.M)[1:]
-    return {re.match(r"\*\*([^*]+)\*\*", e).group(1): (e, re.findall(r"`([^`]+)`", e.split(")", 1)[0]))
-            for e in entries}
+    return {
+        re.match(r"\*\*([^*]+)\*\*", e).group(1): (e, re.findall(r"`([^`]+)`", e.split(")", 1)[0])) for e in entries
+    }
 
 
 def test_every_difference_from_the_papers_code_names_its_file_and_a_commit():
@@ -79,8 +87,13 @@ def test_the_lists_name_what_the_papers_code_did_otherwise_and_no_false_differen
     length limit, the parser's embeddings and depth); LazyAdam, which ran as plain Adam on dense
     gradients, is not a difference anywhere."""
     names = set(code_differences())
-    assert {"Batch budget", "Attention projection biases", "Decoding length limit", "Parser embeddings",
-            "Parser depth"} <= names, names
+    assert {
+        "Batch budget",
+        "Attention projection biases",
+        "Decoding length limit",
+        "Parser embeddings",
+        "Parser depth",
+    } <= names, names
     text = DEVIATIONS.read_text(encoding="utf-8")
     assert "lazyadam" not in text.lower()
     assert not any("lazy" in name.lower() for name in names | set(deviation_entries()))

@@ -59,7 +59,6 @@ def test_decoding_device_auto_explicit_and_missing(monkeypatch, tmp_path):
             resolve_device(other, tmp_path)
 
 
-
 def test_auto_device_claims_a_free_gpu_like_training(monkeypatch, tmp_path):
     fake_cuda(monkeypatch, True, count=2)
     monkeypatch.setattr(devices, "physical_gpu_count", lambda: 2)
@@ -119,8 +118,9 @@ def test_the_process_group_waits_long_enough_for_rank_zeros_writes(monkeypatch):
     seen = {}
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setattr(distributed.dist, "init_process_group",
-                        lambda backend, **kw: seen.update(backend=backend, **kw))
+    monkeypatch.setattr(
+        distributed.dist, "init_process_group", lambda backend, **kw: seen.update(backend=backend, **kw)
+    )
     monkeypatch.setattr(distributed.dist, "get_rank", lambda: 1)
     monkeypatch.setattr(distributed.dist, "get_world_size", lambda: 2)
     assert distributed.init_from_environment(0) == DistEnv(1, 2, torch.device("cpu"))
@@ -149,8 +149,10 @@ def test_a_rank_whose_peer_is_gone_says_so_and_names_the_checkpoint_to_resume(tm
     the newest checkpoint; other errors and one-rank runs pass through."""
     context = torch.multiprocessing.get_context("spawn")
     errors = context.Queue()
-    processes = [context.Process(target=_all_reduce_after_peer_exits, args=(rank, str(tmp_path / "store"), errors))
-                 for rank in (0, 1)]
+    processes = [
+        context.Process(target=_all_reduce_after_peer_exits, args=(rank, str(tmp_path / "store"), errors))
+        for rank in (0, 1)
+    ]
     for process in processes:
         process.start()
     message = errors.get(timeout=120)

@@ -87,8 +87,23 @@ def test_interrupted_transfer_resumes_to_the_right_checksum(server, tmp_path):
     server.break_once.add("a.tgz")
     lock = _lock(tmp_path, {"a.tgz": _pin(PAYLOAD)})
     out = tmp_path / "dl" / "a.tgz"
-    assert download.main(["--url", f"{server.base}/a.tgz", "--out", str(out), "--settings", _settings(tmp_path, lock),
-                          "--retries", "2", "--backoff", "0"]) == 0
+    assert (
+        download.main(
+            [
+                "--url",
+                f"{server.base}/a.tgz",
+                "--out",
+                str(out),
+                "--settings",
+                _settings(tmp_path, lock),
+                "--retries",
+                "2",
+                "--backoff",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert out.read_bytes() == PAYLOAD and not Path(f"{out}.part").exists()
     assert server.requests[0] == ("a.tgz", None)
     assert server.requests[1] == ("a.tgz", f"bytes={len(PAYLOAD) // 2}-")
@@ -134,9 +149,22 @@ def test_a_checksum_mismatch_ends_the_stage_with_one_line_not_as_a_bug(tmp_path)
 
     (tmp_path / "a.tgz").write_bytes(PAYLOAD[:10])
     settings = _settings(tmp_path, _lock(tmp_path, {"a.tgz": _pin(PAYLOAD)}))
-    result = subprocess.run([sys.executable, "-m", "aiayn.data.download", "--url", (tmp_path / "a.tgz").as_uri(),
-                             "--out", str(tmp_path / "out" / "a.tgz"), "--settings", settings],
-                            capture_output=True, text=True, env={**os.environ, "AIAYN_DEBUG": ""})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aiayn.data.download",
+            "--url",
+            (tmp_path / "a.tgz").as_uri(),
+            "--out",
+            str(tmp_path / "out" / "a.tgz"),
+            "--settings",
+            settings,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AIAYN_DEBUG": ""},
+    )
     assert result.returncode == 1 and "error: a.tgz: size mismatch" in result.stderr, result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
 
@@ -147,10 +175,14 @@ def test_file_url_local_path_and_mirrors(server, tmp_path):
     (mirror / "d.tgz").write_bytes(PAYLOAD)
     server.files["d.tgz"] = PAYLOAD
     lock = _lock(tmp_path, {"d.tgz": _pin(PAYLOAD)})
-    far = "http://www.statmt.org/wmt14/d.tgz"   # never contacted: the mirror stands in
-    sources = {"file-url": (mirror.as_uri() + "/d.tgz", None), "path": (str(mirror / "d.tgz"), None),
-               "mirror-dir": (far, str(mirror)), "mirror-file": (far, mirror.as_uri()),
-               "mirror-http": (far, server.base + "/")}
+    far = "http://www.statmt.org/wmt14/d.tgz"  # never contacted: the mirror stands in
+    sources = {
+        "file-url": (mirror.as_uri() + "/d.tgz", None),
+        "path": (str(mirror / "d.tgz"), None),
+        "mirror-dir": (far, str(mirror)),
+        "mirror-file": (far, mirror.as_uri()),
+        "mirror-http": (far, server.base + "/"),
+    }
     for label, (url, mirror_arg) in sources.items():
         out = tmp_path / label / "d.tgz"
         download.download(url, out, mirror=mirror_arg, lock_path=lock, retries=0)
@@ -170,8 +202,21 @@ def test_unpinned_file_is_recorded_with_a_warning(server, tmp_path):
     server.files["dev.tgz"] = PAYLOAD
     lock = _lock(tmp_path, {"dev.tgz": {"sha256": None, "note": "none published"}})
     out, log = tmp_path / "dev.tgz", tmp_path / "dl.log"
-    assert download.main(["--url", f"{server.base}/dev.tgz", "--out", str(out), "--settings", _settings(tmp_path, lock),
-                          "--log", str(log)]) == 0
+    assert (
+        download.main(
+            [
+                "--url",
+                f"{server.base}/dev.tgz",
+                "--out",
+                str(out),
+                "--settings",
+                _settings(tmp_path, lock),
+                "--log",
+                str(log),
+            ]
+        )
+        == 0
+    )
     sha = hashlib.sha256(PAYLOAD).hexdigest()
     assert Path(f"{out}.sha256").read_text() == f"{sha}  dev.tgz\n"
     assert "WARNING" in log.read_text() and "no published sha256" in log.read_text()
@@ -180,8 +225,9 @@ def test_unpinned_file_is_recorded_with_a_warning(server, tmp_path):
 def test_md5_only_entry_is_verified(server, tmp_path):
     server.files["t.tgz"] = PAYLOAD
     lock = _lock(tmp_path, {"t.tgz": {"sha256": None, "md5": "0" * 32}})
-    with pytest.raises(DownloadError,
-                       match=f"md5 mismatch: expected {'0' * 32}, got {hashlib.md5(PAYLOAD).hexdigest()}"):
+    with pytest.raises(
+        DownloadError, match=f"md5 mismatch: expected {'0' * 32}, got {hashlib.md5(PAYLOAD).hexdigest()}"
+    ):
         download.download(f"{server.base}/t.tgz", tmp_path / "t.tgz", lock_path=lock)
 
 

@@ -112,13 +112,31 @@ def test_changing_one_value_reruns_exactly_what_depends_on_it(run, tmp_path):
     overlay.write_text(yaml.safe_dump({"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
     jobs = planned_jobs(snakemake(run, "--dry-run", configs=[*CONFIGS, str(overlay)]))
     # A1's decode.json and the run's config.json (the tables and plots read it) are written again.
-    assert jobs == {"settings": 2, "translate": 1, "detokenize": 1, "bleu": 1, "tables": 1, "plots": 1,
-                    "all": 1, "total": 8}
+    assert jobs == {
+        "settings": 2,
+        "translate": 1,
+        "detokenize": 1,
+        "bleu": 1,
+        "tables": 1,
+        "plots": 1,
+        "all": 1,
+        "total": 8,
+    }
     retrain = tmp_path / "retrain.yaml"
     retrain.write_text(yaml.safe_dump({"experiments": {"A2": {"model": {"d_ff": 128}}}}))
     jobs = planned_jobs(snakemake(run, "--dry-run", configs=[*CONFIGS, str(retrain)]))
-    assert jobs == {"settings": 2, "train": 1, "perplexity": 1, "translate": 1, "detokenize": 1, "bleu": 1,
-                    "tables": 1, "plots": 1, "all": 1, "total": 10}
+    assert jobs == {
+        "settings": 2,
+        "train": 1,
+        "perplexity": 1,
+        "translate": 1,
+        "detokenize": 1,
+        "bleu": 1,
+        "tables": 1,
+        "plots": 1,
+        "all": 1,
+        "total": 10,
+    }
 
 
 def test_dry_runs_and_lint_change_no_file(run, tmp_path):
@@ -137,11 +155,18 @@ def test_paths_with_spaces_and_shell_characters_run(tmp_path):
     root = tmp_path / "Jane Doe (work)"
     data, results = root / "my data", root / "my results"
     overlay = tmp_path / "spaces.yaml"
-    overlay.write_text(yaml.safe_dump({
-        "data_dir": str(data), "results_dir": str(results),
-        "data": {"mirror": str(data / "mirror"), "lock": str(data / "mirror/sources.lock")},
-        "tasks": {"wsj": {"treebank": str(data / "mirror/treebank")}},
-        "run": {"tasks": ["en-de"], "experiments": ["base", "big"]}}), encoding="utf-8")  # big: 2 ranks, torchrun
+    overlay.write_text(
+        yaml.safe_dump(
+            {
+                "data_dir": str(data),
+                "results_dir": str(results),
+                "data": {"mirror": str(data / "mirror"), "lock": str(data / "mirror/sources.lock")},
+                "tasks": {"wsj": {"treebank": str(data / "mirror/treebank")}},
+                "run": {"tasks": ["en-de"], "experiments": ["base", "big"]},
+            }
+        ),
+        encoding="utf-8",
+    )  # big: 2 ranks, torchrun
     result = snakemake(tmp_path, configs=[*CONFIGS, str(overlay)])
     assert result.returncode == 0, result.stderr[-6000:]
     for exp in ("base", "big"):

@@ -50,13 +50,18 @@ def test_packaged_param_file_equals_the_standard_settings():
 
 def test_param_file_quirks(tmp_path):
     path = tmp_path / "x.prm"
-    path.write_text("# comment\nLABELED 0   \nMAX_ERROR 3x\nCUTOFF_LEN\nEQ_LABEL A\nEQ_WORD colour color\n"
-                    "DELETE_LABEL A B\nFOO 1\nab\n")
+    path.write_text(
+        "# comment\nLABELED 0   \nMAX_ERROR 3x\nCUTOFF_LEN\nEQ_LABEL A\nEQ_WORD colour color\n"
+        "DELETE_LABEL A B\nFOO 1\nab\n"
+    )
     params = read_params(path)
     assert params.labeled == 0 and params.max_error == 3 and params.cutoff_len == 0
     assert params.delete_labels == ["A B"] and params.eq_words == [("colour", "color")]
-    assert params.messages == ["Empty value in parameter file (4)", "EQ_LABEL requires two values",
-                               "Unknown keyword (FOO 1) in parameter file"]
+    assert params.messages == [
+        "Empty value in parameter file (4)",
+        "EQ_LABEL requires two values",
+        "Unknown keyword (FOO 1) in parameter file",
+    ]
     assert [c_atoi(s) for s in ["12", " -4z", "z", ""]] == [12, -4, 0, 0]
 
 
@@ -74,16 +79,18 @@ def test_multiset_matching_and_crossing():
     assert (one.match, one.gold, one.test, one.crossing) == (1, 2, 1, 0)
     two = evaluate_lines(gold, gold, collins()).rows[0]
     assert (two.match, two.gold, two.test) == (2, 2, 2)
-    three = evaluate_lines(lines("(TOP (X (X (A a) (B b)) (C c)))"), lines("(TOP (X (A a) (Y (B b) (C c))))"),
-                           collins()).rows[0]
+    three = evaluate_lines(
+        lines("(TOP (X (X (A a) (B b)) (C c)))"), lines("(TOP (X (A a) (Y (B b) (C c))))"), collins()
+    ).rows[0]
     assert (three.match, three.gold, three.test, three.crossing) == (1, 2, 2, 1)
 
 
 def test_unlabeled_and_word_equivalence():
     params = collins()
     params.labeled, params.eq_words = 0, [("colour", "color")]
-    row = evaluate_lines(lines("(TOP (S (NP (N colour)) (VP (V x))))"), lines("(TOP (S (VP (N color)) (NP (V x))))"),
-                         params).rows[0]
+    row = evaluate_lines(
+        lines("(TOP (S (NP (N colour)) (VP (V x))))"), lines("(TOP (S (VP (N color)) (NP (V x))))"), params
+    ).rows[0]
     assert (row.status, row.match, row.gold, row.correct_tags) == (0, 3, 3, 2)
 
 
@@ -111,8 +118,16 @@ def test_all_skipped_gives_nan_like_evalb_and_zero_in_json(capfd, tmp_path):
     assert "Bracketing FMeasure       =   -nan\n" in out and "Number of Skip  sentence  =      1\n" in out
     assert "\n  Sent." not in out and "============\n      0     0     0.00\n" in out
     data = json.loads((tmp_path / "m.json").read_text())
-    assert data == {"f1": 0.0, "recall": 0.0, "precision": 0.0, "complete_match": 0.0, "sentences": 1,
-                    "error_sentences": 0, "skip_sentences": 1, "f1_len40": 0.0}
+    assert data == {
+        "f1": 0.0,
+        "recall": 0.0,
+        "precision": 0.0,
+        "complete_match": 0.0,
+        "sentences": 1,
+        "error_sentences": 0,
+        "skip_sentences": 1,
+        "f1_len40": 0.0,
+    }
 
 
 def test_row_format():
@@ -151,7 +166,8 @@ def test_debug_dump(capfd, tmp_path):
         "  1 : 1 :   0    2  S             1 : 1 :   0    2  S     ",
         "  2 : 0 :   0    2  NP          ",
         "",
-        "========"]
+        "========",
+    ]
 
 
 def test_malformed_lines_fail_as_evalb_fails():
@@ -163,8 +179,10 @@ def test_malformed_lines_fail_as_evalb_fails():
     assert one_extra.messages == ["1 : Bracketing is unbalanced (too many open bracket)"]
     assert (one_extra.rows[0].status, one_extra.rows[0].match, one_extra.rows[0].gold) == (1, 1, 1)
     two_extra = evaluate_lines(gold, lines("(TOP (S (A a)))))"), collins())
-    assert two_extra.messages == ["1 : Bracketing unbalance (too many close bracket)",
-                                  "1 : Bracketing is unbalanced (too many open bracket)"]
+    assert two_extra.messages == [
+        "1 : Bracketing unbalance (too many close bracket)",
+        "1 : Bracketing is unbalanced (too many open bracket)",
+    ]
 
 
 def test_unreadable_inputs_are_reported_like_evalb(capfd, tmp_path):

@@ -35,8 +35,12 @@ def test_own_experiment_is_a_row_and_its_test_scores_are_read(results):
     from report_fixtures import _json, bleu, summary
 
     config, results_dir = results
-    config["experiments"]["mine"] = {"tasks": ["en-de"], "tables": [], "model": {"d_ff": 1024},
-                                     "decode": {"beam_size": 8}}
+    config["experiments"]["mine"] = {
+        "tasks": ["en-de"],
+        "tables": [],
+        "model": {"d_ff": 1024},
+        "decode": {"beam_size": 8},
+    }
     assert results_dir / "en-de/mine/test-avg.bleu.json" in experiments.inputs(config, results_dir)
     with pytest.raises(MetricFileError, match="en-de/mine/train/summary.json"):
         build_tables(config, results_dir, "F", ["experiments"])
@@ -53,7 +57,7 @@ def test_parsing_runs_report_f1_and_need_a_treebank(results):
     from report_fixtures import _json, summary
 
     config, results_dir = results
-    assert ("wsj", "parser") not in experiments.table_runs(config)   # no treebank: nothing runs
+    assert ("wsj", "parser") not in experiments.table_runs(config)  # no treebank: nothing runs
     config["tasks"]["wsj"]["treebank"] = "treebank"
     _json(results_dir / "wsj/parser/train/summary.json", summary(config, "wsj", "parser", 200_000_000, 60.0))
     _json(results_dir / "wsj/parser/dev-last.ppl.json", {"ppl": 1.5})
@@ -66,15 +70,18 @@ def test_a_run_choice_limits_every_table_and_leaves_other_rows_blank(results, tm
     config, results_dir = results
     config["run"] = {"experiments": ["C1"]}
     assert table3.rows_in_order(config) == [("en-de", "C1")]
-    assert table3.inputs(config, results_dir) == [results_dir / "en-de/C1/dev-last.bleu.json",
-                                                 results_dir / "en-de/C1/dev-last.ppl.json",
-                                                 results_dir / "en-de/C1/train/summary.json"]
+    assert table3.inputs(config, results_dir) == [
+        results_dir / "en-de/C1/dev-last.bleu.json",
+        results_dir / "en-de/C1/dev-last.ppl.json",
+        results_dir / "en-de/C1/train/summary.json",
+    ]
     rows = {row["row"]: row for row in table3.build(config, results_dir).rows}
     assert rows["base"]["ppl_paper"] == "4.92" and rows["base"].get("ppl_ours") is None
     assert rows["base"]["n_layers"] == 6 and rows["C1"]["ppl_ours"] == 6.25
     assert [row["experiment"] for row in experiments.build(config, results_dir).rows] == ["C1"]
     from report_fixtures import write_train_log
+
     write_train_log(results_dir / "en-de/C1/train/log.csv")
     written = plots.make_plots(config, results_dir, tmp_path / "plots", ("table3", "experiments"))
     assert sorted(p.name for p in written) == ["curves_en-de_C1.png", "table3.png"]
-    assert all(p.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") for p in written), written   # PNG signature
+    assert all(p.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") for p in written), written  # PNG signature

@@ -12,12 +12,12 @@ from aiayn.data.lines import DataError
 SGM = (
     '<srcset setid="newstest2014" srclang="any">\n'
     '<doc sysid="ref" docid="1" genre="news" origlang="en">\n'
-    '<p>\n'
+    "<p>\n"
     '<seg id="1">Gutach: Noch mehr Sicherheit für Fußgänger</seg>\n'
     '<seg id="2">  Sie  stehen\tkeine 100\u00a0Meter voneinander entfernt </seg>\n'
     '<seg id="3"></seg>\n'
     ' <seg id="4">indented lines are not segments</seg>\n'
-    '</p>\n</doc>\n</srcset>\n'
+    "</p>\n</doc>\n</srcset>\n"
 )
 
 
@@ -37,15 +37,21 @@ def test_sgm_golden_lines():
 
 
 def test_extract_sgm_plain_and_gzip_members(tmp_path):
-    archive = _tar(tmp_path / "a.tgz", {
-        "test-full/newstest2014-deen-ref.de.sgm": SGM.encode(),
-        "./training/corpus.en": "one\ntwo\nno newline at end".encode(),
-        "giga.en.gz": gzip.compress("größe\nzwei\n".encode()),
-    })
-    cases = {"test-full/newstest2014-deen-ref.de.sgm":
-             "Gutach: Noch mehr Sicherheit für Fußgänger\nSie stehen keine 100 Meter voneinander entfernt\n\n",
-             "training/corpus.en": "one\ntwo\nno newline at end\n",
-             "giga.en.gz": "größe\nzwei\n"}
+    archive = _tar(
+        tmp_path / "a.tgz",
+        {
+            "test-full/newstest2014-deen-ref.de.sgm": SGM.encode(),
+            "./training/corpus.en": "one\ntwo\nno newline at end".encode(),
+            "giga.en.gz": gzip.compress("größe\nzwei\n".encode()),
+        },
+    )
+    cases = {
+        "test-full/newstest2014-deen-ref.de.sgm": (
+            "Gutach: Noch mehr Sicherheit für Fußgänger\nSie stehen keine 100 Meter voneinander entfernt\n\n"
+        ),
+        "training/corpus.en": "one\ntwo\nno newline at end\n",
+        "giga.en.gz": "größe\nzwei\n",
+    }
     for member, expected in cases.items():
         out = tmp_path / "out.txt"
         assert extract.main(["--archive", archive, "--member", member, "--out", str(out)]) == 0
@@ -58,10 +64,14 @@ def test_gzip_member_inside_plain_tar(tmp_path):
 
 
 def test_missing_member_lists_similar_names(tmp_path):
-    archive = _tar(tmp_path / "a.tgz", {"training/europarl-v7.de-en.en": b"a\n",
-                                        "training/europarl-v7.de-en.de": b"b\n"})
-    with pytest.raises(DataError, match=r"no member 'training/europarl-v7.fr-en.en'; similar names: "
-                                        r"\['training/europarl-v7.de-en.en'"):
+    archive = _tar(
+        tmp_path / "a.tgz", {"training/europarl-v7.de-en.en": b"a\n", "training/europarl-v7.de-en.de": b"b\n"}
+    )
+    with pytest.raises(
+        DataError,
+        match=r"no member 'training/europarl-v7.fr-en.en'; similar names: "
+        r"\['training/europarl-v7.de-en.en'",
+    ):
         extract.extract(archive, "training/europarl-v7.fr-en.en", str(tmp_path / "o"))
     assert not (tmp_path / "o").exists()
 
@@ -82,12 +92,11 @@ def test_real_newstest2014_sgm_matches_sacrebleu_text(tmp_path):
     assert (tmp_path / "ref.fr").read_bytes() == (SHARED / "plain" / "newstest2014-full.en-fr.fr").read_bytes()
 
 
-
-
 @pytest.mark.parametrize("suffix,opener", [("", open), (".gz", gzip.open), (".xz", None), (".bz2", None)])
 def test_plain_file_round_trips_in_every_format(tmp_path, suffix, opener):
     import bz2
     import lzma
+
     opener = {".xz": lzma.open, ".bz2": bz2.open}.get(suffix, opener)
     text = "Ein Satz.\nZweiter Satz ohne Zeilenende"
     path = tmp_path / f"train.de{suffix}"
@@ -131,7 +140,7 @@ def test_bad_plain_files_name_the_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"broken.en.gz: cannot decompress"):
         extract.convert(str(broken), str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
-    with pytest.raises(DataError, match=r"bad.en: line 2: invalid UTF-8"):   # the CLI: logged, exit 1 (aiayn.io)
+    with pytest.raises(DataError, match=r"bad.en: line 2: invalid UTF-8"):  # the CLI: logged, exit 1 (aiayn.io)
         extract.main(["--file", str(bad), "--out", str(tmp_path / "o")])
     assert not (tmp_path / "o").exists()
 

@@ -16,9 +16,18 @@ from aiayn.report.tables import write_tables  # noqa: E402
 
 def experiments_table(seconds, bleu, changes="n_layers=2, d_model=16"):
     """The experiments table with one row: the columns the real table has, the values given."""
-    row = {"task": "en-de", "experiment": "base", "changes": changes, "steps": 96, "params_m": 1.5,
-           "dev_ppl": 40.0, "dev_bleu": bleu, "train_seconds": seconds, "tokens_per_second": 9600 / seconds,
-           "hardware": "2 x cpu"}
+    row = {
+        "task": "en-de",
+        "experiment": "base",
+        "changes": changes,
+        "steps": 96,
+        "params_m": 1.5,
+        "dev_ppl": 40.0,
+        "dev_bleu": bleu,
+        "train_seconds": seconds,
+        "tokens_per_second": 9600 / seconds,
+        "hardware": "2 x cpu",
+    }
     return Table("experiments", "Every run", experiments.COLUMNS, [row], ["Training time: wall clock."])
 
 
@@ -70,6 +79,6 @@ def test_cpu_ranks_overlay_reaches_every_training():
 
     config = fault_injection.with_cpu_ranks(fault_injection.merged_config(["base", "big", "A1", "parser"], 12), 3)
     assert config["defaults"]["train"]["cpu_ranks"] == 3
-    assert config["experiments"]["big"]["train"]["cpu_ranks"] == 3   # configs/test.yaml gives big 2
+    assert config["experiments"]["big"]["train"]["cpu_ranks"] == 3  # configs/test.yaml gives big 2
     assert all(config["experiments"][e].get("train", {}).get("cpu_ranks", 3) == 3 for e in config["experiments"])
     aiayn_config.validate(config)

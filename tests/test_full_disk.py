@@ -21,11 +21,13 @@ def disk_full(*args, **kwargs):
 
 def half_then_full(path_arg):
     """A writer (whose argument ``path_arg`` is its file) that writes part of it, then finds the disk full."""
+
     def fail(*args, **kwargs):
         path = args[path_arg]
         with open(path, "wb") as handle:
             handle.write(b"\0" * 100)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
     return fail
 
 
@@ -75,14 +77,16 @@ def test_a_checkpoint_on_a_full_disk_keeps_the_previous_one(tmp_path, monkeypatc
     before = digest(first)
     monkeypatch.setattr(torch, "save", half_then_full(1))
     with pytest.raises(OSError, match=r"\[Errno 28\]"):
-        save_checkpoint(checkpoint_path(tmp_path, 4),
-                        Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
+        save_checkpoint(
+            checkpoint_path(tmp_path, 4), Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4)
+        )
     assert listing(first.parent) == [first.name] and digest(first) == before
     monkeypatch.undo()
     monkeypatch.setattr(os, "fsync", disk_full)  # the disk fills while the file is flushed
     with pytest.raises(OSError, match=r"\[Errno 28\]"):
-        save_checkpoint(checkpoint_path(tmp_path, 4),
-                        Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4))
+        save_checkpoint(
+            checkpoint_path(tmp_path, 4), Checkpoint(model={"w": torch.zeros(3)}, settings={}, vocab={}, step=4)
+        )
     assert listing(first.parent) == [first.name] and digest(first) == before
 
 

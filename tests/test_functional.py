@@ -170,8 +170,21 @@ def test_dropout_gradient_follows_the_mask_and_the_seed_fixes_the_mask():
     assert torch.equal(dropout(x.detach(), 0.3, training=True), out.detach())
 
 
-@pytest.mark.parametrize("n, rows", [(1, 1), (31, 31), (32, 32), (33, 34), (100, 100), (1000, 1024),
-                                     (3001, 3072), (4096, 4096), (4100, 4352), (70000, 73728)])
+@pytest.mark.parametrize(
+    "n, rows",
+    [
+        (1, 1),
+        (31, 31),
+        (32, 32),
+        (33, 34),
+        (100, 100),
+        (1000, 1024),
+        (3001, 3072),
+        (4096, 4096),
+        (4100, 4352),
+        (70000, 73728),
+    ],
+)
 def test_bucket_rows_golden(n, rows):
     assert functional.bucket_rows(n) == rows
     assert functional.bucket_rows(3 * 7) == 21 and functional.bucket_rows(5 * 7) == 36  # LEADING's cases
@@ -182,5 +195,5 @@ def test_bucket_rows_pads_at_most_one_sixteenth_and_keeps_sixteen_values_an_octa
         rows = functional.bucket_rows(n)
         assert n <= rows <= n + n // 16 and functional.bucket_rows(rows) == rows
     for octave in range(5, 14):
-        values = {functional.bucket_rows(n) for n in range(2**octave + 1, 2**(octave + 1) + 1)}
+        values = {functional.bucket_rows(n) for n in range(2**octave + 1, 2 ** (octave + 1) + 1)}
         assert len(values) == functional.ROW_BUCKETS_PER_OCTAVE

@@ -24,16 +24,16 @@ NAMES = [
     ("NVIDIA A100 80GB PCIe", "A100", 312.0, 19.5),
     ("NVIDIA A100-PCIE-40GB", "A100", 312.0, 19.5),
     ("NVIDIA L40S", "L40S", 362.05, 91.6),
-    ("NVIDIA L40", "L40", 181.05, 90.5),          # not the L4
+    ("NVIDIA L40", "L40", 181.05, 90.5),  # not the L4
     ("NVIDIA L4", "L4", 121.0, 30.3),
-    ("NVIDIA A40", "A40", 149.7, 37.4),           # the data sheet's 149.7, not 150
+    ("NVIDIA A40", "A40", 149.7, 37.4),  # the data sheet's 149.7, not 150
     ("NVIDIA A10", "A10", 125.0, 31.2),
     ("NVIDIA RTX A4000", "RTX A4000", None, 19.2),  # not the A40
     ("NVIDIA RTX A6000", "RTX A6000", None, 38.7),
     ("Tesla V100-SXM2-16GB", "V100 SXM2", None, 15.7),
     ("Tesla V100-PCIE-32GB", "V100 PCIe", None, 14.0),
     ("Tesla T4", "T4", None, 8.1),
-    ("Tesla P100-PCIE-16GB", "P100", None, 9.5),   # the paper's figure
+    ("Tesla P100-PCIE-16GB", "P100", None, 9.5),  # the paper's figure
     ("Tesla K80", "K80", None, 2.8),
 ]
 
@@ -44,8 +44,19 @@ def test_each_reported_name_is_its_exact_card_with_its_data_sheet_peaks(name, ca
     assert gpus.peak_tflops(card, "bf16") == bf16 and gpus.peak_tflops(card, "fp32") == fp32
 
 
-@pytest.mark.parametrize("name", ["NVIDIA A10G", "NVIDIA GeForce RTX 4090", "NVIDIA RTX A4500", "NVIDIA L20",
-                                  "NVIDIA H800", "NVIDIA B200", "cpu", ""])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NVIDIA A10G",
+        "NVIDIA GeForce RTX 4090",
+        "NVIDIA RTX A4500",
+        "NVIDIA L20",
+        "NVIDIA H800",
+        "NVIDIA B200",
+        "cpu",
+        "",
+    ],
+)
 def test_a_card_not_in_the_table_has_no_peak(name):
     assert gpus.card_of(name) is None and gpus.peak_tflops(name, "bf16") is None
 
@@ -69,17 +80,21 @@ def test_device_name_is_the_tables_name_or_the_full_name(monkeypatch):
     assert devices.device_name(torch.device("cpu")) == "cpu"
 
 
-@pytest.mark.parametrize("name, run_precision, matmul, mfu", [
-    ("NVIDIA H100 PCIe", "bf16", "high", 0.25),        # 1e9 x 378,250 / (2 x 756.5e12)
-    ("NVIDIA H100 PCIe", "fp32", "high", 378.25 / 756),  # TF32 allowed: against 378 TFLOPS
-    ("NVIDIA H100 PCIe", "fp32", "highest", 378.25 / 102),  # plain fp32: against 51 TFLOPS
-    ("NVIDIA GeForce RTX 4090", "bf16", "high", None),
-])
+@pytest.mark.parametrize(
+    "name, run_precision, matmul, mfu",
+    [
+        ("NVIDIA H100 PCIe", "bf16", "high", 0.25),  # 1e9 x 378,250 / (2 x 756.5e12)
+        ("NVIDIA H100 PCIe", "fp32", "high", 378.25 / 756),  # TF32 allowed: against 378 TFLOPS
+        ("NVIDIA H100 PCIe", "fp32", "highest", 378.25 / 102),  # plain fp32: against 51 TFLOPS
+        ("NVIDIA GeForce RTX 4090", "bf16", "high", None),
+    ],
+)
 def test_mfu_is_against_the_exact_cards_peak_in_the_runs_precision(monkeypatch, name, run_precision, matmul, mfu):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
     monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: matmul)
-    run = SimpleNamespace(env=distributed.DistEnv(0, 2, torch.device("cuda", 0)), precision=run_precision,
-                          flops_per_token=1e9)
+    run = SimpleNamespace(
+        env=distributed.DistEnv(0, 2, torch.device("cuda", 0)), precision=run_precision, flops_per_token=1e9
+    )
     assert Trainer.mfu(run, 378_250.0) == (None if mfu is None else pytest.approx(mfu, rel=1e-12))
 
 

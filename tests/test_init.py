@@ -25,8 +25,9 @@ QK, VV = H * DK, H * DV
 
 def model_of(init: str, attention_bias: bool = False, seed: int = 0, **overrides) -> Transformer:
     torch.manual_seed(seed)
-    cfg = ModelConfig(n_layers=2, d_model=D, d_ff=F, n_heads=H, d_k=DK, d_v=DV, init=init,
-                      attention_bias=attention_bias, **overrides)
+    cfg = ModelConfig(
+        n_layers=2, d_model=D, d_ff=F, n_heads=H, d_k=DK, d_v=DV, init=init, attention_bias=attention_bias, **overrides
+    )
     return Transformer(cfg, V)
 
 
@@ -39,7 +40,7 @@ ZERO, ONE = ("zero",), ("one",)
 
 def expected_laws(init: str) -> dict[str, tuple | list[tuple]]:
     """Parameter-name suffix -> law (a list of laws: consecutive row blocks of a fused weight)."""
-    qkv_gain = 2 ** -0.5 if init == "fairseq" else 1.0
+    qkv_gain = 2**-0.5 if init == "fairseq" else 1.0
     if init == "t2t":  # Xavier of the fused matrices
         qkv = uniform(xavier_bound(D, 2 * QK + VV))
         self_qkv, cross_q, cross_kv = qkv, uniform(xavier_bound(D, QK)), uniform(xavier_bound(D, QK + VV))
@@ -50,15 +51,24 @@ def expected_laws(init: str) -> dict[str, tuple | list[tuple]]:
     ffn1 = uniform(linear_bound(D) if linear else xavier_bound(D, F))
     ffn2 = uniform(linear_bound(F) if linear else xavier_bound(F, D))
     qkv_bias = uniform(linear_bound(D)) if linear else ZERO
-    return {"embed.weight": ("normal", D ** -0.5),
-            "attn.qkv.weight": self_qkv, "self_attn.qkv.weight": self_qkv,
-            "cross_attn.q.weight": cross_q, "cross_attn.kv.weight": cross_kv,
-            "out.weight": uniform(xavier_bound(VV, D)),
-            "qkv.bias": qkv_bias, "q.bias": qkv_bias, "kv.bias": qkv_bias, "out.bias": ZERO,
-            "ffn.w1.weight": ffn1, "ffn.w2.weight": ffn2,
-            "ffn.w1.bias": uniform(linear_bound(D)) if linear else ZERO,
-            "ffn.w2.bias": uniform(linear_bound(F)) if linear else ZERO,
-            "norm.weight": ONE, "norm.bias": ZERO}
+    return {
+        "embed.weight": ("normal", D**-0.5),
+        "attn.qkv.weight": self_qkv,
+        "self_attn.qkv.weight": self_qkv,
+        "cross_attn.q.weight": cross_q,
+        "cross_attn.kv.weight": cross_kv,
+        "out.weight": uniform(xavier_bound(VV, D)),
+        "qkv.bias": qkv_bias,
+        "q.bias": qkv_bias,
+        "kv.bias": qkv_bias,
+        "out.bias": ZERO,
+        "ffn.w1.weight": ffn1,
+        "ffn.w2.weight": ffn2,
+        "ffn.w1.bias": uniform(linear_bound(D)) if linear else ZERO,
+        "ffn.w2.bias": uniform(linear_bound(F)) if linear else ZERO,
+        "norm.weight": ONE,
+        "norm.bias": ZERO,
+    }
 
 
 def law_of(name: str, laws: dict) -> tuple | list[tuple]:
@@ -112,19 +122,18 @@ def test_bounds_golden():
     assert xavier_bound(512, 512) == pytest.approx(math.sqrt(6 / 1024))  # 0.0765
     assert xavier_bound(512, 1536) == pytest.approx(math.sqrt(6 / 1024) / math.sqrt(2))  # t2t's fused q|k|v
     assert xavier_bound(512, 1024) == pytest.approx(math.sqrt(6 / 1024) * math.sqrt(2 / 3))  # fused k|v
-    assert xavier_bound(512, 512, 2 ** -0.5) == pytest.approx(0.0541266)  # fairseq's q, k, v
+    assert xavier_bound(512, 512, 2**-0.5) == pytest.approx(0.0541266)  # fairseq's q, k, v
     assert linear_bound(2048) == pytest.approx(1 / 45.254834)  # fairseq's W2 and b2
 
 
 def test_learned_positions_and_unshared_tables():
-    model = model_of("fairseq", positional="learned", max_positions=600, share_embeddings=False,
-                     share_softmax=False)
+    model = model_of("fairseq", positional="learned", max_positions=600, share_embeddings=False, share_softmax=False)
     assert len(model.token_tables()) == 3
     for table in model.token_tables():
         assert torch.count_nonzero(table.weight[0]) == 0
-        check("token table", table.weight[1:], ("normal", D ** -0.5))
+        check("token table", table.weight[1:], ("normal", D**-0.5))
     for pos in (model.src_pos, model.tgt_pos):
-        check("positions", pos.table.weight, ("normal", D ** -0.5))  # no padding row
+        check("positions", pos.table.weight, ("normal", D**-0.5))  # no padding row
 
 
 def test_initialize_is_deterministic_and_replaces_every_value():

@@ -17,10 +17,12 @@ from aiayn.parsing.trees import parse_tree
 
 pytestmark = pytest.mark.slow
 
-TRAINING = {"defaults": {"train": {"train_steps": 200, "checkpoint_steps": 50, "dev_every_steps": 100,
-                                   "warmup_steps": 50}},
-            "experiments": {"parser": {"train": {"train_steps": 800, "checkpoint_steps": 200, "warmup_steps": 50,
-                                                 "lr_scale": 1.0}}}}
+TRAINING = {
+    "defaults": {"train": {"train_steps": 200, "checkpoint_steps": 50, "dev_every_steps": 100, "warmup_steps": 50}},
+    "experiments": {
+        "parser": {"train": {"train_steps": 800, "checkpoint_steps": 200, "warmup_steps": 50, "lr_scale": 1.0}}
+    },
+}
 TRANSLATION, PARSER = "results/test/en-de/base", "results/test/wsj/parser"
 
 
@@ -29,18 +31,30 @@ def workdir(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("interactive_workflow")
     overlay = workdir / "training.yaml"
     overlay.write_text(yaml.safe_dump(TRAINING))
-    targets = [f"{TRANSLATION}/test-avg.hyp.txt", f"{PARSER}/test-avg.trees",
-               f"{TRANSLATION}/inference.json", f"{PARSER}/inference.json"]
-    configs = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml"),
-               str(overlay)]
+    targets = [
+        f"{TRANSLATION}/test-avg.hyp.txt",
+        f"{PARSER}/test-avg.trees",
+        f"{TRANSLATION}/inference.json",
+        f"{PARSER}/inference.json",
+    ]
+    configs = [
+        str(ROOT / "config.yaml"),
+        str(ROOT / "configs/demo.yaml"),
+        str(ROOT / "configs/test.yaml"),
+        str(overlay),
+    ]
     workflow_helpers.snakemake(workdir, "--cores", "2", *targets, "--configfile", *configs)
     return workdir
 
 
 def command(workdir, module, *args):
     """Run ``python -m module`` from elsewhere than the workflow's directory; its standard output."""
-    result = subprocess.run([sys.executable, "-m", module, *args, "--device", "cpu", "--threads", "1"],
-                            cwd=workdir.parent, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", module, *args, "--device", "cpu", "--threads", "1"],
+        cwd=workdir.parent,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -55,12 +69,21 @@ def test_translating_the_test_source_gives_the_workflows_hypotheses(workdir):
 
 def test_parsing_the_test_words_gives_the_workflows_trees(workdir):
     words = (workdir / "data/test/tok/wsj/test.words").read_text(encoding="utf-8")
-    got = command(workdir, "aiayn.parsing.parse", "--run", str(workdir / PARSER), "--tokenized",
-                  "--input", str(workdir / "data/test/tok/wsj/test.words")).splitlines()
+    got = command(
+        workdir,
+        "aiayn.parsing.parse",
+        "--run",
+        str(workdir / PARSER),
+        "--tokenized",
+        "--input",
+        str(workdir / "data/test/tok/wsj/test.words"),
+    ).splitlines()
     gold = (workdir / "data/test/tok/wsj/test.gold").read_text(encoding="utf-8").splitlines()
     expected = (workdir / PARSER / "test-avg.trees").read_text(encoding="utf-8").splitlines()
     assert len(got) == len(expected) == len(words.splitlines())
-    retagged = [str(with_gold_tags(parse_tree(tree, "aiayn-parse", n), parse_tree(g, "gold", n)))
-                for n, (tree, g) in enumerate(zip(got, gold), start=1)]
+    retagged = [
+        str(with_gold_tags(parse_tree(tree, "aiayn-parse", n), parse_tree(g, "gold", n)))
+        for n, (tree, g) in enumerate(zip(got, gold), start=1)
+    ]
     assert retagged == expected
-    assert all(tree.startswith("(TOP ") and "(XX " in tree for tree in got)   # the model's tags: xx
+    assert all(tree.startswith("(TOP ") and "(XX " in tree for tree in got)  # the model's tags: xx

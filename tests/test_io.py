@@ -37,14 +37,20 @@ def test_outputs_get_umask_permissions_not_private(tmp_path):
 
 def run_cli(module, *args, env=None):
     """``python -m module args`` in a subprocess (how Snakemake runs a stage)."""
-    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "AIAYN_DEBUG": "", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", module, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AIAYN_DEBUG": "", **(env or {})},
+    )
 
 
 def test_uncaught_errors_reach_the_log_file(tmp_path):
     log = tmp_path / "run.log"
-    code = ("from aiayn.io import setup_logging; setup_logging(%r); "
-            "raise ValueError('data/x.txt line 3: bad token')" % str(log))
+    code = (
+        "from aiayn.io import setup_logging; setup_logging(%r); "
+        "raise ValueError('data/x.txt line 3: bad token')" % str(log)
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 1
     assert "error: data/x.txt line 3: bad token" in log.read_text()
@@ -84,14 +90,29 @@ def test_progress_is_a_bar_on_a_terminal_and_log_lines_in_a_log_file(caplog):
 def corpora(tmp_path, src: bytes, tgt: bytes):
     (tmp_path / "c.en").write_bytes(src)
     (tmp_path / "c.de").write_bytes(tgt)
-    return ["--src-lang", "en", "--tgt-lang", "de", "--corpora", tmp_path / "c", "--out-prefix",
-            tmp_path / "out/train", "--stats", tmp_path / "out/stats.json", "--log", tmp_path / "clean.log"]
+    return [
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "de",
+        "--corpora",
+        tmp_path / "c",
+        "--out-prefix",
+        tmp_path / "out/train",
+        "--stats",
+        tmp_path / "out/stats.json",
+        "--log",
+        tmp_path / "clean.log",
+    ]
 
 
-@pytest.mark.parametrize("src, tgt, expected", [
-    (b"a b\nc d\n", b"x y\n", r"c\.en: 2 lines, .*c\.de: 1 lines\): line i of each"),
-    (b"a b\nc \xff d\n", b"x y\nz w\n", r"c\.en: line 2: .*invalid UTF-8 \(re-encode"),
-])
+@pytest.mark.parametrize(
+    "src, tgt, expected",
+    [
+        (b"a b\nc d\n", b"x y\n", r"c\.en: 2 lines, .*c\.de: 1 lines\): line i of each"),
+        (b"a b\nc \xff d\n", b"x y\nz w\n", r"c\.en: line 2: .*invalid UTF-8 \(re-encode"),
+    ],
+)
 def test_bad_input_ends_a_stage_with_one_line_and_status_1(tmp_path, src, tgt, expected):
     """A data error: exit status 1 and one line in the rule's log naming file and line, no traceback."""
     args = corpora(tmp_path, src, tgt)
@@ -108,9 +129,14 @@ def test_bad_input_ends_a_stage_with_one_line_and_status_1(tmp_path, src, tgt, e
     assert debug.stderr.index("error: ") < debug.stderr.index("Traceback")
 
 
-@pytest.mark.parametrize("module, error", [("aiayn.runtime.devices", "GpuUnavailableError"),
-                                           ("aiayn.data.download", "DownloadError"),
-                                           ("aiayn.train.step", "NonFiniteError")])
+@pytest.mark.parametrize(
+    "module, error",
+    [
+        ("aiayn.runtime.devices", "GpuUnavailableError"),
+        ("aiayn.data.download", "DownloadError"),
+        ("aiayn.train.step", "NonFiniteError"),
+    ],
+)
 def test_what_a_setting_or_the_data_mends_is_an_input_error_not_a_bug(module, error):
     """A GPU that is not there, a download that fails, a diverged model: each message names what to change,
     so each ends a stage with that one line (the test above), not as an internal error with a traceback."""
@@ -119,17 +145,21 @@ def test_what_a_setting_or_the_data_mends_is_an_input_error_not_a_bug(module, er
 
 def test_a_bug_keeps_its_traceback_after_the_line(tmp_path):
     code = "from aiayn.io import setup_logging; setup_logging(); raise TypeError('unexpected')"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env={**os.environ, "AIAYN_DEBUG": ""})
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "AIAYN_DEBUG": ""}
+    )
     assert result.returncode == 1
     assert result.stderr.index("internal error, TypeError: unexpected") < result.stderr.index("Traceback")
 
 
 def test_a_full_disk_says_what_to_do(tmp_path):
-    code = ("import errno; from aiayn.io import setup_logging; setup_logging(); "
-            "raise OSError(errno.ENOSPC, 'No space left on device', 'results/x.pt')")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env={**os.environ, "AIAYN_DEBUG": ""})
+    code = (
+        "import errno; from aiayn.io import setup_logging; setup_logging(); "
+        "raise OSError(errno.ENOSPC, 'No space left on device', 'results/x.pt')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "AIAYN_DEBUG": ""}
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "no space left on the device writing results/x.pt" in result.stderr
     assert "run the same command again" in result.stderr
@@ -141,16 +171,23 @@ def test_a_json_file_that_does_not_parse_is_named_with_its_line(tmp_path):
         read_json(tmp_path / "summary.json")
 
 
-@pytest.mark.parametrize("raised", [
-    "torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 20.00 GiB')",
-    "RuntimeError('[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can\\'t allocate memory: "
-    "you tried to allocate 640006400016 bytes. Error code 12 (Cannot allocate memory)')",
-])
+@pytest.mark.parametrize(
+    "raised",
+    [
+        "torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 20.00 GiB')",
+        "RuntimeError('[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can\\'t allocate memory: "
+        "you tried to allocate 640006400016 bytes. Error code 12 (Cannot allocate memory)')",
+    ],
+)
 def test_memory_that_ran_out_is_one_line_not_a_bug(raised):
     """An allocation that failed, where no stage gave it context: one line saying what ran out and what to do."""
     code = f"import torch; from aiayn.io import setup_logging; setup_logging(); raise {raised}"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env={**os.environ, "AIAYN_DEBUG": ""})
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "AIAYN_DEBUG": ""}
+    )
     assert result.returncode == 1 and "Traceback" not in result.stderr and "internal error" not in result.stderr
-    assert re.search(r"error: out of memory \((CUDA out of memory|\[enforce fail).*\): a smaller batch \(the "
-                     r"stage's settings\) or a device with more memory", result.stderr), result.stderr
+    assert re.search(
+        r"error: out of memory \((CUDA out of memory|\[enforce fail).*\): a smaller batch \(the "
+        r"stage's settings\) or a device with more memory",
+        result.stderr,
+    ), result.stderr

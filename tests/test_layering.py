@@ -16,11 +16,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aiayn"
 
 # Package -> the aiayn packages it may import (itself always). Lower layers first; nothing imports upwards.
 CONTRACT: dict[str, set[str]] = {
-    "aiayn": set(),                       # the package's __init__: a version string
+    "aiayn": set(),  # the package's __init__: a version string
     "io": set(),
     "settings": {"io"},
-    "options": set(),                     # every option's definition (standard library only), importable
-    "cli": set(),                         # from everywhere (below), as are the shared command-line flags
+    "options": set(),  # every option's definition (standard library only), importable
+    "cli": set(),  # from everywhere (below), as are the shared command-line flags
     "model": set(),
     "data": {"io", "settings"},
     "runtime": {"model", "data", "io", "settings"},
@@ -30,7 +30,7 @@ CONTRACT: dict[str, set[str]] = {
     "parsing": {"decode", "evaluate", "runtime", "model", "data", "io", "settings"},
     "export": {"decode", "runtime", "model", "data", "io", "settings"},
     "report": {"config", "runs", "parsing", "decode", "evaluate", "runtime", "model", "data", "io", "settings"},
-    "runs": set(),                        # what a valid config runs: options alone
+    "runs": set(),  # what a valid config runs: options alone
     "config": {"runs", "io", "settings"},
     "describe": {"config", "runs", "model", "io", "settings"},
     "demo": {"config", "parsing", "data", "io", "settings"},
@@ -40,8 +40,15 @@ EVERYONE_MAY_IMPORT = {"options", "cli"}
 # Package -> the only third-party top-level modules it may import (the standard library always).
 THIRD_PARTY_ONLY: dict[str, set[str]] = {"model": {"torch"}}
 # Package -> third-party modules it must not import: the data stages write files without torch.
-THIRD_PARTY_NEVER: dict[str, set[str]] = {"data": {"torch"}, "io": {"torch"}, "settings": {"torch"}, "runs": {"torch"},
-                                          "config": {"torch"}, "options": {"torch"}, "cli": {"torch"}}
+THIRD_PARTY_NEVER: dict[str, set[str]] = {
+    "data": {"torch"},
+    "io": {"torch"},
+    "settings": {"torch"},
+    "runs": {"torch"},
+    "config": {"torch"},
+    "options": {"torch"},
+    "cli": {"torch"},
+}
 
 
 @dataclass(frozen=True)
@@ -79,8 +86,9 @@ def _module_names(node: ast.AST, path: Path) -> list[str]:
 def imports_of(path: Path) -> list[Import]:
     """Every import of one source file, at any nesting level."""
     importer = package_of(path)
-    packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()} | \
-               {p.stem for p in SRC.glob("*.py") if p.stem != "__init__"}
+    packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()} | {
+        p.stem for p in SRC.glob("*.py") if p.stem != "__init__"
+    }
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         for name in _module_names(node, path):
@@ -134,15 +142,19 @@ def test_the_contract_has_no_cycle():
 
 
 def test_an_upward_import_is_reported_with_its_file_and_line():
-    edges = [Import("src/aiayn/model/transformer.py", 17, "model", "runtime"),
-             Import("src/aiayn/evaluate/perplexity.py", 30, "evaluate", "train"),
-             Import("src/aiayn/decode/beam.py", 3, "decode", "runtime"),          # allowed
-             Import("src/aiayn/model/layers.py", 5, "model", "options"),          # allowed to everyone
-             Import("src/aiayn/model/init.py", 9, "model", "numpy", aiayn=False),
-             Import("src/aiayn/model/init.py", 10, "model", "math", aiayn=False)]  # standard library
-    assert violations(edges) == ["src/aiayn/model/transformer.py:17: model -> runtime",
-                                 "src/aiayn/evaluate/perplexity.py:30: evaluate -> train",
-                                 "src/aiayn/model/init.py:9: model imports numpy (third-party)"]
+    edges = [
+        Import("src/aiayn/model/transformer.py", 17, "model", "runtime"),
+        Import("src/aiayn/evaluate/perplexity.py", 30, "evaluate", "train"),
+        Import("src/aiayn/decode/beam.py", 3, "decode", "runtime"),  # allowed
+        Import("src/aiayn/model/layers.py", 5, "model", "options"),  # allowed to everyone
+        Import("src/aiayn/model/init.py", 9, "model", "numpy", aiayn=False),
+        Import("src/aiayn/model/init.py", 10, "model", "math", aiayn=False),
+    ]  # standard library
+    assert violations(edges) == [
+        "src/aiayn/model/transformer.py:17: model -> runtime",
+        "src/aiayn/evaluate/perplexity.py:30: evaluate -> train",
+        "src/aiayn/model/init.py:9: model imports numpy (third-party)",
+    ]
 
 
 def test_imports_are_found_at_any_depth_and_relative(tmp_path, monkeypatch):
@@ -154,10 +166,14 @@ def test_imports_are_found_at_any_depth_and_relative(tmp_path, monkeypatch):
     (root / "train" / "__init__.py").write_text("")
     (root / "io.py").write_text("")
     source = root / "model" / "leak.py"
-    source.write_text("import torch\n\ndef f():\n    from aiayn import train\n    from .. import io\n"
-                      "    from ..train import loop\n    import aiayn.train.step\n")
+    source.write_text(
+        "import torch\n\ndef f():\n    from aiayn import train\n    from .. import io\n"
+        "    from ..train import loop\n    import aiayn.train.step\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "SRC", root)
     found = [(edge.line, edge.imported) for edge in imports_of(source)]
     assert found == [(1, "torch"), (4, "train"), (5, "io"), (6, "train"), (7, "train")]
-    assert violations(imports_of(source)) == [f"src/aiayn/model/leak.py:{line}: model -> {name}"
-                                              for line, name in ((4, "train"), (5, "io"), (6, "train"), (7, "train"))]
+    assert violations(imports_of(source)) == [
+        f"src/aiayn/model/leak.py:{line}: model -> {name}"
+        for line, name in ((4, "train"), (5, "io"), (6, "train"), (7, "train"))
+    ]

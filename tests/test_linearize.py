@@ -38,15 +38,18 @@ def test_delinearize_restores_top_and_words():
     assert str(delinearize("S NP DT NN /NP VP VBZ /VP . /S".split(), words)) == TREE
 
 
-@pytest.mark.parametrize("tokens, message", [
-    ("(S (NP XX XX )VP (VP XX )VP XX )S", "mismatched_close 1"),
-    ("(S (NP XX XX )NP (VP XX )VP XX", "unclosed 1"),
-    ("(S (NP XX XX )NP (VP XX )VP )S", "missing_leaf 1"),
-    ("(S (NP )NP XX XX XX XX )S", "empty_constituent 1"),
-    ("", "empty_output 1"),
-    ("S NP DT NN /NP VP VBZ /PP . /S", "extra_close 1, extra_leaf 1"),   # VP stays a leaf: 5 slots
-    ("S NP DT NN /NP VP VBZ /VP .", "extra_leaf 1"),                     # S, never closed, is a leaf
-])
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        ("(S (NP XX XX )VP (VP XX )VP XX )S", "mismatched_close 1"),
+        ("(S (NP XX XX )NP (VP XX )VP XX", "unclosed 1"),
+        ("(S (NP XX XX )NP (VP XX )VP )S", "missing_leaf 1"),
+        ("(S (NP )NP XX XX XX XX )S", "empty_constituent 1"),
+        ("", "empty_output 1"),
+        ("S NP DT NN /NP VP VBZ /PP . /S", "extra_close 1, extra_leaf 1"),  # VP stays a leaf: 5 slots
+        ("S NP DT NN /NP VP VBZ /VP .", "extra_leaf 1"),  # S, never closed, is a leaf
+    ],
+)
 def test_delinearize_rejects_malformed(tokens, message):
     with pytest.raises(ValueError) as excinfo:
         delinearize(tokens.split(), "the dog barks .".split())

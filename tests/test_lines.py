@@ -20,8 +20,9 @@ def test_pool_workers_die_on_sigterm_whatever_the_parent_handles(monkeypatch):
     a lock. Each worker has SIGTERM's default action."""
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
     try:
-        seen = [flag for flags in ordered_map(_default_sigterm, [["a"], ["b"], ["c"], ["d"]], processes=2)
-                for flag in flags]
+        seen = [
+            flag for flags in ordered_map(_default_sigterm, [["a"], ["b"], ["c"], ["d"]], processes=2) for flag in flags
+        ]
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert seen == [True] * 4
@@ -45,8 +46,10 @@ def test_a_worker_terminated_before_its_setup_still_dies():
     import sys
 
     from paths import ROOT
-    done = subprocess.run([sys.executable, "-c", RACE], env={"PYTHONPATH": str(ROOT / "src")}, capture_output=True,
-                          timeout=60)
+
+    done = subprocess.run(
+        [sys.executable, "-c", RACE], env={"PYTHONPATH": str(ROOT / "src")}, capture_output=True, timeout=60
+    )
     assert done.returncode == 0
 
 

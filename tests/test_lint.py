@@ -1,5 +1,7 @@
-"""The linter's verdict is part of the suite: ``ruff check`` (configured in pyproject.toml: line length
-120, pycodestyle, pyflakes, import order) passes on the package, the tests and the benchmarks."""
+"""The linters' verdict is part of the suite: ``ruff check`` (configured in pyproject.toml: line length
+120, pycodestyle, pyflakes, import order) and ``ruff format --check`` pass on the package, the tests and
+the benchmarks, ``snakefmt --check`` on the Snakefile and the rules: the checks of
+``.pre-commit-config.yaml``."""
 
 from __future__ import annotations
 
@@ -12,10 +14,23 @@ import pytest
 from paths import ROOT
 
 
-def test_ruff_finds_nothing():
-    command = [sys.executable, "-m", "ruff"] if shutil.which("ruff") is None else ["ruff"]
-    done = subprocess.run([*command, "check", "--no-cache", "src", "tests", "benchmarks"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+def _tool(name: str) -> list[str]:
+    return [sys.executable, "-m", name] if shutil.which(name) is None else [name]
+
+
+@pytest.mark.parametrize("check", [["check", "--no-cache"], ["format", "--check", "--no-cache"]])
+def test_ruff_finds_nothing(check):
+    done = subprocess.run(
+        [*_tool("ruff"), *check, "src", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+
+
+def test_snakefmt_finds_nothing():
+    rules = ["Snakefile", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow" / "rules").glob("*.smk"))]
+    done = subprocess.run(
+        [*_tool("snakefmt"), "--check", *rules], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
 
 

@@ -23,8 +23,9 @@ def test_loss_equals_cross_entropy_against_smoothed_targets():
     q = smoothed_targets(target.view(-1), 10, 0.1)
     want = -(q * F.log_softmax(logits.view(-1, 10), dim=-1)).sum()
     torch.testing.assert_close(loss, want)
-    torch.testing.assert_close(nll, F.cross_entropy(logits.view(-1, 10), target.view(-1),
-                                                    ignore_index=0, reduction="sum"))
+    torch.testing.assert_close(
+        nll, F.cross_entropy(logits.view(-1, 10), target.view(-1), ignore_index=0, reduction="sum")
+    )
     assert n.item() == 4
 
 

@@ -64,12 +64,36 @@ raise SystemExit(main(sys.argv[1:]))
 def test_a_cpu_training_with_onednn_products_keeps_its_memory_flat(tmp_path):
     # Before row counts were bucketed RSS grew by 166 MB from step 50 to step 400; since then by 8 MB.
     data = wide_task(tmp_path / "data")
-    run = settings(train_steps=400, tokens_per_step=1200, tokens_per_pass=1200, log_every_steps=50,
-                   checkpoint_steps=0, keep_checkpoints=1, dev_every_steps=0, cpu_matmul="onednn", precision="fp32")
+    run = settings(
+        train_steps=400,
+        tokens_per_step=1200,
+        tokens_per_pass=1200,
+        log_every_steps=50,
+        checkpoint_steps=0,
+        keep_checkpoints=1,
+        dev_every_steps=0,
+        cpu_matmul="onednn",
+        precision="fp32",
+    )
     run["model"]["max_positions"] = 256
     (tmp_path / "settings.json").write_text(json.dumps(run))
-    subprocess.run([sys.executable, "-c", TRAIN, "--data", str(data), "--settings", str(tmp_path / "settings.json"),
-                    "--out-dir", str(tmp_path / "out"), "--threads", "1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            TRAIN,
+            "--data",
+            str(data),
+            "--settings",
+            str(tmp_path / "settings.json"),
+            "--out-dir",
+            str(tmp_path / "out"),
+            "--threads",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     with open(tmp_path / "out" / "log.csv", encoding="utf-8") as handle:
         rss = {int(r["step"]): float(r["rss_mb"]) for r in csv.DictReader(handle) if r["rss_mb"]}
     assert sorted(rss)[-1] == 400

@@ -65,7 +65,7 @@ def test_incremental_decoding_matches_full(norm):
         enc = model.encode(src)
         full = model.decode(tgt, enc)
         cache = model.new_cache(enc)
-        steps = [model.decode(tgt[:, t:t + 1], enc, cache) for t in range(tgt.shape[1])]
+        steps = [model.decode(tgt[:, t : t + 1], enc, cache) for t in range(tgt.shape[1])]
     assert cache.length == 6 and cache.self_kv[0][0].shape == (3, 2, 6, 8)
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
 
@@ -79,10 +79,10 @@ def test_cache_reorder_selects_rows_and_encoder_output():
         enc = model.encode(src)
         cache = model.new_cache(enc)
         for t in range(2):
-            model.decode(tgt[:, t:t + 1], enc, cache)
+            model.decode(tgt[:, t : t + 1], enc, cache)
         cache.reorder(index, sentences=index)
         assert torch.equal(cache.enc.src_pad, enc.src_pad[index])
-        got = [model.decode(tgt[index, t:t + 1], enc, cache) for t in range(2, 4)]
+        got = [model.decode(tgt[index, t : t + 1], enc, cache) for t in range(2, 4)]
         want = model(src[index], tgt[index])[:, 2:]
     torch.testing.assert_close(torch.cat(got, dim=1), want, rtol=1e-5, atol=1e-5)
 
@@ -97,10 +97,10 @@ def test_beam_rows_share_one_memory_per_sentence(capacity):
     with torch.no_grad():
         enc = model.encode(src)
         cache = model.new_cache(enc, beam_size=beams, max_len=capacity)
-        steps = [model.decode(tgt[:, t:t + 1], cache.enc, cache) for t in range(3)]
+        steps = [model.decode(tgt[:, t : t + 1], cache.enc, cache) for t in range(3)]
         rows = torch.tensor([2, 2, 0, 3, 5, 5])  # beams move within their sentence
         cache.reorder(rows)
-        steps += [model.decode(tgt[rows, t:t + 1], cache.enc, cache) for t in range(3, 5)]
+        steps += [model.decode(tgt[rows, t : t + 1], cache.enc, cache) for t in range(3, 5)]
         repeated = src.repeat_interleave(beams, dim=0)
         want = model(repeated, tgt)
         want_after = model(repeated[rows], tgt[rows])
@@ -109,7 +109,7 @@ def test_beam_rows_share_one_memory_per_sentence(capacity):
     torch.testing.assert_close(torch.cat(steps[3:], dim=1), want_after[:, 3:], rtol=1e-5, atol=1e-5)
     with torch.no_grad():  # one sentence leaves: its rows and its memory go
         cache.reorder(torch.tensor([3, 4, 4]), sentences=torch.tensor([1]))
-        last = model.decode(tgt[rows][[3, 4, 4], 5 - 1:5], cache.enc, cache)
+        last = model.decode(tgt[rows][[3, 4, 4], 5 - 1 : 5], cache.enc, cache)
     assert cache.enc.memory.shape[0] == 1 and cache.cross_kv[1][1].shape[0] == 1 and last.shape == (3, 1, V)
 
 
@@ -156,15 +156,19 @@ def test_unshared_softmax_has_its_own_projection_and_learns_it():
     src, tgt = torch.tensor([[5, 6, 7]]), torch.tensor([[2, 8, 9]])
     model(src, tgt).logsumexp(-1).sum().backward()
     assert model.out_proj.weight.grad.abs().sum() > 0 and model.embed.weight.grad.abs().sum() > 0
-    target = model_of(tiny(n_layers=1, share_embeddings=False))            # target table is the projection
+    target = model_of(tiny(n_layers=1, share_embeddings=False))  # target table is the projection
     torch.testing.assert_close(target.project(x), x @ target.tgt_embed.weight.T)
 
 
 def test_sinusoid_golden_values():
     table = sinusoid_table(3, 4)
-    want = torch.tensor([[0.0, 1.0, 0.0, 1.0],
-                         [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)],
-                         [math.sin(2), math.cos(2), math.sin(0.02), math.cos(0.02)]])
+    want = torch.tensor(
+        [
+            [0.0, 1.0, 0.0, 1.0],
+            [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)],
+            [math.sin(2), math.cos(2), math.sin(0.02), math.cos(0.02)],
+        ]
+    )
     torch.testing.assert_close(table, want)
 
 
@@ -213,8 +217,15 @@ def test_load_model_round_trip(tmp_path):
     cfg = tiny(positional="learned", max_positions=16)
     model = model_of(cfg)
     path = tmp_path / "c.pt"
-    save_checkpoint(path, Checkpoint(model=model.state_dict(), settings={"model": cfg.to_dict()},
-                                     vocab={"size": V, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}, step=3))
+    save_checkpoint(
+        path,
+        Checkpoint(
+            model=model.state_dict(),
+            settings={"model": cfg.to_dict()},
+            vocab={"size": V, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3},
+            step=3,
+        ),
+    )
     loaded, checkpoint = load_model(path)
     assert checkpoint.step == 3 and not loaded.training
     src, tgt = tokens(2, 4, 9), tokens(2, 3, 9)
@@ -226,8 +237,15 @@ def test_load_model_reads_the_weights_on_the_cpu_first(tmp_path, monkeypatch):
     cfg = tiny()
     model = model_of(cfg)
     path = tmp_path / "c.pt"
-    save_checkpoint(path, Checkpoint(model=model.state_dict(), settings={"model": cfg.to_dict()}, vocab={"size": V},
-                                     optimizer={"state": {0: {"exp_avg": torch.ones(1000)}}}))
+    save_checkpoint(
+        path,
+        Checkpoint(
+            model=model.state_dict(),
+            settings={"model": cfg.to_dict()},
+            vocab={"size": V},
+            optimizer={"state": {0: {"exp_avg": torch.ones(1000)}}},
+        ),
+    )
     places, real_load = [], torch.load
     monkeypatch.setattr(torch, "load", lambda *a, **k: places.append(k.get("map_location")) or real_load(*a, **k))
     loaded, checkpoint = load_model(path, torch.device("meta"))
@@ -263,8 +281,6 @@ def test_cpu_attention_without_gradients_equals_the_fused_kernel(queries):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
-
-
 @pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("grad", [True, False])  # the fused kernel, and the CPU's two batched products
 def test_encoder_attention_is_what_each_layer_weighs_its_values_with(norm, grad):
@@ -283,8 +299,9 @@ def test_encoder_attention_is_what_each_layer_weighs_its_values_with(norm, grad)
             _, _, v = layer.attn.project_self(layer.res_attn.inner(x))  # v (B, h, S, d_v)
             heads = (probs @ v).transpose(1, 2).reshape(2, 7, 3 * 4)  # (B, S, h d_v)
             y = layer.res_attn.outer(x, layer.attn.out(heads))
-            torch.testing.assert_close(layer.res_ffn.outer(y, layer.ffn(layer.res_ffn.inner(y))), out,
-                                       rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(
+                layer.res_ffn.outer(y, layer.ffn(layer.res_ffn.inner(y))), out, rtol=1e-5, atol=1e-5
+            )
             torch.testing.assert_close(probs.sum(-1), torch.ones(2, 3, 7))
             assert probs[1, ..., 4:].abs().max() == 0  # no weight on padding
     with pytest.raises(ValueError, match="encoder layer 3 does not exist"):

@@ -46,8 +46,9 @@ def test_config_yaml_writes_no_default_twice():
     """A default has one home, its definition: config.yaml's sections write only what differs (the
     experiments are data: a row may write a base value out)."""
     sections = {name: f for name, f in ((f.name, f) for f in dataclasses.fields(Config)) if name in aiayn_config.FILLED}
-    found = [key for name in sections if name in PAPER
-             for key in written_defaults(PAPER[name], hints(Config)[name], name)]
+    found = [
+        key for name in sections if name in PAPER for key in written_defaults(PAPER[name], hints(Config)[name], name)
+    ]
     assert found == []
 
 
@@ -60,47 +61,75 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
     assert "vocab_size" not in config["data"]["bpe"]  # set by the workflow per task, not a config key
 
 
-@pytest.mark.parametrize("overlay, message", [
-    ({"defaults": {"train": {"precision": "fp16"}}}, "defaults.train.precision: 'fp16' is not one of auto, fp32, bf16"),
-    ({"defaults": {"train": {"warmup_steps": 0}}}, "defaults.train.warmup_steps: 0 is less than the minimum of 1"),
-    ({"defaults": {"decode": {"beam_size": "4"}}}, "defaults.decode.beam_size: '4' is not an integer"),
-    ({"experiments": {"A1": {"model": {"n_head": 2}}}}, "unknown experiments.A1.model setting(s) ['n_head']; "
-     "known: ['attention_bias', 'attention_dropout', 'd_ff'"),
-    ({"defaults": {"train": {"max_tokens": 25000}}},
-     "defaults.train.max_tokens was renamed defaults.train.tokens_per_step"),
-    ({"experiments": {"big": {"train": {"max_tokens_per_batch": 100}}}},
-     "experiments.big.train.max_tokens_per_batch was renamed experiments.big.train.tokens_per_pass"),
-    ({"tasks": {"en-de": {"src": "eng"}}}, "tasks.en-de.src: 'eng' does not match"),
-    ({"tasks": {"en-de": {"kind": "speech"}}}, "tasks.en-de.kind: 'speech' is not one of translation, parsing"),
-    ({"experiments": {"C1": {"model": {"n_layers": 0}}}}, "experiments.C1.model.n_layers: 0 is less than the minimum"),
-    ({"data": {"bpe": {"vocab_size": 8000}}}, "unknown data.bpe setting(s) ['vocab_size']"),
-    ({"figures": {"checkpoint": "best"}}, "figures.checkpoint: 'best' is not one of avg, last"),
-    ({"bleu": {"straighten": "both"}}, "unknown bleu setting(s) ['straighten']; known: ['straighten_quotes']"),
-    ({"defaults": {"train": 5}}, "defaults.train: 5 is not a mapping of settings"),
-    ({"defaults": {"model": {"d_model": 511}}}, "defaults.model.d_model must be even for sinusoidal positions"),
-    ({"tasks": {"wsj": {"splits": {"train": [5, 3]}}}}, "tasks.wsj.splits.train: bad WSJ section range [5, 3]"),
-    ({"demo": {"seed": 1}}, "demo: missing train_pairs, eval_pairs, trees (required: no default)"),
-    ({"defaults": {"train": {"adam_betas": [0.9]}}}, "defaults.train.adam_betas: [0.9] does not have 2 items"),
-    ({"defaults": {"train": {"threads": 0}}}, "defaults.train.threads: 0 is less than the minimum of 1 (or null)"),
-    ({"figures": {"figure3": {"heads": [0]}}}, "figures.figure3.heads: 0 is less than the minimum of 1 (or 'auto')"),
-    ({"figures": {"figure3": {"heads": "some"}}}, "figures.figure3.heads: 'some' is not one of auto (or a list)"),
-    # shapes that an overlay's deletions (aiayn.config.prune) meet before the definitions judge them
-    ({"sources": [1]}, "sources: [1] is not a mapping"),
-    ({"experiments": {"C5": {"tasks": [[1]]}}}, "experiments.C5.tasks: [1] is not a string"),
-    ({"experiments": {"big": {"task_overrides": [1]}}}, "experiments.big.task_overrides: [1] is not a mapping"),
-    ({"figures": {"task": {"a": 1}}}, "figures.task: {'a': 1} is not a string"),
-    ({"tasks": {"en-de": {"kind": [1]}}}, "tasks.en-de.kind: [1] is not one of translation, parsing"),
-    ({"defaults": {"model": {"dropout": float("nan")}}}, "defaults.model.dropout: nan is not a finite number"),
-    ({"defaults": {"train": {"label_smoothing": float("inf")}}}, "defaults.train.label_smoothing: inf is not a finite"),
-    ({"defaults": {"train": {"warmup_steps": 10**400}}},
-     "defaults.train.warmup_steps: an integer of 401 digits is more than 64 bits hold"),
-    ({"defaults": {"train": {"seed": -1}}}, "defaults.train.seed: -1 is less than the minimum of 0"),
-    ({"data": {"bpe": {"seed": 2**32 - 1}}}, "data.bpe.seed: 4294967295 is greater than the maximum of 4294967294"),
-    ({"experiments": {"big": {"train": {"keep_checkpoints": 10}}}}, "experiments.big (en-de): "
-     "train.keep_checkpoints=10 keeps fewer checkpoints than average.last=20 averages; keep at least 20"),
-    ({"defaults": {"train": {"seed": 2**32 - 1}, "seeds": 2}},
-     ", the last of its 2 seeds: train.seed: 4294967296 is greater than the maximum of 4294967295"),
-])
+@pytest.mark.parametrize(
+    "overlay, message",
+    [
+        (
+            {"defaults": {"train": {"precision": "fp16"}}},
+            "defaults.train.precision: 'fp16' is not one of auto, fp32, bf16",
+        ),
+        ({"defaults": {"train": {"warmup_steps": 0}}}, "defaults.train.warmup_steps: 0 is less than the minimum of 1"),
+        ({"defaults": {"decode": {"beam_size": "4"}}}, "defaults.decode.beam_size: '4' is not an integer"),
+        (
+            {"experiments": {"A1": {"model": {"n_head": 2}}}},
+            "unknown experiments.A1.model setting(s) ['n_head']; known: ['attention_bias', 'attention_dropout', 'd_ff'",
+        ),
+        (
+            {"defaults": {"train": {"max_tokens": 25000}}},
+            "defaults.train.max_tokens was renamed defaults.train.tokens_per_step",
+        ),
+        (
+            {"experiments": {"big": {"train": {"max_tokens_per_batch": 100}}}},
+            "experiments.big.train.max_tokens_per_batch was renamed experiments.big.train.tokens_per_pass",
+        ),
+        ({"tasks": {"en-de": {"src": "eng"}}}, "tasks.en-de.src: 'eng' does not match"),
+        ({"tasks": {"en-de": {"kind": "speech"}}}, "tasks.en-de.kind: 'speech' is not one of translation, parsing"),
+        (
+            {"experiments": {"C1": {"model": {"n_layers": 0}}}},
+            "experiments.C1.model.n_layers: 0 is less than the minimum",
+        ),
+        ({"data": {"bpe": {"vocab_size": 8000}}}, "unknown data.bpe setting(s) ['vocab_size']"),
+        ({"figures": {"checkpoint": "best"}}, "figures.checkpoint: 'best' is not one of avg, last"),
+        ({"bleu": {"straighten": "both"}}, "unknown bleu setting(s) ['straighten']; known: ['straighten_quotes']"),
+        ({"defaults": {"train": 5}}, "defaults.train: 5 is not a mapping of settings"),
+        ({"defaults": {"model": {"d_model": 511}}}, "defaults.model.d_model must be even for sinusoidal positions"),
+        ({"tasks": {"wsj": {"splits": {"train": [5, 3]}}}}, "tasks.wsj.splits.train: bad WSJ section range [5, 3]"),
+        ({"demo": {"seed": 1}}, "demo: missing train_pairs, eval_pairs, trees (required: no default)"),
+        ({"defaults": {"train": {"adam_betas": [0.9]}}}, "defaults.train.adam_betas: [0.9] does not have 2 items"),
+        ({"defaults": {"train": {"threads": 0}}}, "defaults.train.threads: 0 is less than the minimum of 1 (or null)"),
+        (
+            {"figures": {"figure3": {"heads": [0]}}},
+            "figures.figure3.heads: 0 is less than the minimum of 1 (or 'auto')",
+        ),
+        ({"figures": {"figure3": {"heads": "some"}}}, "figures.figure3.heads: 'some' is not one of auto (or a list)"),
+        # shapes that an overlay's deletions (aiayn.config.prune) meet before the definitions judge them
+        ({"sources": [1]}, "sources: [1] is not a mapping"),
+        ({"experiments": {"C5": {"tasks": [[1]]}}}, "experiments.C5.tasks: [1] is not a string"),
+        ({"experiments": {"big": {"task_overrides": [1]}}}, "experiments.big.task_overrides: [1] is not a mapping"),
+        ({"figures": {"task": {"a": 1}}}, "figures.task: {'a': 1} is not a string"),
+        ({"tasks": {"en-de": {"kind": [1]}}}, "tasks.en-de.kind: [1] is not one of translation, parsing"),
+        ({"defaults": {"model": {"dropout": float("nan")}}}, "defaults.model.dropout: nan is not a finite number"),
+        (
+            {"defaults": {"train": {"label_smoothing": float("inf")}}},
+            "defaults.train.label_smoothing: inf is not a finite",
+        ),
+        (
+            {"defaults": {"train": {"warmup_steps": 10**400}}},
+            "defaults.train.warmup_steps: an integer of 401 digits is more than 64 bits hold",
+        ),
+        ({"defaults": {"train": {"seed": -1}}}, "defaults.train.seed: -1 is less than the minimum of 0"),
+        ({"data": {"bpe": {"seed": 2**32 - 1}}}, "data.bpe.seed: 4294967295 is greater than the maximum of 4294967294"),
+        (
+            {"experiments": {"big": {"train": {"keep_checkpoints": 10}}}},
+            "experiments.big (en-de): "
+            "train.keep_checkpoints=10 keeps fewer checkpoints than average.last=20 averages; keep at least 20",
+        ),
+        (
+            {"defaults": {"train": {"seed": 2**32 - 1}, "seeds": 2}},
+            ", the last of its 2 seeds: train.seed: 4294967296 is greater than the maximum of 4294967295",
+        ),
+    ],
+)
 def test_a_bad_value_is_refused_naming_the_key(tmp_path, overlay, message):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(overlay), encoding="utf-8")
@@ -125,8 +154,11 @@ def test_a_number_yaml_reads_as_text_is_refused_with_how_to_write_it(tmp_path, t
 def test_norwegian_read_as_false_is_refused_with_how_to_quote_it(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("tasks:\n  en-de:\n    tgt: no\n", encoding="utf-8")
-    with pytest.raises(aiayn_config.ConfigError, match=r"tasks.en-de.tgt: False is not a string \(YAML reads yes, "
-                       r"no, on and off as booleans: quote the text, as in 'no'\)"):
+    with pytest.raises(
+        aiayn_config.ConfigError,
+        match=r"tasks.en-de.tgt: False is not a string \(YAML reads yes, "
+        r"no, on and off as booleans: quote the text, as in 'no'\)",
+    ):
         aiayn_config.load(ROOT / "config.yaml", path)
     assert yaml.safe_load("tgt: 'no'")["tgt"] == "no"
 
@@ -165,8 +197,26 @@ def test_the_seeds_allowed_are_the_seeds_the_libraries_take():
 def _mutated(config: dict, rng: random.Random) -> dict:
     """``config`` with one to three of its entries replaced by a value of another shape, or deleted."""
     config = copy.deepcopy(config)
-    odd = [None, 0, -1, 1.5, True, "x", "", [], [1], [[1]], {}, {"a": 1}, {"kind": [1]}, "en-de", ["base"],
-           float("nan"), 10**9, "DELETE"]
+    odd = [
+        None,
+        0,
+        -1,
+        1.5,
+        True,
+        "x",
+        "",
+        [],
+        [1],
+        [[1]],
+        {},
+        {"a": 1},
+        {"kind": [1]},
+        "en-de",
+        ["base"],
+        float("nan"),
+        10**9,
+        "DELETE",
+    ]
     for _ in range(rng.randint(1, 3)):
         node, path = config, []
         while isinstance(node, (dict, list)) and node and (not path or rng.random() < 0.7):
@@ -186,8 +236,9 @@ def test_a_malformed_config_is_refused_naming_its_key_never_with_a_traceback():
     """Random reshapings of the demo's config (deleted keys, lists for mappings, unhashable names, NaN):
     each is valid or a ConfigError, through the overlay's deletions, the validation and the planning of its
     runs and settings files."""
-    layers = [yaml.safe_load((ROOT / name).read_text(encoding="utf-8")) for name in ("config.yaml",
-                                                                                       "configs/demo.yaml")]
+    layers = [
+        yaml.safe_load((ROOT / name).read_text(encoding="utf-8")) for name in ("config.yaml", "configs/demo.yaml")
+    ]
     merged, rng, outcomes = aiayn_runs.deep_merge(*layers), random.Random(0), []
     for _ in range(1000):
         try:
@@ -203,16 +254,24 @@ def test_a_malformed_config_is_refused_naming_its_key_never_with_a_traceback():
 def test_an_overlay_that_is_not_a_mapping_is_refused_naming_it(tmp_path, text, found):
     """As Snakemake's --configfile refuses it: an empty overlay is a mistake, not a config of nothing."""
     (tmp_path / "overlay.yaml").write_text(text, encoding="utf-8")
-    with pytest.raises(aiayn_config.ConfigError, match=f"overlay.yaml: expected a mapping of settings at the top "
-                       f"level, got {found}"):
+    with pytest.raises(
+        aiayn_config.ConfigError, match=f"overlay.yaml: expected a mapping of settings at the top level, got {found}"
+    ):
         aiayn_config.load(ROOT / "config.yaml", tmp_path / "overlay.yaml")
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("overlay.yaml", "defaults:\n  train: {seed: 1\n", r"overlay\.yaml: not valid YAML: while parsing a flow mapping\n"
-     r'  in ".*overlay\.yaml", line 2, column 10'),
-    ("run.json", '{"a": 1,}', r"run\.json: not valid JSON: Expecting property name .*: line 1 column 9"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        (
+            "overlay.yaml",
+            "defaults:\n  train: {seed: 1\n",
+            r"overlay\.yaml: not valid YAML: while parsing a flow mapping\n"
+            r'  in ".*overlay\.yaml", line 2, column 10',
+        ),
+        ("run.json", '{"a": 1,}', r"run\.json: not valid JSON: Expecting property name .*: line 1 column 9"),
+    ],
+)
 def test_a_config_file_that_does_not_parse_is_refused_naming_it_and_the_line(tmp_path, name, text, message):
     (tmp_path / name).write_text(text, encoding="utf-8")
     with pytest.raises(aiayn_config.ConfigError, match=message):
@@ -262,11 +321,13 @@ def test_option_metadata_drives_check():
         pair: tuple[int, int] = option((1, 2), help="two positive integers", minimum=1)
 
     check(Toy(), "toy")
-    for bad, message in ((Toy(rate=1.0), "toy.rate: 1.0 is greater than or equal to the maximum of 1.0"),
-                         (Toy(mode="c"), "toy.mode: 'c' is not one of a, b"),
-                         (Toy(pair=(1, 0)), "toy.pair: 0 is less than the minimum of 1"),
-                         (Toy(pair=(1, 2, 3)), r"toy.pair: \[1, 2, 3\] does not have 2 items"),
-                         (Toy(rate=True), "toy.rate: True is not a number")):
+    for bad, message in (
+        (Toy(rate=1.0), "toy.rate: 1.0 is greater than or equal to the maximum of 1.0"),
+        (Toy(mode="c"), "toy.mode: 'c' is not one of a, b"),
+        (Toy(pair=(1, 0)), "toy.pair: 0 is less than the minimum of 1"),
+        (Toy(pair=(1, 2, 3)), r"toy.pair: \[1, 2, 3\] does not have 2 items"),
+        (Toy(rate=True), "toy.rate: True is not a number"),
+    ):
         with pytest.raises(ValueError, match=message):
             check(bad, "toy")
 
@@ -298,11 +359,18 @@ def test_a_training_process_builds_its_train_config_once(tmp_path, monkeypatch):
 def test_parsing_the_config_loads_no_stage():
     """aiayn.config and aiayn.runs (what the Snakefile imports) and aiayn.options load neither torch nor the data
     tools, and aiayn.options nothing of aiayn but itself."""
-    code = ("import sys, aiayn.config; heavy = {'torch', 'sacremoses', 'regex', 'tqdm', 'numpy'}; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy)); "
-            "print(sorted(m for m in sys.modules if m.startswith('aiayn.') and not m.startswith('aiayn.options')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")}).stdout.splitlines()
+    code = (
+        "import sys, aiayn.config; heavy = {'torch', 'sacremoses', 'regex', 'tqdm', 'numpy'}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy)); "
+        "print(sorted(m for m in sys.modules if m.startswith('aiayn.') and not m.startswith('aiayn.options')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    ).stdout.splitlines()
     assert out == ["[]", "['aiayn.config', 'aiayn.runs']"]
 
 

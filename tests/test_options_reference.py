@@ -17,8 +17,9 @@ from aiayn.options import reference
 
 
 def test_the_reference_and_the_schema_are_not_stale():
-    stale = [str(path) for path, text in reference.rendered().items()
-             if (ROOT / path).read_text(encoding="utf-8") != text]
+    stale = [
+        str(path) for path, text in reference.rendered().items() if (ROOT / path).read_text(encoding="utf-8") != text
+    ]
     assert not stale, f"{stale} are stale: run python -m aiayn.options.reference"
     assert reference.main(["--check"]) == 0
 
@@ -45,8 +46,9 @@ def merged(*overlays: str) -> dict:
     return aiayn_config.prune(config)
 
 
-@pytest.mark.parametrize("overlays", [(), ("configs/demo.yaml",), ("configs/demo.yaml", "configs/test.yaml"),
-                                      ("configs/own-corpus.yaml",)])
+@pytest.mark.parametrize(
+    "overlays", [(), ("configs/demo.yaml",), ("configs/demo.yaml", "configs/test.yaml"), ("configs/own-corpus.yaml",)]
+)
 def test_the_schema_accepts_the_shipped_configs(overlays):
     """As written (before defaults) and as validated (defaults filled in); the own-corpus template names
     files a user fills in, so it is read as written only."""
@@ -57,12 +59,24 @@ def test_the_schema_accepts_the_shipped_configs(overlays):
         assert not [e.message for e in check.iter_errors(full)]
 
 
-@pytest.mark.parametrize("change, words", [
-    (lambda c: c.setdefault("defaults", {}).setdefault("train", {}).update(warmup_step=4000), "Additional properties"),
-    (lambda c: c.setdefault("defaults", {}).setdefault("train", {}).update(warmup_steps=0), "less than the minimum"),
-    (lambda c: c.setdefault("defaults", {}).setdefault("train", {}).update(nan_policy="ignore"), "is not one of"),
-    (lambda c: c.setdefault("defaults", {}).setdefault("model", {}).update(d_model="512"), "is not of type 'integer'"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            lambda c: c.setdefault("defaults", {}).setdefault("train", {}).update(warmup_step=4000),
+            "Additional properties",
+        ),
+        (
+            lambda c: c.setdefault("defaults", {}).setdefault("train", {}).update(warmup_steps=0),
+            "less than the minimum",
+        ),
+        (lambda c: c.setdefault("defaults", {}).setdefault("train", {}).update(nan_policy="ignore"), "is not one of"),
+        (
+            lambda c: c.setdefault("defaults", {}).setdefault("model", {}).update(d_model="512"),
+            "is not of type 'integer'",
+        ),
+    ],
+)
 def test_the_schema_refuses_what_the_validator_refuses(change, words):
     config = copy.deepcopy(merged())
     change(config)

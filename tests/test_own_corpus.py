@@ -21,10 +21,21 @@ WMT = ROOT.parent / "shared" / "data" / "wmt"
 if not WMT.is_dir():  # a worktree beside shared/, or a clone with shared/ beside it
     WMT = ROOT.parents[1] / "shared" / "data" / "wmt"
 CONFIGS = [str(ROOT / "config.yaml"), str(ROOT / "configs/own-corpus.yaml")]
-TINY = {"model": {"n_layers": 1, "d_model": 32, "d_ff": 64, "n_heads": 2, "d_k": 16, "d_v": 16},
-        "train": {"gpus": 0, "train_steps": 60, "warmup_steps": 20, "tokens_per_step": 1500,
-                  "tokens_per_pass": 1500, "checkpoint_steps": 20, "dev_every_steps": 30, "log_every_steps": 10},
-        "average": {"last": 2}, "decode": {"beam_size": 2, "max_len_b": 10}}
+TINY = {
+    "model": {"n_layers": 1, "d_model": 32, "d_ff": 64, "n_heads": 2, "d_k": 16, "d_v": 16},
+    "train": {
+        "gpus": 0,
+        "train_steps": 60,
+        "warmup_steps": 20,
+        "tokens_per_step": 1500,
+        "tokens_per_pass": 1500,
+        "checkpoint_steps": 20,
+        "dev_every_steps": 30,
+        "log_every_steps": 10,
+    },
+    "average": {"last": 2},
+    "decode": {"beam_size": 2, "max_len_b": 10},
+}
 
 
 def _head(lines: int, source, target) -> None:
@@ -46,12 +57,16 @@ def _overlay(tmp) -> dict:
     sgm = WMT / "sgm_newstest2014-full"
     _head(120, sgm / "newstest2014-fren-src.en.sgm", corpus / "test.en.sgm")
     _head(120, sgm / "newstest2014-fren-ref.fr.sgm", corpus / "test.fr.sgm")
-    files = {split: {"files": {"de": None, **{lang: str(corpus / f"{split}.{lang}{suffix}") for lang in ("en", "fr")}}}
-             for split, suffix in (("train", ".gz"), ("dev", ".xz"), ("test", ".sgm"))}   # null: the template's de goes
-    return {"threads": {"data": 1, "train": 1, "decode": 1},
-            "tasks": {"mine": {"src": "en", "tgt": "fr", "vocab_size": 500}},
-            "sources": {f"my_{split}": value for split, value in files.items()},
-            "defaults": TINY}
+    files = {
+        split: {"files": {"de": None, **{lang: str(corpus / f"{split}.{lang}{suffix}") for lang in ("en", "fr")}}}
+        for split, suffix in (("train", ".gz"), ("dev", ".xz"), ("test", ".sgm"))
+    }  # null: the template's de goes
+    return {
+        "threads": {"data": 1, "train": 1, "decode": 1},
+        "tasks": {"mine": {"src": "en", "tgt": "fr", "vocab_size": 500}},
+        "sources": {f"my_{split}": value for split, value in files.items()},
+        "defaults": TINY,
+    }
 
 
 def snakemake(workdir, *args, configs):
@@ -85,10 +100,11 @@ def rows(path):
 def test_plain_files_run_through_the_chain_to_bleu(run):
     workdir, _, result = run
     results, data = workdir / "results/own", workdir / "data/own"
-    for lang in ("en", "fr"):   # the segs of the first 120 lines of each sgm file
+    for lang in ("en", "fr"):  # the segs of the first 120 lines of each sgm file
         assert sum(1 for _ in open(data / f"raw/mine/my_test.{lang}", encoding="utf-8")) == 112
-    assert (data / "raw/mine/my_dev.en").read_text(encoding="utf-8").splitlines()[0] == \
-        (WMT / "plain/newstest2013.en").read_text(encoding="utf-8").splitlines()[0]
+    assert (data / "raw/mine/my_dev.en").read_text(encoding="utf-8").splitlines()[0] == (
+        WMT / "plain/newstest2013.en"
+    ).read_text(encoding="utf-8").splitlines()[0]
     record = (data / "downloads/my_train/en/train.en.gz.sha256").read_text()
     assert re.fullmatch(r"[0-9a-f]{64}  train\.en\.gz\n", record)
     assert "local file without a lock entry" in (data / "logs/download/my_train/en/train.en.gz.log").read_text()
@@ -102,8 +118,12 @@ def test_plain_files_run_through_the_chain_to_bleu(run):
 def test_experiments_table_reports_the_run(run):
     workdir = run[0]
     tables = workdir / "results/own/tables"
-    assert sorted(p.name for p in tables.iterdir()) == ["experiments.csv", "experiments.html",
-                                                        "experiments.md", "experiments.tex"]
+    assert sorted(p.name for p in tables.iterdir()) == [
+        "experiments.csv",
+        "experiments.html",
+        "experiments.md",
+        "experiments.tex",
+    ]
     (row,) = rows(tables / "experiments.csv")
     assert row["task"] == "mine" and row["experiment"] == "base" and row["changes"] == "(defaults)"
     assert float(row["dev_ppl"]) > 1 and 0 <= float(row["test_sacrebleu"]) <= 100
@@ -119,9 +139,14 @@ def test_training_logs_progress_with_an_eta(run):
 def test_one_more_experiment_runs_alone_and_joins_the_table(run, tmp_path):
     workdir, configs, _ = run
     variation = tmp_path / "variation.yaml"
-    variation.write_text(yaml.safe_dump({
-        "experiments": {"wide_ff": {"tasks": ["mine"], "tables": [], "model": {"d_ff": 128}}},
-        "run": {"experiments": ["base", "wide_ff"]}}))
+    variation.write_text(
+        yaml.safe_dump(
+            {
+                "experiments": {"wide_ff": {"tasks": ["mine"], "tables": [], "model": {"d_ff": 128}}},
+                "run": {"experiments": ["base", "wide_ff"]},
+            }
+        )
+    )
     plan = snakemake(workdir, "--dry-run", configs=[*configs, str(variation)])
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout, re.M))
     assert jobs["train"] == "1" and "bpe_learn" not in jobs and "tokenize" not in jobs, plan.stdout[-3000:]

@@ -15,6 +15,7 @@ from aiayn.train.trainer import Trainer
 def test_the_pass_that_fits_is_extrapolated_from_two_probes():
     """1 GB fixed and 100 kB a token: 0.85 x 80 GB less 2 GB of optimizer state and the fixed GB
     leaves room for 650,000 tokens (rounded down to a thousand)."""
+
     def peak(tokens: int) -> int:
         return 10**9 + 10**5 * tokens
 

@@ -19,8 +19,15 @@ def checkpoint(tmp_path):
     cfg = ModelConfig.from_dict(SETTINGS["model"])
     model = Transformer(cfg, VOCAB)
     path = tmp_path / "c.pt"
-    save_checkpoint(path, Checkpoint(model=model.state_dict(), settings=SETTINGS, step=0,
-                                     vocab={"size": VOCAB, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}))
+    save_checkpoint(
+        path,
+        Checkpoint(
+            model=model.state_dict(),
+            settings=SETTINGS,
+            step=0,
+            vocab={"size": VOCAB, "pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3},
+        ),
+    )
     return path, model.eval()
 
 
@@ -38,13 +45,15 @@ def test_perplexity_matches_sentence_by_sentence_cross_entropy(tmp_path, checkpo
             tokens += len(tgt_out)
     out = tmp_path / "dev.ppl.json"
     # a small batch budget puts the sentences into several padded batches
-    assert main(["--checkpoint", str(path), "--data", str(data / "dev"),
-                 "--output", str(out), "--tokens-per-batch", "24"]) == 0
+    assert (
+        main(["--checkpoint", str(path), "--data", str(data / "dev"), "--output", str(out), "--tokens-per-batch", "24"])
+        == 0
+    )
     report = json.loads(out.read_text())
     assert report["sentences"] == 11 and report["tokens"] == tokens == int(dev.tgt_lengths.sum()) + 11
     assert report["nll_per_token"] == pytest.approx(nll / tokens, rel=1e-5)
     assert report["ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-5)
-    assert report["precision"] == "fp32"                 # train.precision auto, on a CPU
+    assert report["precision"] == "fp32"  # train.precision auto, on a CPU
 
 
 def test_perplexity_follows_the_runs_precision(tmp_path, checkpoint):
@@ -57,8 +66,10 @@ def test_perplexity_follows_the_runs_precision(tmp_path, checkpoint):
         state.settings = {**SETTINGS, "train": {**SETTINGS["train"], "precision": precision}}
         save_checkpoint(tmp_path / f"{precision}.pt", state)
         out = tmp_path / f"{precision}.json"
-        assert main(["--checkpoint", str(tmp_path / f"{precision}.pt"), "--data", str(data / "dev"),
-                     "--output", str(out)]) == 0
+        assert (
+            main(["--checkpoint", str(tmp_path / f"{precision}.pt"), "--data", str(data / "dev"), "--output", str(out)])
+            == 0
+        )
         reports[precision] = json.loads(out.read_text())
     assert [reports[p]["precision"] for p in ("fp32", "bf16")] == ["fp32", "bf16"]
     assert reports["bf16"]["ppl"] != reports["fp32"]["ppl"]
@@ -78,13 +89,29 @@ def test_perplexity_follows_the_runs_cpu_matmul(tmp_path, checkpoint, monkeypatc
     for matmul in ("onednn", "mkl"):
         state.settings = {**SETTINGS, "train": {**SETTINGS["train"], "cpu_matmul": matmul}}
         save_checkpoint(tmp_path / f"{matmul}.pt", state)
-        assert main(["--checkpoint", str(tmp_path / f"{matmul}.pt"), "--data", str(data / "dev"),
-                     "--output", str(tmp_path / f"{matmul}.json")]) == 0
+        assert (
+            main(
+                [
+                    "--checkpoint",
+                    str(tmp_path / f"{matmul}.pt"),
+                    "--data",
+                    str(data / "dev"),
+                    "--output",
+                    str(tmp_path / f"{matmul}.json"),
+                ]
+            )
+            == 0
+        )
     assert seen == [onednn_available(), False]
+
 
 def test_report_golden_and_empty_split():
     assert perplexity_report({"nll": 2 * math.log(4), "tokens": 2, "sentences": 1}) == {
-        "ppl": pytest.approx(4.0), "nll_per_token": pytest.approx(math.log(4)), "tokens": 2, "sentences": 1}
+        "ppl": pytest.approx(4.0),
+        "nll_per_token": pytest.approx(math.log(4)),
+        "tokens": 2,
+        "sentences": 1,
+    }
     with pytest.raises(ValueError, match="no target tokens"):
         perplexity_report({"nll": 0.0, "tokens": 0, "sentences": 0})
 

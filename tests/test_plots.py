@@ -22,8 +22,12 @@ def test_plots_written_as_png(results, tmp_path):
     config_path = write_config(tmp_path / "config.yaml", config)
     out = results_dir / "plots"
     log = tmp_path / "plots.log"
-    assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
-                 "--log", str(log)]) == 0
+    assert (
+        main(
+            ["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out), "--log", str(log)]
+        )
+        == 0
+    )
     names = sorted(p.name for p in out.iterdir())
     assert names == ["curves_en-de_C1.png", "curves_en-de_base.png", "curves_wsj_parser.png", "table3.png"]
     for path in out.iterdir():
@@ -67,15 +71,31 @@ def test_plots_only_for_the_tables_asked_for(results, tmp_path):
 def test_table3_chart_draws_the_seed_spread_as_error_bars():
     from aiayn.report.plots import table3_chart
 
-    rows = [{"row": "base", "bleu_ours": 25.5, "bleu_ours_sd": 0.4, "bleu_paper": "25.8", "ppl_ours": 5.0,
-             "ppl_ours_sd": 0.2, "ppl_paper": "4.92"},
-            {"row": "C1", "bleu_ours": 23.4, "bleu_ours_sd": None, "bleu_paper": "23.7", "ppl_ours": 6.5,
-             "ppl_ours_sd": None, "ppl_paper": "6.11"}]
+    rows = [
+        {
+            "row": "base",
+            "bleu_ours": 25.5,
+            "bleu_ours_sd": 0.4,
+            "bleu_paper": "25.8",
+            "ppl_ours": 5.0,
+            "ppl_ours_sd": 0.2,
+            "ppl_paper": "4.92",
+        },
+        {
+            "row": "C1",
+            "bleu_ours": 23.4,
+            "bleu_ours_sd": None,
+            "bleu_paper": "23.7",
+            "ppl_ours": 6.5,
+            "ppl_ours_sd": None,
+            "ppl_paper": "6.11",
+        },
+    ]
     from matplotlib.container import ErrorbarContainer
 
     [bars] = [c for c in table3_chart(rows).axes[0].containers if isinstance(c, ErrorbarContainer)]
     [segments] = bars.lines[2]
     assert [list(s[:, 1]) for s in segments.get_segments()] == [[25.1, 25.9], [23.4, 23.4]]
     rows = [{**row, "bleu_ours_sd": None, "ppl_ours_sd": None} for row in rows]
-    containers = table3_chart(rows).axes[0].containers   # one seed: no bars
+    containers = table3_chart(rows).axes[0].containers  # one seed: no bars
     assert not [c for c in containers if isinstance(c, ErrorbarContainer)]

@@ -38,12 +38,21 @@ def python_prose(path: Path) -> str:
 
 def prose() -> dict[str, str]:
     """``{file: the text whose pointers must resolve}``."""
-    whole = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md", ROOT / "config.yaml",
-             ROOT / "benchmarks" / "RESULTS.md", *sorted((ROOT / "docs").rglob("*.md")),
-             *sorted((ROOT / "configs").glob("*.yaml")),
-             *sorted(p for p in (ROOT / "profiles").rglob("*") if p.is_file())]
-    code = [*sorted((ROOT / "src" / "aiayn").rglob("*.py")), *sorted((ROOT / "workflow").rglob("*.smk")),
-            ROOT / "Snakefile"]
+    whole = [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "config.yaml",
+        ROOT / "benchmarks" / "RESULTS.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        *sorted((ROOT / "configs").glob("*.yaml")),
+        *sorted(p for p in (ROOT / "profiles").rglob("*") if p.is_file()),
+    ]
+    code = [
+        *sorted((ROOT / "src" / "aiayn").rglob("*.py")),
+        *sorted((ROOT / "workflow").rglob("*.smk")),
+        ROOT / "Snakefile",
+    ]
     texts = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in whole}
     texts |= {str(p.relative_to(ROOT)): python_prose(p) for p in code}
     return texts
@@ -85,8 +94,11 @@ def section_found(document: str, section: str) -> bool:
 def test_every_path_and_name_the_prose_gives_resolves():
     stale = []
     for where, text in prose().items():
-        stale += [f"{where}: path {p}" for p in PATH.findall(text)
-                  if not any(c in p for c in "<*{") and not (ROOT / p).exists()]
+        stale += [
+            f"{where}: path {p}"
+            for p in PATH.findall(text)
+            if not any(c in p for c in "<*{") and not (ROOT / p).exists()
+        ]
         stale += [f"{where}: name {n}" for n in sorted(set(NAME.findall(text))) if not resolves(n)]
         stale += [f"{where}: section {d}, {s!r}" for d, s in SECTION.findall(text) if not section_found(d, s)]
     assert not stale, "\n".join(stale)
@@ -94,7 +106,9 @@ def test_every_path_and_name_the_prose_gives_resolves():
 
 def test_a_stale_pointer_is_found():
     assert PATH.findall("see src/aiayn/train/precision.py, (src/aiayn/runtime/) and ../../envs/x") == [
-        "src/aiayn/train/precision.py", "src/aiayn/runtime/"[:-1]]
+        "src/aiayn/train/precision.py",
+        "src/aiayn/runtime/"[:-1],
+    ]
     assert not (ROOT / "src/aiayn/train/precision.py").exists() and (ROOT / "src/aiayn/runtime").is_dir()
     assert NAME.findall("aiayn.data.tokenize.normalizes and envs/aiayn.yaml") == ["aiayn.data.tokenize.normalizes"]
     assert not resolves("aiayn.data.tokenize.normalizes") and resolves("aiayn.options.data.normalizes")
@@ -103,7 +117,9 @@ def test_a_stale_pointer_is_found():
 def test_a_stale_section_pointer_is_found():
     pointers = '(`docs/studies/initialisation.md`, "Learning parity with fairseq"; README.md, "When a run")'
     assert SECTION.findall(pointers) == [
-        ("docs/studies/initialisation.md", "Learning parity with fairseq"), ("README.md", "When a run")]
+        ("docs/studies/initialisation.md", "Learning parity with fairseq"),
+        ("README.md", "When a run"),
+    ]
     assert section_found("docs/studies/initialisation.md", "Learning parity with fairseq")
     assert section_found("RESULTS.md", "Learning against fairseq-train")
     assert section_found("README.md", "When a run stops")

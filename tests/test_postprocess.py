@@ -3,9 +3,11 @@ from pathlib import Path
 from aiayn.evaluate import evalb as evalb_cli
 from aiayn.parsing import postprocess
 
-GOLD = ["(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))",
-        "(TOP (S (NP (PRP It)) (VP (VBD rained) (ADVP (RB again))) (. .)))",
-        "(TOP (NP (NN Hello) (. !)))"]
+GOLD = [
+    "(TOP (S (NP (DT The) (NN dog)) (VP (VBZ barks)) (. .)))",
+    "(TOP (S (NP (PRP It)) (VP (VBD rained) (ADVP (RB again))) (. .)))",
+    "(TOP (NP (NN Hello) (. !)))",
+]
 WORDS = ["The dog barks .", "It rained again .", "Hello !"]
 
 
@@ -15,19 +17,32 @@ def write(path: Path, lines: list[str]) -> Path:
 
 
 def run(tmp_path: Path, hyps: list[str], gold: list[str] = GOLD, words: list[str] = WORDS) -> int:
-    return postprocess.main(["--hyp", str(write(tmp_path / "hyp", hyps)), "--words", str(write(tmp_path / "w", words)),
-                             "--gold", str(write(tmp_path / "gold", gold)), "--output", str(tmp_path / "out")])
+    return postprocess.main(
+        [
+            "--hyp",
+            str(write(tmp_path / "hyp", hyps)),
+            "--words",
+            str(write(tmp_path / "w", words)),
+            "--gold",
+            str(write(tmp_path / "gold", gold)),
+            "--output",
+            str(tmp_path / "out"),
+        ]
+    )
 
 
 def test_repairs_and_puts_gold_tags_back(tmp_path, capfd):
-    hyps = ["(S (NP XX XX )NP (VP XX )VP XX )S",  # valid
-            "(S (NP XX )NP (VP XX (ADVP XX XX )ADVP",  # S and VP left open
-            ""]  # nothing decoded
+    hyps = [
+        "(S (NP XX XX )NP (VP XX )VP XX )S",  # valid
+        "(S (NP XX )NP (VP XX (ADVP XX XX )ADVP",  # S and VP left open
+        "",
+    ]  # nothing decoded
     assert run(tmp_path, hyps) == 0
     assert (tmp_path / "out").read_text().splitlines() == [
         GOLD[0],
         "(TOP (S (NP (PRP It)) (VP (VBD rained) (ADVP (RB again) (. .)))))",
-        "(TOP (NN Hello) (. !))"]
+        "(TOP (NN Hello) (. !))",
+    ]
     assert "3 sentences, 2 needed a repair; repairs by kind: empty_output 1, unclosed 2" in capfd.readouterr().err
 
 

@@ -13,9 +13,11 @@ from aiayn.parsing.trees import parse_tree
 
 SAMPLE = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ptb" / "wsj_sample"
 TINY = {  # one-tree-per-line layout: raw PTB trees, one of them only empty elements
-    "train": ["( (S (NP-SBJ (DT The) (NN dog)) (VP (VBZ barks)) (. .)) )",
-              "( (S (NP-SBJ (-NONE- *)) ) )",
-              "( (S (NP-SBJ=1 (PRP It)) (VP (VBD rained)) (. .)) )"],
+    "train": [
+        "( (S (NP-SBJ (DT The) (NN dog)) (VP (VBZ barks)) (. .)) )",
+        "( (S (NP-SBJ (-NONE- *)) ) )",
+        "( (S (NP-SBJ=1 (PRP It)) (VP (VBD rained)) (. .)) )",
+    ],
     "dev": ["( (S (NP-SBJ (NNP John)) (VP (VBD left)) (. .)) )"],
     "test": ["( (NP (NN Hello) (. !)) )", "(S (VP (VB Go) (ADVP-DIR (RB away))))"],
 }
@@ -54,21 +56,40 @@ def test_line_layout_golden(tmp_path):
     for line, words, tree in zip(read(out / "test.gold"), read(out / "test.words"), read(out / "test.tree")):
         gold = parse_tree(line)
         assert gold.words() == words.split()
-        assert [p.children for p in delinearize(tree.split(), words.split()).preterminals()] == \
-               [p.children for p in gold.preterminals()]
+        assert [p.children for p in delinearize(tree.split(), words.split()).preterminals()] == [
+            p.children for p in gold.preterminals()
+        ]
 
 
 def test_pos_linearization_and_silver(tmp_path):
     silver = tmp_path / "silver.trees"
     silver.write_text("".join(f"(TOP (SQ (NP (NN s{i})) (VP (VB v))))\n" for i in range(10)))
-    assert run(write_tiny(tmp_path / "tb"), tmp_path / "out", "--seed", "3", linearization="pos",
-               silver={"path": str(silver), "ratio": 1.5}) == 0
+    assert (
+        run(
+            write_tiny(tmp_path / "tb"),
+            tmp_path / "out",
+            "--seed",
+            "3",
+            linearization="pos",
+            silver={"path": str(silver), "ratio": 1.5},
+        )
+        == 0
+    )
     words = read(tmp_path / "out" / "train.words")
     assert words[:2] == ["The dog barks .", "It rained ."] and len(words) == 2 + 3
     assert all(w.startswith("s") and w.endswith(" v") for w in words[2:])
     assert read(tmp_path / "out" / "train.tree")[0] == "(S (NP DT NN )NP (VP VBZ )VP . )S"
-    assert run(write_tiny(tmp_path / "tb"), tmp_path / "again", "--seed", "3", linearization="pos",
-               silver={"path": str(silver), "ratio": 1.5}) == 0
+    assert (
+        run(
+            write_tiny(tmp_path / "tb"),
+            tmp_path / "again",
+            "--seed",
+            "3",
+            linearization="pos",
+            silver={"path": str(silver), "ratio": 1.5},
+        )
+        == 0
+    )
     assert read(tmp_path / "again" / "train.words") == words
     # the silver trees' brackets count too (3 SQ, 2 + 3 NP)
     assert read(tmp_path / "out" / "train.symbols") == ["(NP", "(VP", ")NP", ")VP", "(SQ", ")SQ", "(S", ")S"]
@@ -116,16 +137,39 @@ def ldc_layout(root: Path, files_per_section: int | None = None) -> Path:
 def test_ldc_layout_counts(tmp_path):
     out = tmp_path / "out"
     assert run(ldc_layout(tmp_path / "treebank_3"), out, train=(0, 0), dev=(1, 1), test=(1, 1)) == 0
-    counts = {name: len(read(out / name)) for name in ["train.words", "train.tree", "dev.words", "dev.tree",
-                                                       "dev.gold", "test.words", "test.tree", "test.gold"]}
-    assert counts == {"train.words": 1921, "train.tree": 1921, "dev.words": 1993, "dev.tree": 1993,
-                      "dev.gold": 1993, "test.words": 1993, "test.tree": 1993, "test.gold": 1993}
+    counts = {
+        name: len(read(out / name))
+        for name in [
+            "train.words",
+            "train.tree",
+            "dev.words",
+            "dev.tree",
+            "dev.gold",
+            "test.words",
+            "test.tree",
+            "test.gold",
+        ]
+    }
+    assert counts == {
+        "train.words": 1921,
+        "train.tree": 1921,
+        "dev.words": 1993,
+        "dev.tree": 1993,
+        "dev.gold": 1993,
+        "test.words": 1993,
+        "test.tree": 1993,
+        "test.gold": 1993,
+    }
     assert read(out / "train.words")[0].startswith("Pierre Vinken , 61 years old , will join the board")
     text = (out / "test.gold").read_text()
-    assert "-NONE-" not in text and "NP-SBJ" not in text and (out / "test.gold").read_bytes() == (
-        out / "dev.gold").read_bytes()
-    outcome = evaluate_lines(read_lines(out / "test.gold"), read_lines(out / "test.gold"),
-                             read_params(default_param_file()))
+    assert (
+        "-NONE-" not in text
+        and "NP-SBJ" not in text
+        and (out / "test.gold").read_bytes() == (out / "dev.gold").read_bytes()
+    )
+    outcome = evaluate_lines(
+        read_lines(out / "test.gold"), read_lines(out / "test.gold"), read_params(default_param_file())
+    )
     assert metrics(outcome, EvalbConfig())["f1"] == 100.0
 
 
@@ -142,8 +186,11 @@ def test_ldc_layout_with_missing_sections(tmp_path, capfd):
     root = ldc_layout(tmp_path / "tb", files_per_section=3)
     assert run(root, tmp_path / "out", train=(0, 21), dev=(1, 1), test=(1, 3)) == 0
     assert "test: sections 02 03 have no .mrg files (3 files in the others)" in capfd.readouterr().err
-    expected = sum(1 for path in sorted(SAMPLE.glob("wsj_00*.mrg"))[:3] + sorted(SAMPLE.glob("wsj_01*.mrg"))[:3]
-                   for _ in treebank.read_mrg_file(path))
+    expected = sum(
+        1
+        for path in sorted(SAMPLE.glob("wsj_00*.mrg"))[:3] + sorted(SAMPLE.glob("wsj_01*.mrg"))[:3]
+        for _ in treebank.read_mrg_file(path)
+    )
     assert len(read(tmp_path / "out" / "train.words")) == expected
     assert run(root, tmp_path / "out2", train=(2, 21), dev=(1, 1), test=(1, 1)) == 1
     assert "split 'train' is empty: no .mrg file in WSJ sections 02-21" in capfd.readouterr().err

@@ -35,8 +35,9 @@ def no_dropout(**train) -> dict:
 def _worker(rank: int, world: int, job: str, data: str, out: str, run: dict, init_file: str) -> None:
     """One of ``world`` gloo ranks doing ``job``; writes what it saw to ``<out>/<job>-rank<rank>.json``."""
     torch.set_num_threads(1)
-    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
-                                         timeout=datetime.timedelta(seconds=60))
+    torch.distributed.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60)
+    )
     try:
         trainer = Trainer(run, Path(data), Path(out), DistEnv(rank, world, torch.device("cpu")))
         report = globals()[f"_job_{job}"](rank, trainer)
@@ -70,8 +71,11 @@ def _job_slow_stop(rank: int, trainer: Trainer) -> dict:
 
     trainer.micro_step = micro_step
     status = trainer.run()
-    return {"status": status, "step": trainer.progress.step,
-            "saved_when_returned": sorted(p.name for p in (trainer.out_dir / "checkpoints").glob("ckpt_*.pt"))}
+    return {
+        "status": status,
+        "step": trainer.progress.step,
+        "saved_when_returned": sorted(p.name for p in (trainer.out_dir / "checkpoints").glob("ckpt_*.pt")),
+    }
 
 
 @pytest.mark.slow
@@ -89,9 +93,13 @@ def _job_resume(rank: int, trainer: Trainer) -> dict:
     real_newest = resumelib.newest_good_checkpoint
     resumelib.newest_good_checkpoint = lambda *a, **k: decided.append(rank) or real_newest(*a, **k)
     resumed = trainer.resume()
-    return {"decided": decided, "resumed": resumed, "step": trainer.progress.step,
-            "data": trainer.batches.state_dict(),
-            "weights": float(sum(p.double().sum() for p in trainer.raw_model.parameters()))}
+    return {
+        "decided": decided,
+        "resumed": resumed,
+        "step": trainer.progress.step,
+        "data": trainer.batches.state_dict(),
+        "weights": float(sum(p.double().sum() for p in trainer.raw_model.parameters())),
+    }
 
 
 @pytest.mark.slow
@@ -128,8 +136,11 @@ def test_a_checkpoint_continues_on_another_number_of_ranks(data, tmp_path):
     assert not list(tmp_path.glob("split/checkpoints.stale-*"))
     one, two = (torch.load(out / "checkpoint_last.pt", weights_only=True) for out in (whole, split))
     # 8 batches an epoch: one rank ends at batch 4 of 8 of epoch 2, each of two ranks at 2 of 4
-    assert two["world_size"] == 2 and two["data_state"] == {"epoch": 2, "position": 2} \
+    assert (
+        two["world_size"] == 2
+        and two["data_state"] == {"epoch": 2, "position": 2}
         and one["data_state"] == {"epoch": 2, "position": 4}
+    )
     for name, value in one["model"].items():
         torch.testing.assert_close(two["model"][name], value, rtol=1e-5, atol=1e-6)
 
@@ -137,7 +148,8 @@ def test_a_checkpoint_continues_on_another_number_of_ranks(data, tmp_path):
 def test_a_checkpoint_step_that_is_the_stop_step_writes_one_checkpoint(data, tmp_path, monkeypatch):
     writes = []
     real_save = trainerlib.save_checkpoint
-    monkeypatch.setattr(trainerlib, "save_checkpoint",
-                        lambda path, state: writes.append(path.name) or real_save(path, state))
+    monkeypatch.setattr(
+        trainerlib, "save_checkpoint", lambda path, state: writes.append(path.name) or real_save(path, state)
+    )
     assert Trainer(settings(checkpoint_steps=3), data, tmp_path, CPU, max_steps_this_run=3).run() == 0
     assert writes == ["ckpt_00000003.pt"]

@@ -17,20 +17,34 @@ pytestmark = pytest.mark.slow
 
 CONFIGS = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml")]
 MIRROR = "data/test/mirror"
-TARGET = f"{MIRROR}/sources.lock"   # the demo mirror's last output; its archives are written before it
+TARGET = f"{MIRROR}/sources.lock"  # the demo mirror's last output; its archives are written before it
 RESUME = "snakemake --unlock --configfile configs/demo.yaml && snakemake --cores all --configfile configs/demo.yaml"
 
 
 def command(workdir, *args):
-    return [sys.executable, "-m", "snakemake", TARGET, "--snakefile", str(ROOT / "Snakefile"),
-            "--directory", str(workdir), "--cores", "2", *args, "--configfile", *CONFIGS]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        TARGET,
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        *args,
+        "--configfile",
+        *CONFIGS,
+    ]
 
 
 def kill_while_half_written(workdir) -> bool:
     """Start the workflow; SIGKILL its process group once the demo mirror job has written some of its
     outputs but not the last; False if the job finished before that moment was seen."""
-    process = subprocess.Popen(command(workdir), cwd=workdir, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command(workdir), cwd=workdir, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     mirror = workdir / MIRROR
     try:
         while process.poll() is None:

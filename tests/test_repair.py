@@ -34,24 +34,45 @@ def test_valid_input_is_unchanged():
     assert repaired(GOOD) == (str(delinearize(GOOD.split(), WORDS)), {})
 
 
-@pytest.mark.parametrize("tokens, tree, repairs", [
-    ("", "(TOP (XX the) (XX dog) (XX barks) (XX .))", {"empty_output": 1}),
-    ("(S (NP XX XX )NP (VP XX )VP", "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
-     {"missing_leaf": 1, "unclosed": 1}),
-    ("(S (NP XX XX )NP (VP XX )VP XX XX XX )S", "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
-     {"extra_leaf": 2}),
-    ("(S (NP XX XX )VP (VP XX )VP XX )S )S", "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
-     {"mismatched_close": 1, "extra_close": 1}),
-    ("( (S (NP XX XX )NP (ADJP )ADJP (VP XX )VP XX )S", "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
-     {"garbage": 1, "empty_constituent": 1}),
-    (")S XX XX XX XX", "(TOP (XX the) (XX dog) (XX barks) (XX .))", {"extra_close": 1}),
-    ("S NP DT NN /NP VP VBZ /VP . /S /S", "(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))",
-     {"extra_close": 1}),
-    ("S NP DT NN /NP /VP . /S", "(TOP (S (NP (DT the) (NN dog)) (. barks)) (XX .))",
-     {"extra_close": 1, "missing_leaf": 1}),
-    ("NP DT NN /NP VBZ .", "(TOP (NP (DT the) (NN dog)) (VBZ barks) (. .))", {}),
-    ("S NP /NP DT NN VBZ . /S", "(TOP (S (DT the) (NN dog) (VBZ barks) (. .)))", {"empty_constituent": 1}),
-])
+@pytest.mark.parametrize(
+    "tokens, tree, repairs",
+    [
+        ("", "(TOP (XX the) (XX dog) (XX barks) (XX .))", {"empty_output": 1}),
+        (
+            "(S (NP XX XX )NP (VP XX )VP",
+            "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
+            {"missing_leaf": 1, "unclosed": 1},
+        ),
+        (
+            "(S (NP XX XX )NP (VP XX )VP XX XX XX )S",
+            "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
+            {"extra_leaf": 2},
+        ),
+        (
+            "(S (NP XX XX )VP (VP XX )VP XX )S )S",
+            "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
+            {"mismatched_close": 1, "extra_close": 1},
+        ),
+        (
+            "( (S (NP XX XX )NP (ADJP )ADJP (VP XX )VP XX )S",
+            "(TOP (S (NP (XX the) (XX dog)) (VP (XX barks)) (XX .)))",
+            {"garbage": 1, "empty_constituent": 1},
+        ),
+        (")S XX XX XX XX", "(TOP (XX the) (XX dog) (XX barks) (XX .))", {"extra_close": 1}),
+        (
+            "S NP DT NN /NP VP VBZ /VP . /S /S",
+            "(TOP (S (NP (DT the) (NN dog)) (VP (VBZ barks)) (. .)))",
+            {"extra_close": 1},
+        ),
+        (
+            "S NP DT NN /NP /VP . /S",
+            "(TOP (S (NP (DT the) (NN dog)) (. barks)) (XX .))",
+            {"extra_close": 1, "missing_leaf": 1},
+        ),
+        ("NP DT NN /NP VBZ .", "(TOP (NP (DT the) (NN dog)) (VBZ barks) (. .))", {}),
+        ("S NP /NP DT NN VBZ . /S", "(TOP (S (DT the) (NN dog) (VBZ barks) (. .)))", {"empty_constituent": 1}),
+    ],
+)
 def test_repair_golden(tokens, tree, repairs):
     assert repaired(tokens) == (tree, repairs)
 

@@ -18,14 +18,15 @@ def test_rotation_keeps_the_newest_spaced_ones_and_the_newest_of_all(tmp_path):
     """Steps 100, 200, ... spaced; 250 (the clock's) and 530 (a stop's) are for resuming only."""
     touch(tmp_path, 100, 200, 250, 300, 400, 500)
     assert resume.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000) == [
-        ck.checkpoint_path(tmp_path, s) for s in (100, 200, 250)]
+        ck.checkpoint_path(tmp_path, s) for s in (100, 200, 250)
+    ]
     assert names(tmp_path) == [300, 400, 500]
     touch(tmp_path, 530)
     resume.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000)
-    assert names(tmp_path) == [300, 400, 500, 530]   # 530 stays: a resumed run starts there
+    assert names(tmp_path) == [300, 400, 500, 530]  # 530 stays: a resumed run starts there
     touch(tmp_path, 600)
     resume.rotate(tmp_path, keep=3, checkpoint_steps=100, final_step=1000)
-    assert names(tmp_path) == [400, 500, 600]        # a clock checkpoint never pushes out a spaced one
+    assert names(tmp_path) == [400, 500, 600]  # a clock checkpoint never pushes out a spaced one
 
 
 def test_rotation_without_step_spacing_keeps_the_newest(tmp_path):
@@ -38,13 +39,16 @@ def test_resume_sets_corrupt_checkpoints_aside_and_takes_the_newest_good_one(tmp
     for step in (2, 4, 6):
         ck.save_checkpoint(ck.checkpoint_path(tmp_path, step), _state(step))
     newest = ck.checkpoint_path(tmp_path, 6)
-    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])      # a torn write
-    ck.checkpoint_path(tmp_path, 4).write_bytes(b"")                             # an empty file
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])  # a torn write
+    ck.checkpoint_path(tmp_path, 4).write_bytes(b"")  # an empty file
     with caplog.at_level(logging.WARNING):
         step, path, state = resume.newest_good_checkpoint(tmp_path)
     assert (step, path.name, state.step) == (2, "ckpt_00000002.pt", 2)
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
-        "ckpt_00000002.pt", "ckpt_00000004.pt.corrupt", "ckpt_00000006.pt.corrupt"]
+        "ckpt_00000002.pt",
+        "ckpt_00000004.pt.corrupt",
+        "ckpt_00000006.pt.corrupt",
+    ]
     assert "ckpt_00000006.pt: not a readable checkpoint" in caplog.text and "set aside" in caplog.text
 
 
@@ -87,11 +91,11 @@ def test_cuda_generators_restore_onto_fewer_or_more_gpus(monkeypatch, caplog, sa
         assert "1 of 2 saved CUDA generator states" in caplog.text
 
 
-
 def test_a_checkpoint_written_before_a_key_was_renamed_resumes_under_the_new_name():
     vocab = {"size": 8}
-    before = ck.Checkpoint(model={}, settings={"model": {}, "train": {"max_tokens": 4096, "warmup_steps": 4000}},
-                        vocab=vocab)
+    before = ck.Checkpoint(
+        model={}, settings={"model": {}, "train": {"max_tokens": 4096, "warmup_steps": 4000}}, vocab=vocab
+    )
     now = {"model": {}, "train": {"tokens_per_step": 4096, "warmup_steps": 4000}}
     assert resume.trajectory_changes(before, now, vocab) == []
     changed = {"model": {}, "train": {"tokens_per_step": 2048, "warmup_steps": 4000}}
@@ -102,7 +106,9 @@ def test_a_checkpoint_written_before_a_key_existed_resumes_under_the_value_that_
     """train.max_length came later: a run written without it dropped no long pair (max_length 0)."""
     vocab = {"size": 8}
     before = ck.Checkpoint(model={}, settings={"model": {}, "train": {"warmup_steps": 4000}}, vocab=vocab)
-    assert resume.trajectory_changes(before, {"model": {}, "train": {"warmup_steps": 4000, "max_length": 0}},
-                                     vocab) == []
-    assert resume.trajectory_changes(before, {"model": {}, "train": {"warmup_steps": 4000, "max_length": 256}},
-                                 vocab) == ["train settings (max_length)"]
+    assert (
+        resume.trajectory_changes(before, {"model": {}, "train": {"warmup_steps": 4000, "max_length": 0}}, vocab) == []
+    )
+    assert resume.trajectory_changes(
+        before, {"model": {}, "train": {"warmup_steps": 4000, "max_length": 256}}, vocab
+    ) == ["train settings (max_length)"]

@@ -90,26 +90,38 @@ def _reader(path):
 
 def test_tokenize_settings_resolve_punctuation_normalization_per_side(paper):
     """{source: true, target: false} normalizes sources only (data.tokenize.normalize_punctuation)."""
-    files = aiayn_runs.settings_files(aiayn_runs.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": {
-        "source": True, "target": False}}}}))
+    files = aiayn_runs.settings_files(
+        aiayn_runs.deep_merge(
+            paper, {"data": {"tokenize": {"normalize_punctuation": {"source": True, "target": False}}}}
+        )
+    )
     data = paper["data_dir"]
-    normalized = {lang: files[f"{data}/settings/{task}/tokenize.{lang}.json"]["normalize_punctuation"]
-                  for task, lang in (("en-de", "en"), ("en-de", "de"), ("en-fr", "fr"))}
+    normalized = {
+        lang: files[f"{data}/settings/{task}/tokenize.{lang}.json"]["normalize_punctuation"]
+        for task, lang in (("en-de", "en"), ("en-de", "de"), ("en-fr", "fr"))
+    }
     assert normalized == {"en": True, "de": False, "fr": False}
     both = aiayn_runs.settings_files(
-        aiayn_runs.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": True}}}))
+        aiayn_runs.deep_merge(paper, {"data": {"tokenize": {"normalize_punctuation": True}}})
+    )
     assert both[f"{data}/settings/en-de/tokenize.de.json"]["normalize_punctuation"] is True
 
 
 def test_stage_defaults_are_the_paper_config(paper):
     """Each stage run by hand (no --settings) runs what config.yaml says: the paper's setup."""
     files = aiayn_runs.settings_files(paper)
-    defaults = {"download.json": DownloadConfig(), "en-de/tokenize.en.json": TokenizeConfig(),
-                "clean.json": CleanConfig(),
-                "shards.json": ShardsConfig(), "en-de/bpe.json": BpeConfig(), "treebank.json": TreebankConfig(),
-                "base/settings/average.json": AverageConfig(), "base/settings/decode.json": DecodeConfig(),
-                "results/settings/bleu.json": BleuConfig(),
-                "results/settings/perplexity.json": PerplexityConfig()}
+    defaults = {
+        "download.json": DownloadConfig(),
+        "en-de/tokenize.en.json": TokenizeConfig(),
+        "clean.json": CleanConfig(),
+        "shards.json": ShardsConfig(),
+        "en-de/bpe.json": BpeConfig(),
+        "treebank.json": TreebankConfig(),
+        "base/settings/average.json": AverageConfig(),
+        "base/settings/decode.json": DecodeConfig(),
+        "results/settings/bleu.json": BleuConfig(),
+        "results/settings/perplexity.json": PerplexityConfig(),
+    }
     for suffix, default in defaults.items():
         [path] = [p for p in files if p.endswith(suffix) and "en-fr" not in p]
         assert READERS[_reader(path)](files[path]) == default, path
@@ -120,11 +132,11 @@ def test_stage_defaults_are_the_paper_config(paper):
 def test_a_decode_change_touches_only_that_runs_decode_file(paper):
     before = aiayn_runs.settings_files(paper)
     after = aiayn_runs.settings_files(
-        aiayn_runs.deep_merge(paper, {"experiments": {"A1": {"decode": {"beam_size": 2}}}}))
+        aiayn_runs.deep_merge(paper, {"experiments": {"A1": {"decode": {"beam_size": 2}}}})
+    )
     changed = sorted(path for path in before if before[path] != after[path])
     assert changed == ["results/config.json", "results/en-de/A1/settings/decode.json"]
-    after = aiayn_runs.settings_files(
-        aiayn_runs.deep_merge(paper, {"experiments": {"A2": {"model": {"d_ff": 128}}}}))
+    after = aiayn_runs.settings_files(aiayn_runs.deep_merge(paper, {"experiments": {"A2": {"model": {"d_ff": 128}}}}))
     changed = sorted(path for path in before if before[path] != after[path])
     assert changed == ["results/config.json", "results/en-de/A2/settings/train.json"]
 
@@ -138,14 +150,16 @@ def test_seeds_add_runs_that_differ_only_in_their_seed(paper):
     aiayn_config.validate(config)
     assert aiayn_runs.seed_runs(config, "en-de", "C1") == [("C1", 7), ("C1.seed8", 8), ("C1.seed9", 9)]
     after = aiayn_runs.settings_files(config)
-    assert sorted(set(after) - set(before)) == sorted(f"results/en-de/C1.seed{s}/settings/{stage}.json"
-                                                      for s in (8, 9) for stage in ("average", "decode", "train"))
+    assert sorted(set(after) - set(before)) == sorted(
+        f"results/en-de/C1.seed{s}/settings/{stage}.json" for s in (8, 9) for stage in ("average", "decode", "train")
+    )
     first, third = after["results/en-de/C1/settings/train.json"], after["results/en-de/C1.seed9/settings/train.json"]
     assert third["train"]["seed"] == 9 and third["experiment"] == "C1"
     assert {**third, "train": {**third["train"], "seed": 7}} == first
     assert aiayn_runs.run_names(config)[-2:] == ["C1.seed8", "C1.seed9"]
     assert aiayn_runs.resolve_run(config, "C1.seed8", "en-de")["train"]["seed"] == 8
-    per_task = aiayn_runs.deep_merge(paper, {"defaults": {"seeds": 2}, "experiments": {"big": {"task_overrides": {
-        "en-fr": {"train": {"seed": 5}}}}}})
+    per_task = aiayn_runs.deep_merge(
+        paper, {"defaults": {"seeds": 2}, "experiments": {"big": {"task_overrides": {"en-fr": {"train": {"seed": 5}}}}}}
+    )
     assert aiayn_runs.seeds(per_task, "big", "en-de") == [1, 2]
     assert aiayn_runs.seeds(per_task, "big", "en-fr") == [5, 6]

@@ -24,7 +24,7 @@ def seeded(tmp_path):
     config["experiments"]["base"]["seeds"] = 3
     config["experiments"]["C1"]["seeds"] = 2
     for exp, values in SEEDS.items():
-        names = ([exp] + [f"{exp}.seed{s}" for s in range(2, len(values) + 1)])
+        names = [exp] + [f"{exp}.seed{s}" for s in range(2, len(values) + 1)]
         for i, (name, (paper_bleu, sacrebleu, ppl)) in enumerate(zip(names, values)):
             run = results / "en-de" / name
             _json(run / "dev-last.bleu.json", bleu(paper_bleu, sacrebleu))
@@ -57,12 +57,16 @@ def test_table3_shows_mean_sd_seeds_and_resolution(seeded):
     config, results = seeded
     table = table3.build(config, results)
     md = layout.render_markdown(table)
-    assert ("| base | 6 | 512 | 2048 | 8 | 64 | 64 | 0.1 | 0.1 | 100000 | sinusoid | 3 | 4.92 | 5.00 ± 0.20 | +0.08 "
-            "| 25.8 | 25.50 ± 0.40 | -0.30 | 24.83 ± 0.38 | 65 | 63.1 |  |  |  |  |  |  |") in md
+    assert (
+        "| base | 6 | 512 | 2048 | 8 | 64 | 64 | 0.1 | 0.1 | 100000 | sinusoid | 3 | 4.92 | 5.00 ± 0.20 | +0.08 "
+        "| 25.8 | 25.50 ± 0.40 | -0.30 | 24.83 ± 0.38 | 65 | 63.1 |  |  |  |  |  |  |"
+    ) in md
     # C1 - base in the paper: PPL 6.11 - 4.92 = +1.19, BLEU 23.7 - 25.8 = -2.10. Our bounds: BLEU
     # t(0.975, ν = 2.88) × sqrt(0.4²/3 + 0.283²/2) = 1.00 < 2.1 resolves; PPL 5.20 > 1.19 does not.
-    assert ("| C1 | 2 | 512 | 2048 | 8 | 64 | 64 | 0.1 | 0.1 | 100000 | sinusoid | 2 | 6.11 | 6.50 ± 0.71 | +0.39 "
-            "| 23.7 | 23.40 ± 0.28 | -0.30 | 22.62 ± 0.18 | 36 | 36.2 | +1.19 | 5.20 | no | -2.10 | 1.00 | yes |") in md
+    assert (
+        "| C1 | 2 | 512 | 2048 | 8 | 64 | 64 | 0.1 | 0.1 | 100000 | sinusoid | 2 | 6.11 | 6.50 ± 0.71 | +0.39 "
+        "| 23.7 | 23.40 ± 0.28 | -0.30 | 22.62 ± 0.18 | 36 | 36.2 | +1.19 | 5.20 | no | -2.10 | 1.00 | yes |"
+    ) in md
     assert any("95% Welch t interval" in note for note in table.notes)
     assert "$\\pm$" in layout.render_latex(table) and "25.50 ± 0.40" in layout.render_html(table)
 
@@ -72,8 +76,9 @@ def test_table3_csv_keeps_mean_sd_and_n_numeric(seeded, tmp_path):
     path = tmp_path / "table3.csv"
     path.write_text(layout.render_csv(table3.build(config, results)))
     frame = pd.read_csv(path).set_index("row")
-    assert (frame.loc["C1", "bleu_ours"] == pytest.approx(23.4)
-            and frame.loc["C1", "bleu_ours_sd"] == pytest.approx(0.2828427))
+    assert frame.loc["C1", "bleu_ours"] == pytest.approx(23.4) and frame.loc["C1", "bleu_ours_sd"] == pytest.approx(
+        0.2828427
+    )
     assert frame.loc["base", "ppl_ours_sd"] == pytest.approx(0.2) and list(frame["seeds"]) == [3, 2]
     assert frame.loc["C1", "bleu_resolvable_at"] == pytest.approx(0.99509, abs=1e-5)
     assert frame.loc["C1", "ppl_resolved"] == "no" and frame.loc["C1", "bleu_paper_diff"] == pytest.approx(-2.1)

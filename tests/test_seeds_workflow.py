@@ -11,8 +11,10 @@ from workflow_helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
-OVERLAY = {"run": {"tasks": ["en-de"], "experiments": ["base", "C1"]},
-           "experiments": {"base": {"seeds": 2}, "C1": {"seeds": 2}}}
+OVERLAY = {
+    "run": {"tasks": ["en-de"], "experiments": ["base", "C1"]},
+    "experiments": {"base": {"seeds": 2}, "C1": {"seeds": 2}},
+}
 
 
 @pytest.fixture(scope="module")
@@ -20,8 +22,12 @@ def run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("seeds")
     overlay = workdir / "seeds.yaml"
     overlay.write_text(yaml.safe_dump(OVERLAY))
-    configs = [str(ROOT / "config.yaml"), str(ROOT / "configs/demo.yaml"), str(ROOT / "configs/test.yaml"),
-               str(overlay)]
+    configs = [
+        str(ROOT / "config.yaml"),
+        str(ROOT / "configs/demo.yaml"),
+        str(ROOT / "configs/test.yaml"),
+        str(overlay),
+    ]
     result = workflow_helpers.snakemake(workdir, "--cores", "2", "--configfile", *configs, check=False)
     if result.returncode != 0:
         logs = "\n".join(f"== {p}\n{p.read_text()[-3000:]}" for p in sorted(workdir.rglob("*.log"))[-6:])
@@ -38,9 +44,10 @@ def test_each_seed_trains_with_its_own_seed(run):
     for name, seed in (("base", 1), ("base.seed2", 2), ("C1", 1), ("C1.seed2", 2)):
         summary = yaml.safe_load((run / "en-de" / name / "train/summary.json").read_text())
         assert summary["settings"]["train"]["seed"] == seed and summary["experiment"] == name.split(".")[0]
-    first, second = (yaml.safe_load((run / "en-de" / n / "dev-last.ppl.json").read_text())["ppl"]
-                     for n in ("base", "base.seed2"))
-    assert first != second   # another seed, another model
+    first, second = (
+        yaml.safe_load((run / "en-de" / n / "dev-last.ppl.json").read_text())["ppl"] for n in ("base", "base.seed2")
+    )
+    assert first != second  # another seed, another model
 
 
 def test_table3_reports_mean_sd_and_resolution_over_two_seeds(run):
@@ -51,7 +58,7 @@ def test_table3_reports_mean_sd_and_resolution_over_two_seeds(run):
         for key in ("ppl_ours", "ppl_ours_sd", "bleu_ours", "bleu_ours_sd"):
             assert math.isfinite(float(row[key])) and float(row[key]) >= 0, (name, key)
     assert table["C1"]["bleu_resolved"] in ("yes", "no") and table["C1"]["ppl_paper_diff"] == "1.19"
-    assert table["A1"]["seeds"] == "" and table["A1"]["ppl_ours"] == ""   # a row that did not run
+    assert table["A1"]["seeds"] == "" and table["A1"]["ppl_ours"] == ""  # a row that did not run
     md = (run / "tables/table3.md").read_text()
     assert " ± " in md and "Welch" in md
 

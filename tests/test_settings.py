@@ -23,8 +23,11 @@ def test_settings_file_round_trip(tmp_path):
 def test_unknown_key_and_bad_json_name_the_file(tmp_path):
     path = tmp_path / "decode.json"
     path.write_text('{"beam": 2}')
-    with pytest.raises(ValueError, match=r"decode\.json: unknown decode setting\(s\) \['beam'\]; known: "
-                                         r"\['beam_size', 'length_penalty'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"decode\.json: unknown decode setting\(s\) \['beam'\]; known: "
+        r"\['beam_size', 'length_penalty'\]",
+    ):
         settings.read(path, Beam, "decode")
     path.write_text("[1, 2]")
     with pytest.raises(ValueError, match=r"decode\.json: decode: expected a mapping of settings, got list"):

@@ -15,8 +15,7 @@ def test_smallest_dtype():
 
 def test_round_trip_across_shards(tmp_path):
     rng = np.random.default_rng(0)
-    pairs = [(rng.integers(0, 300, rng.integers(0, 20)), rng.integers(0, 300, rng.integers(1, 20)))
-             for _ in range(500)]
+    pairs = [(rng.integers(0, 300, rng.integers(0, 20)), rng.integers(0, 300, rng.integers(1, 20))) for _ in range(500)]
     out = tmp_path / "train"
     with ShardWriter(out, vocab_size=300, max_shard_mb=0.002) as writer:
         for src, tgt in pairs:
@@ -64,9 +63,13 @@ def test_add_chunk_equals_one_by_one(tmp_path):
             writer.add(src, tgt)
     with ShardWriter(tmp_path / "chunk", vocab_size=90) as writer:
         for start in range(0, 60, 25):
-            part = pairs[start:start + 25]
-            writer.add_chunk(np.concatenate([s for s, _ in part]), [len(s) for s, _ in part],
-                             np.concatenate([t for _, t in part]), [len(t) for _, t in part])
+            part = pairs[start : start + 25]
+            writer.add_chunk(
+                np.concatenate([s for s, _ in part]),
+                [len(s) for s, _ in part],
+                np.concatenate([t for _, t in part]),
+                [len(t) for _, t in part],
+            )
     for name in ("src.000.bin", "src.000.idx", "tgt.000.bin", "tgt.000.idx"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "chunk" / name).read_bytes()
 

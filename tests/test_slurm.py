@@ -20,9 +20,11 @@ from slurm_helpers import ROOT, ci_profile, finish, job_field, run_snakemake, si
 
 pytestmark = [
     pytest.mark.slurm,
-    pytest.mark.slow,   # a real cluster's queue: half a minute and more per test
-    pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
-                       reason="snakemake-executor-plugin-slurm is not installed (pip install -e '.[slurm]')"),
+    pytest.mark.slow,  # a real cluster's queue: half a minute and more per test
+    pytest.mark.skipif(
+        importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+        reason="snakemake-executor-plugin-slurm is not installed (pip install -e '.[slurm]')",
+    ),
 ]
 
 
@@ -32,6 +34,7 @@ def cluster_answers():
     that is not there, which a run that deselects these tests (``-m "not slow"``) need not pay."""
     if not sinfo_answers():
         pytest.skip("no SLURM cluster answers sinfo (start one: sudo .ci/slurm-up.sh)")
+
 
 TOY_SNAKEFILE = r'''
 rule all:
@@ -158,8 +161,10 @@ def _group_data_stages(profile: Path) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "Snakefile").is_file() or not PROJECT_CONFIGS[-1].is_file(),
-                    reason="needs the project's Snakefile and configs/test.yaml")
+@pytest.mark.skipif(
+    not (ROOT / "Snakefile").is_file() or not PROJECT_CONFIGS[-1].is_file(),
+    reason="needs the project's Snakefile and configs/test.yaml",
+)
 def test_project_workflow_through_slurm_matches_local(tmp_path):
     """configs/test.yaml end to end, once locally and once through SLURM: the same tables.
 
@@ -193,12 +198,18 @@ def _train_parser_through_profile(tmp_path: Path, train: dict) -> str:
     """Train configs/test.yaml's parser run with ``train`` overrides through the CI profile; returns
     its train.log. The data stages run locally first, so that SLURM sees only the training job."""
     overlay = tmp_path / "ranks.yaml"
-    overlay.write_text(yaml.safe_dump({"run": {"tasks": ["wsj"], "experiments": ["parser"]},
-                                       "experiments": {"parser": {"train": train}}}))
+    overlay.write_text(
+        yaml.safe_dump(
+            {"run": {"tasks": ["wsj"], "experiments": ["parser"]}, "experiments": {"parser": {"train": train}}}
+        )
+    )
     configs = [*map(str, PROJECT_CONFIGS), str(overlay)]
     common = ("-s", str(ROOT / "Snakefile"), "--configfile", *configs, "--directory", str(tmp_path))
-    data = ("results/test/wsj/parser/settings/train.json", "data/test/bin/wsj/train/manifest.json",
-            "data/test/bin/wsj/dev/manifest.json")
+    data = (
+        "results/test/wsj/parser/settings/train.json",
+        "data/test/bin/wsj/train/manifest.json",
+        "data/test/bin/wsj/dev/manifest.json",
+    )
     code, output = run_snakemake(tmp_path, *common, "--cores", "2", *data, timeout=900)
     assert code == 0, output[-5000:]
     profile = ci_profile(tmp_path / "profile", mem_mb=1500)
@@ -211,11 +222,12 @@ def _train_parser_through_profile(tmp_path: Path, train: dict) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (ROOT / "Snakefile").is_file() or not PROJECT_CONFIGS[-1].is_file(),
-                    reason="needs the project's Snakefile and configs/test.yaml")
+@pytest.mark.skipif(
+    not (ROOT / "Snakefile").is_file() or not PROJECT_CONFIGS[-1].is_file(),
+    reason="needs the project's Snakefile and configs/test.yaml",
+)
 def test_two_cpu_ranks_train_through_the_slurm_profile(tmp_path):
     """A ``cpu_ranks: 2`` training goes to SLURM through the profile and runs as two gloo ranks under
     torchrun inside the job."""
     log = _train_parser_through_profile(tmp_path, {"gpus": 0, "cpu_ranks": 2})
     assert "relaunching under torchrun" in log and "--nproc-per-node=2" in log and "--standalone" in log, log[-3000:]
-

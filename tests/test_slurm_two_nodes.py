@@ -36,8 +36,7 @@ SUMMARY = f"{TRAIN_DIR}/summary.json"
 def two_nodes_answer() -> bool:
     """True when node1's controller lists node1 and node2."""
     try:
-        done = subprocess.run([*ON_NODE1, "sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True,
-                              timeout=30)
+        done = subprocess.run([*ON_NODE1, "sinfo", "-h", "-N", "-o", "%N"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0 and sorted(set(done.stdout.split())) == ["node1", "node2"]
@@ -47,8 +46,10 @@ pytestmark = [
     pytest.mark.slurm,
     pytest.mark.slow,
     pytest.mark.skipif(not two_nodes_answer(), reason="no two-node SLURM cluster (.ci/slurm-two-nodes.sh up, as root)"),
-    pytest.mark.skipif(importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
-                       reason="snakemake-executor-plugin-slurm is not installed (pip install -e '.[slurm]')"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("snakemake_executor_plugin_slurm") is None,
+        reason="snakemake-executor-plugin-slurm is not installed (pip install -e '.[slurm]')",
+    ),
 ]
 
 
@@ -57,12 +58,28 @@ def set_up(workdir: Path, train: dict, profile_changes: dict | None = None) -> t
     common arguments and a CI-sized profile for these nodes (with ``profile_changes``)."""
     workdir.mkdir(parents=True, exist_ok=True)  # a second training in the same folder reuses its data
     overlay = workdir / "overlay.yaml"
-    overlay.write_text(yaml.safe_dump({"run": {"tasks": ["wsj"], "experiments": ["parser"]},
-                                       "experiments": {"parser": {"train": {"log_every_steps": 1, **train}}}}))
-    common = ("-s", str(ROOT / "Snakefile"), "--configfile", *map(str, PROJECT_CONFIGS), str(overlay),
-              "--directory", str(workdir))
-    data = ("results/test/wsj/parser/settings/train.json", "data/test/bin/wsj/train/manifest.json",
-            "data/test/bin/wsj/dev/manifest.json")
+    overlay.write_text(
+        yaml.safe_dump(
+            {
+                "run": {"tasks": ["wsj"], "experiments": ["parser"]},
+                "experiments": {"parser": {"train": {"log_every_steps": 1, **train}}},
+            }
+        )
+    )
+    common = (
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        *map(str, PROJECT_CONFIGS),
+        str(overlay),
+        "--directory",
+        str(workdir),
+    )
+    data = (
+        "results/test/wsj/parser/settings/train.json",
+        "data/test/bin/wsj/train/manifest.json",
+        "data/test/bin/wsj/dev/manifest.json",
+    )
     code, output = run_snakemake(workdir, *common, "--cores", "2", *data, timeout=900)
     assert code == 0, output[-5000:]
     profile = ci_profile(workdir / "profile", mem_mb=1000)
@@ -137,17 +154,23 @@ def test_a_time_limit_stops_the_training_with_a_checkpoint_and_the_resubmission_
     # doc/man/man1/sbatch.1, and the 22.05.8 page these nodes install). The training is sized to 90 s of
     # steps at this machine's measured speed, so the first submission cannot finish it; restart-times
     # leaves room for submissions signalled early.
-    probe = train_parser(tmp_path / "host", {"gpus": 0, "cpu_ranks": 2, "train_steps": 300, "dev_every_steps": 0},
-                         through_slurm=False)
+    probe = train_parser(
+        tmp_path / "host", {"gpus": 0, "cpu_ranks": 2, "train_steps": 300, "dev_every_steps": 0}, through_slurm=False
+    )
     speed = steps_per_second(probe)
     shutil.rmtree(probe.parent)  # the uninterrupted run below starts afresh, not from this one's checkpoints
     total = max(1200, math.ceil(speed * 90 / 100) * 100)
     steps = {"train_steps": total, "checkpoint_steps": 500, "dev_every_steps": 0}
     changes = {"restart-times": 8, "train": {"runtime": 2, "slurm_extra": "'--signal=TERM@60'"}}
-    across = train_parser(tmp_path / "nodes", {"gpus": 0, "cpu_ranks": 1, "nodes": 2, **steps}, through_slurm=True,
-                          profile_changes=changes)
-    jobs = sorted((tmp_path / "nodes" / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log"),
-                  key=lambda path: int(path.stem))
+    across = train_parser(
+        tmp_path / "nodes",
+        {"gpus": 0, "cpu_ranks": 1, "nodes": 2, **steps},
+        through_slurm=True,
+        profile_changes=changes,
+    )
+    jobs = sorted(
+        (tmp_path / "nodes" / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log"), key=lambda path: int(path.stem)
+    )
     assert len(jobs) >= 2, f"the training ({total} steps at {speed:.0f} steps/s) was not submitted again: {jobs}"
     texts = [path.read_text(encoding="utf-8") for path in jobs]
     # Each submission the limit stopped logs the step; the next resumes exactly there, so no step is lost.
@@ -201,8 +224,9 @@ def test_a_lost_node_fails_the_job_on_both_nodes_and_the_rerun_resumes_from_the_
         assert load_checkpoint(path).progress["step"] == step
     newest = found[-1][0]
     failed_log = next((workdir / ".snakemake" / "slurm_logs").glob("rule_train/**/*.log")).read_text(encoding="utf-8")
-    assert "lost another rank of this 2-rank training" in failed_log and "internal error" not in failed_log, \
-        failed_log[-3000:]
+    assert "lost another rank of this 2-rank training" in failed_log and "internal error" not in failed_log, failed_log[
+        -3000:
+    ]
     assert f"resume from {TRAIN_DIR}/checkpoints/ckpt_{newest:08d}.pt (step {newest})" in failed_log, failed_log[-3000:]
     code, output = run_snakemake(workdir, *arguments, timeout=900, on=ON_NODE1)
     assert code == 0, output[-5000:]

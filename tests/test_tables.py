@@ -88,7 +88,8 @@ def test_table4_rows_and_baseline(results):
     ours = [r for r in rows if r.get("f1_ours") is not None]
     assert [(r["parser"], r["training"], r["f1_ours"], r.get("f1_delta")) for r in ours] == [
         ("Transformer (4 layers)", "WSJ only, discriminative", 90.8, -0.5),
-        ("Flat tree (baseline)", "-", 20.5, None)]
+        ("Flat tree (baseline)", "-", 20.5, None),
+    ]
 
 
 def test_semi_supervised_parser_fills_the_semi_supervised_row(results):
@@ -116,7 +117,7 @@ def test_a_summary_without_its_precision_is_refused_naming_it():
         table2.run_precision({"gpu_model": "H100", "settings": {"train": {"precision": "auto"}}}, "s.json")
 
 
-@pytest.mark.parametrize("gpu", ["TPU", "H100"])    # "H100": an older summary's name, SXM or PCIe or NVL
+@pytest.mark.parametrize("gpu", ["TPU", "H100"])  # "H100": an older summary's name, SXM or PCIe or NVL
 def test_unknown_gpu_model_gives_na_cost(gpu, caplog):
     summary = {"gpu_model": gpu, "wall_seconds": 10.0, "world_size": 1, "device": "cuda", "precision": "bf16"}
     with caplog.at_level(logging.WARNING):
@@ -125,14 +126,17 @@ def test_unknown_gpu_model_gives_na_cost(gpu, caplog):
     assert f"s.json: no bf16 peak for gpu_model '{gpu}' in aiayn.runtime.gpus.CARDS" in caplog.text
 
 
-@pytest.mark.parametrize("gpu, device, precision, tflops", [
-    ("P100", "cuda", "fp32", 9.5),          # the paper's own figure
-    ("H100 SXM", "cuda", "bf16", 989.5),    # the dense bf16 tensor-core peak
-    ("H100 SXM", "cuda", "fp32", 67.0),     # an fp32 run on the same GPU is costed at its fp32 peak
-    ("H100 PCIe", "cuda", "bf16", 756.5),
-    ("A100", "cuda", "bf16", 312.0),
-    ("cpu", "cpu", "fp32", 0.1),
-])
+@pytest.mark.parametrize(
+    "gpu, device, precision, tflops",
+    [
+        ("P100", "cuda", "fp32", 9.5),  # the paper's own figure
+        ("H100 SXM", "cuda", "bf16", 989.5),  # the dense bf16 tensor-core peak
+        ("H100 SXM", "cuda", "fp32", 67.0),  # an fp32 run on the same GPU is costed at its fp32 peak
+        ("H100 PCIe", "cuda", "bf16", 756.5),
+        ("A100", "cuda", "bf16", 312.0),
+        ("cpu", "cpu", "fp32", 0.1),
+    ],
+)
 def test_paper_method_cost_uses_the_peak_of_the_runs_precision(gpu, device, precision, tflops):
     summary = {"gpu_model": gpu, "wall_seconds": 3600.0, "world_size": 2, "device": device, "precision": precision}
     cost, used = table2.paper_method_cost(summary, "s.json")
@@ -144,12 +148,14 @@ def test_cost_and_bleu_method_notes_name_what_each_run_used(results):
     config, results_dir = results
     table = _by_name(config, results_dir)["table2"]
     assert any("en-de/base 8 × P100 fp32 at 9.5 TFLOPS" in note for note in table.notes)
-    assert sum("straightened" in note for note in table.notes) == 1      # one method for all runs
-    path = results_dir / "en-de/baseline/test-copy.bleu.json"             # a file scored before the method was recorded
+    assert sum("straightened" in note for note in table.notes) == 1  # one method for all runs
+    path = results_dir / "en-de/baseline/test-copy.bleu.json"  # a file scored before the method was recorded
     path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "paper_bleu_method"}))
     notes = _by_name(config, results_dir)["table2"].notes
-    assert any(note.startswith("BLEU (paper method: tokenized, ##AT## compound split) (en-de/baseline): not recorded")
-               for note in notes)
+    assert any(
+        note.startswith("BLEU (paper method: tokenized, ##AT## compound split) (en-de/baseline): not recorded")
+        for note in notes
+    )
     assert any("(en-de/base): double quotes" in note for note in notes)
 
 
@@ -162,8 +168,12 @@ def test_missing_file_is_named_before_anything_is_written(results, tmp_path):
     config_path = write_config(tmp_path / "config.yaml", config)
     out = tmp_path / "tables"
     log = tmp_path / "tables.log"
-    assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
-                 "--log", str(log)]) == 1
+    assert (
+        main(
+            ["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out), "--log", str(log)]
+        )
+        == 1
+    )
     assert str(missing) in log.read_text() and not out.exists()
 
 
@@ -181,7 +191,8 @@ def test_cli_writes_every_table_with_provenance(results, tmp_path):
     out = results_dir / "tables"
     assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{n}.{s}" for n in ("table2", "table3", "table4", "experiments") for s in ("md", "csv", "tex", "html"))
+        f"{n}.{s}" for n in ("table2", "table3", "table4", "experiments") for s in ("md", "csv", "tex", "html")
+    )
     for path in out.glob("*.md"):
         assert f"from config {config_path}, git commit " in path.read_text()
     frame = pd.read_csv(out / "table3.csv")
@@ -196,7 +207,8 @@ def test_provenance_footer():
     when = datetime.datetime(2026, 1, 2, 3, 4, tzinfo=datetime.timezone.utc)
     assert provenance("c.yaml", None, when) == (
         "Produced by aiayn.report.tables from config c.yaml, git commit unknown (not a git checkout), "
-        "2026-01-02 03:04 UTC.")
+        "2026-01-02 03:04 UTC."
+    )
 
 
 def test_flops_and_cells():
@@ -205,9 +217,11 @@ def test_flops_and_cells():
     assert layout.format_cell(None, "score") == "" and layout.format_cell(math.nan, "score") == "n/a"
     assert layout.format_cell(-0.3, "delta") == "-0.30" and layout.format_cell("5.00", "paper") == "5.00"
     assert layout.tex_escape("a_b & 50% #1") == r"a\_b \& 50\% \#1"
-    assert layout.tex_escape('„a“ «b» "c"') == (r"\quotedblbase{}a\textquotedblleft{} \guillemotleft{}b"
-                                               r"\guillemotright{} "
-                                               r"\textquotedbl{}c\textquotedbl{}")
+    assert layout.tex_escape('„a“ «b» "c"') == (
+        r"\quotedblbase{}a\textquotedblleft{} \guillemotleft{}b"
+        r"\guillemotright{} "
+        r"\textquotedbl{}c\textquotedbl{}"
+    )
 
 
 def test_only_the_tables_asked_for_and_only_their_inputs(results, tmp_path):
@@ -217,10 +231,25 @@ def test_only_the_tables_asked_for_and_only_their_inputs(results, tmp_path):
         path.unlink()
     config_path = write_config(tmp_path / "config.yaml", config)
     out = tmp_path / "tables"
-    assert main(["--config", str(config_path), "--results-dir", str(results_dir), "--out-dir", str(out),
-                 "--tables", "table2", "table3"]) == 0
+    assert (
+        main(
+            [
+                "--config",
+                str(config_path),
+                "--results-dir",
+                str(results_dir),
+                "--out-dir",
+                str(out),
+                "--tables",
+                "table2",
+                "table3",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"table{n}.{s}" for n in (2, 3) for s in ("md", "csv", "tex", "html"))
+        f"table{n}.{s}" for n in (2, 3) for s in ("md", "csv", "tex", "html")
+    )
 
 
 def test_en_fr_block_follows_en_de_with_its_own_paper_rows(results):
@@ -231,9 +260,11 @@ def test_en_fr_block_follows_en_de_with_its_own_paper_rows(results):
     full = yaml.safe_load((ROOT / "config.yaml").read_text(encoding="utf-8"))
     config["tasks"]["en-fr"] = full["tasks"]["en-fr"]
     config["experiments"]["base"]["tasks"] = ["en-de", "en-fr"]
-    for name, obj in {"en-fr/base/test-avg.bleu.json": bleu(38.0, 36.5),
-                      "en-fr/base/train/summary.json": summary(config, "en-fr", "base", 60_000_000, 43200.0),
-                      "en-fr/baseline/test-copy.bleu.json": bleu(3.0, 2.5)}.items():
+    for name, obj in {
+        "en-fr/base/test-avg.bleu.json": bleu(38.0, 36.5),
+        "en-fr/base/train/summary.json": summary(config, "en-fr", "base", 60_000_000, 43200.0),
+        "en-fr/baseline/test-copy.bleu.json": bleu(3.0, 2.5),
+    }.items():
         (results_dir / name).parent.mkdir(parents=True, exist_ok=True)
         (results_dir / name).write_text(json.dumps(obj))
     table = build_tables(config, results_dir, "FOOTER", ["table2"])[0]

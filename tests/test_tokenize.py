@@ -8,18 +8,31 @@ from aiayn.options.data import SIDES, normalizes
 # (language, text, with every step on (fairseq's recipe but for its escaping), with the defaults:
 # wmt16_en_de.sh's steps (no -a, no normalization, no non-printing removal) without escaping)
 GOLDEN = [
-    ("en", "It's a well-known fact: “quotes” cost $1,000.50 (e.g. U.S.)\u200b!",
-     "It 's a well @-@ known fact : \" quotes \" cost $ 1,000.50 ( e.g. U.S. ) !",
-     "It 's a well-known fact : “ quotes ” cost $ 1,000.50 ( e.g. U.S. ) \u200b !"),
-    ("de", "Das ist „schön“ – z.B. 3,5 Mio. Euro für die Baden-Württemberg-Bahn.",
-     "Das ist \" schön \" - z.B. 3,5 Mio. Euro für die Baden @-@ Württemberg @-@ Bahn .",
-     "Das ist „ schön “ – z.B. 3,5 Mio. Euro für die Baden-Württemberg-Bahn ."),
-    ("fr", "L'homme a dit : « Bonjour ! » C'est-à-dire 20 % de plus\u00a0?",
-     "L' homme a dit : \" Bonjour ! \" C' est @-@ à @-@ dire 20 % de plus ?",
-     "L' homme a dit : « Bonjour ! » C' est-à-dire 20 % de plus ?"),
+    (
+        "en",
+        "It's a well-known fact: “quotes” cost $1,000.50 (e.g. U.S.)\u200b!",
+        'It \'s a well @-@ known fact : " quotes " cost $ 1,000.50 ( e.g. U.S. ) !',
+        "It 's a well-known fact : “ quotes ” cost $ 1,000.50 ( e.g. U.S. ) \u200b !",
+    ),
+    (
+        "de",
+        "Das ist „schön“ – z.B. 3,5 Mio. Euro für die Baden-Württemberg-Bahn.",
+        'Das ist " schön " - z.B. 3,5 Mio. Euro für die Baden @-@ Württemberg @-@ Bahn .',
+        "Das ist „ schön “ – z.B. 3,5 Mio. Euro für die Baden-Württemberg-Bahn .",
+    ),
+    (
+        "fr",
+        "L'homme a dit : « Bonjour ! » C'est-à-dire 20 % de plus\u00a0?",
+        "L' homme a dit : \" Bonjour ! \" C' est @-@ à @-@ dire 20 % de plus ?",
+        "L' homme a dit : « Bonjour ! » C' est-à-dire 20 % de plus ?",
+    ),
 ]
-EVERY_STEP = {"normalize_punctuation": True, "remove_non_printing": True, "aggressive_dash_splits": True,
-              "escape": False}
+EVERY_STEP = {
+    "normalize_punctuation": True,
+    "remove_non_printing": True,
+    "aggressive_dash_splits": True,
+    "escape": False,
+}
 
 
 @pytest.mark.parametrize("lang,text,every_step,defaults", GOLDEN)
@@ -50,9 +63,23 @@ def test_threads_give_identical_output_and_keep_empty_lines(tmp_path):
     _write(tmp_path / "in.en", lines)
     (tmp_path / "tokenize.json").write_text('{"chunk_lines": 4, "escape": false, "aggressive_dash_splits": true}')
     for threads in (1, 2):
-        assert tokenize.main(["--lang", "en", "--input", str(tmp_path / "in.en"), "--output",
-                              str(tmp_path / f"out{threads}"), "--threads", str(threads),
-                              "--settings", str(tmp_path / "tokenize.json")]) == 0
+        assert (
+            tokenize.main(
+                [
+                    "--lang",
+                    "en",
+                    "--input",
+                    str(tmp_path / "in.en"),
+                    "--output",
+                    str(tmp_path / f"out{threads}"),
+                    "--threads",
+                    str(threads),
+                    "--settings",
+                    str(tmp_path / "tokenize.json"),
+                ]
+            )
+            == 0
+        )
     one = (tmp_path / "out1").read_text(encoding="utf-8")
     assert one == (tmp_path / "out2").read_text(encoding="utf-8")
     out = one.split("\n")
@@ -132,14 +159,55 @@ def _run_stages(tmp_path, paths):
     from aiayn.data import clean
 
     for lang in ("en", "de"):
-        assert tokenize.main(["--lang", lang, "--input", str(tmp_path / f"raw.{lang}"), "--output",
-                              str(tmp_path / f"tok.{lang}"),
-                              "--settings", str(paths[f"en-de/tokenize.{lang}.json"])]) == 0
-    assert clean.main(["--src-lang", "en", "--tgt-lang", "de", "--corpora", str(tmp_path / "tok"), "--out-prefix",
-                       str(tmp_path / "clean"), "--stats", str(tmp_path / "stats.json"),
-                       "--settings", str(paths["clean.json"])]) == 0
-    assert detokenize.main(["--lang", "de", "--input", str(tmp_path / "tok.de"), "--output", str(tmp_path / "back.de"),
-                            "--settings", str(paths["en-de/tokenize.de.json"])]) == 0
+        assert (
+            tokenize.main(
+                [
+                    "--lang",
+                    lang,
+                    "--input",
+                    str(tmp_path / f"raw.{lang}"),
+                    "--output",
+                    str(tmp_path / f"tok.{lang}"),
+                    "--settings",
+                    str(paths[f"en-de/tokenize.{lang}.json"]),
+                ]
+            )
+            == 0
+        )
+    assert (
+        clean.main(
+            [
+                "--src-lang",
+                "en",
+                "--tgt-lang",
+                "de",
+                "--corpora",
+                str(tmp_path / "tok"),
+                "--out-prefix",
+                str(tmp_path / "clean"),
+                "--stats",
+                str(tmp_path / "stats.json"),
+                "--settings",
+                str(paths["clean.json"]),
+            ]
+        )
+        == 0
+    )
+    assert (
+        detokenize.main(
+            [
+                "--lang",
+                "de",
+                "--input",
+                str(tmp_path / "tok.de"),
+                "--output",
+                str(tmp_path / "back.de"),
+                "--settings",
+                str(paths["en-de/tokenize.de.json"]),
+            ]
+        )
+        == 0
+    )
     import json
 
     return json.loads((tmp_path / "stats.json").read_text(encoding="utf-8"))
@@ -161,8 +229,12 @@ def test_the_papers_preparation_round_trips_newstest2014(tmp_path):
     assert sum(a == b for a, b in zip(back, texts["de"])) == 975
     assert sacrebleu.corpus_bleu(back, [texts["de"]]).score == pytest.approx(99.79, abs=0.01)
     assert (stats["total"]["kept"], stats["total"]["too_long"]) == (999, 1)
-    escaped = _run_stages(tmp_path, _config_settings(tmp_path, {"data": {
-        "tokenize": {"escape": True}, "clean": {"max_len": 250, "max_ratio": 1.5}}}))
+    escaped = _run_stages(
+        tmp_path,
+        _config_settings(
+            tmp_path, {"data": {"tokenize": {"escape": True}, "clean": {"max_len": 250, "max_ratio": 1.5}}}
+        ),
+    )
     tokens = (tmp_path / "tok.de").read_text(encoding="utf-8")
     assert tokens.count("&quot;") == 251 and tokens.count("&apos;") == 9
     assert (tmp_path / "back.de").read_text(encoding="utf-8").splitlines() == back
@@ -172,8 +244,9 @@ def test_the_papers_preparation_round_trips_newstest2014(tmp_path):
 def test_source_only_normalization_keeps_the_target_quotes(tmp_path):
     """{source: true, target: false}: the English side is normalized, the German keeps „ “."""
     texts = _newstest(tmp_path)
-    paths = _config_settings(tmp_path, {"data": {"tokenize": {"normalize_punctuation": {"source": True,
-                                                                                        "target": False}}}})
+    paths = _config_settings(
+        tmp_path, {"data": {"tokenize": {"normalize_punctuation": {"source": True, "target": False}}}}
+    )
     _run_stages(tmp_path, paths)
     back = (tmp_path / "back.de").read_text(encoding="utf-8")
     quotes = sum(line.count("„") for line in texts["de"])
@@ -183,14 +256,28 @@ def test_source_only_normalization_keeps_the_target_quotes(tmp_path):
     assert tokens_en != MosesPipeline("en")(texts["en"])
 
 
-@pytest.mark.parametrize("escape, expected", [(True, 'Er sagt: "a & b" [c]'),
-                                              (False, "Er sagt: &quot; a &amp; b &quot; &#91; c &#93;")])
+@pytest.mark.parametrize(
+    "escape, expected", [(True, 'Er sagt: "a & b" [c]'), (False, "Er sagt: &quot; a &amp; b &quot; &#91; c &#93;")]
+)
 def test_detokenize_unescapes_when_its_settings_escape(tmp_path, escape, expected):
     """The detokenizer reads the language's data.tokenize: entities are the tokenizer's only when it escaped."""
     import json
 
     _write(tmp_path / "tok", ["Er sagt : &quot; a &amp; b &quot; &#91; c &#93;"])
     (tmp_path / "tokenize.json").write_text(json.dumps({"escape": escape}), encoding="utf-8")
-    assert detokenize.main(["--lang", "de", "--input", str(tmp_path / "tok"), "--output", str(tmp_path / "txt"),
-                            "--settings", str(tmp_path / "tokenize.json")]) == 0
+    assert (
+        detokenize.main(
+            [
+                "--lang",
+                "de",
+                "--input",
+                str(tmp_path / "tok"),
+                "--output",
+                str(tmp_path / "txt"),
+                "--settings",
+                str(tmp_path / "tokenize.json"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "txt").read_text(encoding="utf-8") == expected + "\n"

@@ -42,8 +42,21 @@ def data(toy_task):
 def train_cli(data: Path, run: dict, out: Path, threads: int = 2, **popen) -> subprocess.Popen:
     """Start ``python -m aiayn.train`` as the workflow's rule does (``--threads``, ``--log``)."""
     (out.parent / f"{out.name}.json").write_text(json.dumps(run))
-    cmd = [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", str(out.parent / f"{out.name}.json"),
-           "--out-dir", str(out), "--threads", str(threads), "--log", str(out.parent / f"{out.name}.log")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "aiayn.train",
+        "--data",
+        str(data),
+        "--settings",
+        str(out.parent / f"{out.name}.json"),
+        "--out-dir",
+        str(out),
+        "--threads",
+        str(threads),
+        "--log",
+        str(out.parent / f"{out.name}.log"),
+    ]
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
 
@@ -101,8 +114,15 @@ def test_cpu_ranks_need_gpus_zero():
 def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_path, ranks, step_tokens):
     """20 steps of ``step_tokens``: one rank of ``ranks`` passes, and ``ranks`` torchrun ranks of one pass
     each (the workflow's command line: ``--threads 2 --log FILE``): same loss, gradient norm, weights."""
-    base = dict(train_steps=20, dev_every_steps=0, log_every_steps=1, checkpoint_steps=0, keep_checkpoints=1,
-                tokens_per_step=step_tokens, tokens_per_pass=step_tokens // ranks)
+    base = dict(
+        train_steps=20,
+        dev_every_steps=0,
+        log_every_steps=1,
+        checkpoint_steps=0,
+        keep_checkpoints=1,
+        tokens_per_step=step_tokens,
+        tokens_per_pass=step_tokens // ranks,
+    )
     runs = {}
     for n in (1, ranks):
         run = settings(cpu_ranks=n, **base)
@@ -112,17 +132,22 @@ def test_cpu_ranks_under_torchrun_equal_one_rank_with_accumulation(data, tmp_pat
         assert status == 0, output
         runs[n] = tmp_path / f"r{n}"
     assert "relaunching under torchrun" in output
-    assert (f"{ranks} rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= {step_tokens // ranks} tokens per rank: "
-            f"{step_tokens} tokens per step") in output
+    assert (
+        f"{ranks} rank(s) on cpu (cpu, fp32); 1 forward pass(es) of <= {step_tokens // ranks} tokens per rank: "
+        f"{step_tokens} tokens per step"
+    ) in output
     summaries = {r: json.loads((out / "summary.json").read_text()) for r, out in runs.items()}
     assert (summaries[1]["world_size"], summaries[ranks]["world_size"]) == (1, ranks)
     assert summaries[1]["tokens_tgt"] == summaries[ranks]["tokens_tgt"]
     one, many = log_rows(runs[1]), log_rows(runs[ranks])
     assert [r["step"] for r in one] == [r["step"] for r in many] == [str(s) for s in range(1, 21)]
     for key in ("loss", "grad_norm"):
-        torch.testing.assert_close(torch.tensor([float(r[key]) for r in many], dtype=torch.float64),
-                                   torch.tensor([float(r[key]) for r in one], dtype=torch.float64),
-                                   rtol=RTOL, atol=ATOL)
+        torch.testing.assert_close(
+            torch.tensor([float(r[key]) for r in many], dtype=torch.float64),
+            torch.tensor([float(r[key]) for r in one], dtype=torch.float64),
+            rtol=RTOL,
+            atol=ATOL,
+        )
     weights = [last_weights(out) for out in runs.values()]
     for name, value in weights[0].items():
         torch.testing.assert_close(weights[1][name], value, rtol=RTOL, atol=ATOL)
@@ -154,8 +179,9 @@ def test_the_relaunch_parent_forwards_sigterm_and_waits(tmp_path):
     parent exits after it with 143, leaving no orphan behind."""
     record = tmp_path / "child.txt"
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, CHILD, str(record)], env=env, stdout=subprocess.PIPE,
-                              text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, CHILD, str(record)], env=env, stdout=subprocess.PIPE, text=True
+    )
     assert parent.stdout.readline().strip() == "ready"
     parent.send_signal(signal.SIGTERM)
     assert parent.wait(timeout=30) == 143
@@ -169,8 +195,9 @@ def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(da
     2.13, torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py), then the
     same command again: every logged loss and the final weights equal those of a run never
     interrupted, bit for bit."""
-    run = settings(cpu_ranks=2, train_steps=300, dev_every_steps=0, log_every_steps=1, checkpoint_steps=100,
-                   keep_checkpoints=5)
+    run = settings(
+        cpu_ranks=2, train_steps=300, dev_every_steps=0, log_every_steps=1, checkpoint_steps=100, keep_checkpoints=5
+    )
     status, output = finish(train_cli(data, run, tmp_path / "whole"))
     assert status == 0, output
     split = tmp_path / "split"
@@ -183,8 +210,9 @@ def test_sigterm_to_the_torchrun_group_then_the_same_command_is_bit_identical(da
     assert 20 <= stop_step < 300 and f"stopped at step {stop_step}" in output, output
     status, output = finish(train_cli(data, run, split))
     assert status == 0 and "resumed from" in output, output
-    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(split)] == \
-        [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "whole")]
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(split)] == [
+        (r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "whole")
+    ]
     whole, resumed = (last_weights(out) for out in (tmp_path / "whole", split))
     assert all(torch.equal(value, resumed[name]) for name, value in whole.items())
 
@@ -210,7 +238,8 @@ if os.environ.get("RANK") == "1" and not os.path.exists(os.environ["OOM_ONCE"]):
 
 @pytest.mark.slow
 def test_a_rank_out_of_memory_ends_the_job_naming_the_pass_and_a_smaller_one_resumes_on_both_ranks(
-        data, tmp_path, monkeypatch):
+    data, tmp_path, monkeypatch
+):
     """Rank 1 of two under torchrun runs out of memory in step 3: its line names the step and
     train.tokens_per_pass, rank 0's says it lost rank 1 and points to that error, nothing reads as a bug;
     with half the tokens a pass, the same command resumes both ranks from step 2 in two passes a step."""
@@ -219,8 +248,16 @@ def test_a_rank_out_of_memory_ends_the_job_naming_the_pass_and_a_smaller_one_res
     (inject / "sitecustomize.py").write_text(OUT_OF_MEMORY_ONCE, encoding="utf-8")
     monkeypatch.setenv("PYTHONPATH", str(inject) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     monkeypatch.setenv("OOM_ONCE", str(tmp_path / "ran-out"))
-    run = settings(cpu_ranks=2, train_steps=5, dev_every_steps=0, log_every_steps=1, checkpoint_steps=1,
-                   keep_checkpoints=5, tokens_per_step=256, tokens_per_pass=128)
+    run = settings(
+        cpu_ranks=2,
+        train_steps=5,
+        dev_every_steps=0,
+        log_every_steps=1,
+        checkpoint_steps=1,
+        keep_checkpoints=5,
+        tokens_per_step=256,
+        tokens_per_pass=128,
+    )
     status, output = finish(train_cli(data, run, tmp_path / "run"))
     assert status != 0 and (tmp_path / "ran-out").exists(), output
     assert "error: out of memory on cpu after step 2 (CUDA out of memory. Tried to allocate 20.00 GiB" in output, output
@@ -242,8 +279,13 @@ def ranks_of(out: Path) -> list[int]:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"aiayn.train" in cmd and str(out).encode() in cmd and b"torch.distributed.run" not in cmd \
-                and os.environ.get("TORCHELASTIC_RUN_ID") is None and proc.name.isdigit():
+        if (
+            b"aiayn.train" in cmd
+            and str(out).encode() in cmd
+            and b"torch.distributed.run" not in cmd
+            and os.environ.get("TORCHELASTIC_RUN_ID") is None
+            and proc.name.isdigit()
+        ):
             environ = (proc / "environ").read_bytes() if (proc / "environ").exists() else b""
             if b"LOCAL_RANK=" in environ:
                 found.append(int(proc.name))
@@ -284,8 +326,9 @@ def test_ranks_die_with_a_killed_torchrun(data, tmp_path):
 
 
 def test_several_nodes_meet_at_a_c10d_rendezvous():
-    assert (first_host("gpu-a[07-09,12],cpu1") == "gpu-a07" and first_host("n1,n2") == "n1"
-            and first_host("n[3]") == "n3")
+    assert (
+        first_host("gpu-a[07-09,12],cpu1") == "gpu-a07" and first_host("n1,n2") == "n1" and first_host("n[3]") == "n3"
+    )
     assert rendezvous_endpoint("10.0.0.5:29500", {"SLURM_JOB_NODELIST": "n[1-2]"}) == "10.0.0.5:29500"
     assert rendezvous_endpoint("", {"SLURM_JOB_NODELIST": "gpu[04-05]"}) == "gpu04:29400"
     with pytest.raises(ValueError, match="train.rendezvous"):
@@ -295,8 +338,14 @@ def test_several_nodes_meet_at_a_c10d_rendezvous():
     one, two = torchrun_command(["--log", "x"], 8), torchrun_command(["--log", "x"], 8, 2, "gpu04:29400", "77")
     assert "--standalone" in one and not any(a.startswith("--rdzv") for a in one)
     args = get_args_parser().parse_args(two[3:])
-    assert (args.nnodes, args.nproc_per_node, args.rdzv_backend, args.rdzv_endpoint, args.rdzv_id, args.standalone) == \
-        ("2", "8", "c10d", "gpu04:29400", "77", False)
+    assert (args.nnodes, args.nproc_per_node, args.rdzv_backend, args.rdzv_endpoint, args.rdzv_id, args.standalone) == (
+        "2",
+        "8",
+        "c10d",
+        "gpu04:29400",
+        "77",
+        False,
+    )
 
 
 def free_port() -> int:
@@ -320,7 +369,8 @@ def test_two_torchrun_agents_as_two_nodes_equal_one_agent_with_two_ranks(data, t
     assert [status for status, _ in results] == [0, 0], results
     assert all("--nnodes=2 --rdzv-backend=c10d" in output for _, output in results)
     assert json.loads((tmp_path / "two" / "summary.json").read_text())["world_size"] == 2
-    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "two")] == \
-        [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "one")]
+    assert [(r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "two")] == [
+        (r["step"], r["loss"], r["grad_norm"]) for r in log_rows(tmp_path / "one")
+    ]
     one, two = (last_weights(out) for out in (tmp_path / "one", tmp_path / "two"))
     assert all(torch.equal(value, two[name]) for name, value in one.items())

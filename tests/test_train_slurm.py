@@ -49,11 +49,16 @@ class _Job:
 
 def sbatch_line(train: dict, threads: int = 8) -> str:
     """The plugin's sbatch call, as its executor assembles it (``get_submit_command`` + gres)."""
-    job = _Job(train_resources(train, threads) | {"runtime": 2880, "mem_mb": 64000,
-                                                    "slurm_extra": SIGNAL}, threads)
+    job = _Job(train_resources(train, threads) | {"runtime": 2880, "mem_mb": 64000, "slurm_extra": SIGNAL}, threads)
     validation.validate_slurm_extra(job)
-    params = {"run_uuid": "JOB", "slurm_logfile": "LOG", "comment_str": "rule_train", "account": "",
-              "partition": "-p gpu", "workdir": "/work"}
+    params = {
+        "run_uuid": "JOB",
+        "slurm_logfile": "LOG",
+        "comment_str": "rule_train",
+        "account": "",
+        "partition": "-p gpu",
+        "workdir": "/work",
+    }
     call = submit_string.get_submit_command(job, params)
     return " ".join((call + plugin_utils.set_gres_string(job)).split())
 
@@ -61,9 +66,11 @@ def sbatch_line(train: dict, threads: int = 8) -> str:
 def test_two_nodes_of_eight_gpus_one_agent_per_node():
     line = sbatch_line({"gpus": 8, "nodes": 2})
     print(line)
-    assert line == ("sbatch --parsable --job-name JOB --output LOG --export=ALL --comment rule_train -p gpu"
-                    " -t 2880 --mem 64000 --nodes=2 --ntasks=2 --cpus-per-task=8 --signal=TERM@300"
-                    " -D /work --gres=gpu:8")
+    assert line == (
+        "sbatch --parsable --job-name JOB --output LOG --export=ALL --comment rule_train -p gpu"
+        " -t 2880 --mem 64000 --nodes=2 --ntasks=2 --cpus-per-task=8 --signal=TERM@300"
+        " -D /work --gres=gpu:8"
+    )
     assert train_launcher({"gpus": 8, "nodes": 2}) == SRUN_ONE_AGENT_PER_NODE.format(nodes=2)
     assert train_launcher({"gpus": 8, "nodes": 2}).startswith("srun --nodes=2 --ntasks=2 ")
 
@@ -78,8 +85,10 @@ def test_two_nodes_of_cpu_ranks():
 def test_one_node_asks_for_what_it_did_before():
     line = sbatch_line({"gpus": 8, "nodes": 1})
     print(line)
-    assert line == ("sbatch --parsable --job-name JOB --output LOG --export=ALL --comment rule_train -p gpu"
-                    " -t 2880 --mem 64000 --cpus-per-task=8 --signal=TERM@300 -D /work --gpus=8")
+    assert line == (
+        "sbatch --parsable --job-name JOB --output LOG --export=ALL --comment rule_train -p gpu"
+        " -t 2880 --mem 64000 --cpus-per-task=8 --signal=TERM@300 -D /work --gpus=8"
+    )
     assert "--nodes" not in line and "--ntasks" not in line
     assert train_launcher({"gpus": 8}) == ""
 
@@ -94,5 +103,7 @@ def test_mpi_job_without_tasks_is_refused_by_the_plugin():
     """Why ``tasks`` travels with ``mpi``: the plugin refuses an MPI job without a task count."""
     job = _Job({"mpi": "srun", "nodes": 2}, 8)
     with pytest.raises(Exception, match="tasks"):
-        submit_string.get_submit_command(job, {"run_uuid": "J", "slurm_logfile": "L", "comment_str": "c",
-                                               "account": "", "partition": "", "workdir": ""})
+        submit_string.get_submit_command(
+            job,
+            {"run_uuid": "J", "slurm_logfile": "L", "comment_str": "c", "account": "", "partition": "", "workdir": ""},
+        )

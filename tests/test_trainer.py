@@ -39,13 +39,27 @@ def final_state(out: Path) -> dict:
 def test_cli_end_to_end(data, tmp_path):
     out = tmp_path / "train"
     (tmp_path / "train.json").write_text(json.dumps(settings()))
-    cmd = [sys.executable, "-m", "aiayn.train", "--data", str(data), "--settings", str(tmp_path / "train.json"),
-           "--out-dir", str(out), "--threads", "1", "--log", str(tmp_path / "train.log")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "aiayn.train",
+        "--data",
+        str(data),
+        "--settings",
+        str(tmp_path / "train.json"),
+        "--out-dir",
+        str(out),
+        "--threads",
+        "1",
+        "--log",
+        str(tmp_path / "train.log"),
+    ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 6 and summary["world_size"] == 1 and summary["gpu_model"] == "cpu"
-    assert (summary["tokens_tgt"] > 0
-            and summary["train_flops"] == pytest.approx(summary["flops_per_token"] * summary["tokens_tgt"]))
+    assert summary["tokens_tgt"] > 0 and summary["train_flops"] == pytest.approx(
+        summary["flops_per_token"] * summary["tokens_tgt"]
+    )
     assert math.isfinite(summary["final_train_loss"]) and 1.0 < summary["final_dev_ppl"] < 60
     assert summary["settings"]["train"]["train_steps"] == 6 and summary["experiment"] == "tiny"
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000004.pt", "ckpt_00000006.pt"]
@@ -56,11 +70,27 @@ def test_cli_end_to_end(data, tmp_path):
     rows = list(csv.DictReader(open(out / "log.csv")))
     train_rows, dev_rows = [r for r in rows if r["tokens_per_s"]], [r for r in rows if r["dev_ppl"]]
     assert [int(r["step"]) for r in train_rows] == [2, 4, 6] and all(float(r["tokens_per_s"]) > 0 for r in train_rows)
-    assert (int(dev_rows[-1]["step"]) == 6
-            and float(dev_rows[-1]["dev_ppl"]) == pytest.approx(summary["final_dev_ppl"], rel=1e-5))
+    assert int(dev_rows[-1]["step"]) == 6 and float(dev_rows[-1]["dev_ppl"]) == pytest.approx(
+        summary["final_dev_ppl"], rel=1e-5
+    )
     ppl_json = tmp_path / "dev.ppl.json"
-    subprocess.run([sys.executable, "-m", "aiayn.evaluate.perplexity", "--checkpoint", str(out / "checkpoint_last.pt"),
-                    "--data", str(data / "dev"), "--output", str(ppl_json), "--threads", "1"], check=True, timeout=60)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aiayn.evaluate.perplexity",
+            "--checkpoint",
+            str(out / "checkpoint_last.pt"),
+            "--data",
+            str(data / "dev"),
+            "--output",
+            str(ppl_json),
+            "--threads",
+            "1",
+        ],
+        check=True,
+        timeout=60,
+    )
     assert json.loads(ppl_json.read_text())["ppl"] == pytest.approx(summary["final_dev_ppl"], rel=1e-6)
 
 
@@ -140,8 +170,9 @@ def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int |
     """One of two gloo ranks; ``stop_rank`` gets a stop signal during step 5, and rank 0's clock calls for
     a checkpoint during step 2. Writes its exit status, last step and the steps it saved at."""
     torch.set_num_threads(1)
-    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2,
-                                         timeout=datetime.timedelta(seconds=30))
+    torch.distributed.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=30)
+    )
     try:
         run = settings(train_steps=3 if stop_rank is None else 12, dev_every_steps=0)
         run["model"]["dropout"] = 0.0
@@ -161,8 +192,9 @@ def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int |
 
             trainer.micro_step = micro_step
         status = trainer.run()
-        Path(out, f"rank{rank}.json").write_text(json.dumps({"status": status, "step": trainer.progress.step,
-                                                             "saves": saves}))
+        Path(out, f"rank{rank}.json").write_text(
+            json.dumps({"status": status, "step": trainer.progress.step, "saves": saves})
+        )
     finally:
         torch.distributed.destroy_process_group()
 
@@ -195,10 +227,14 @@ def test_a_stop_signal_on_one_rank_stops_every_rank_at_the_same_step(data, tmp_p
     assert ranks[0] == ranks[1] and ranks[0]["status"] == 143 and 5 <= ranks[0]["step"] < 12
     # rank 0's clock asked for a checkpoint during step 2: both ranks saved once for it, at one step
     assert ranks[0]["saves"] == [3, ranks[0]["step"]]
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_00000003.pt",
-                                                                       f"ckpt_{ranks[0]['step']:08d}.pt"]
-    assert torch.load(out / "checkpoints" / f"ckpt_{ranks[0]['step']:08d}.pt",
-                      weights_only=True)["step"] == ranks[0]["step"]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
+        "ckpt_00000003.pt",
+        f"ckpt_{ranks[0]['step']:08d}.pt",
+    ]
+    assert (
+        torch.load(out / "checkpoints" / f"ckpt_{ranks[0]['step']:08d}.pt", weights_only=True)["step"]
+        == ranks[0]["step"]
+    )
 
 
 def test_resume_onto_a_gpu_reads_the_checkpoint_on_the_cpu(data, tmp_path, monkeypatch):
@@ -292,8 +328,9 @@ def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
     assert summary["steps"] == 2 and math.isfinite(summary["final_dev_ppl"])
     # pairs with a side of 8 or more tokens (+ eos/bos > max_positions) are dropped from training
     kept = sum(len(b) for b in trainer.stream.sampler.batches)
-    longest = torch.maximum(torch.from_numpy(trainer.train_data.src_lengths),
-                            torch.from_numpy(trainer.train_data.tgt_lengths))
+    longest = torch.maximum(
+        torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths)
+    )
     assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)
 
 
@@ -310,14 +347,19 @@ def _checkpoints_are_finite(out: Path) -> list[int]:
 @pytest.mark.parametrize("policy", ["skip", "stop"])
 def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, monkeypatch, policy):
     from aiayn.train import forward as module
-    trainer = Trainer(settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0,
-                               nan_policy=policy), data, tmp_path, CPU)
+
+    trainer = Trainer(
+        settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0, nan_policy=policy),
+        data,
+        tmp_path,
+        CPU,
+    )
     assert trainer.model.way == "blocked"  # a CPU float32 training: its loss forms the logits in blocks
     original, poisoned = module.projected_label_smoothed_loss, []
 
     def loss_at_step_3_is_nan(*args, **kwargs):
         loss, nll, tokens = original(*args, **kwargs)
-        if trainer.progress.step + 1 == 3 and not poisoned:   # once: the retried step 3 is finite
+        if trainer.progress.step + 1 == 3 and not poisoned:  # once: the retried step 3 is finite
             poisoned.append(3)
             loss = loss * float("nan")
         return loss, nll, tokens
@@ -336,8 +378,13 @@ def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, mo
 def test_non_finite_weights_are_never_written(data, tmp_path, policy):
     """Whatever made a weight infinite (an update the step's checks did not see), no checkpoint holds it."""
     from aiayn.runtime.checkpoint import NonFiniteWeights
-    trainer = Trainer(settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0,
-                               nan_policy=policy), data, tmp_path, CPU)
+
+    trainer = Trainer(
+        settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0, nan_policy=policy),
+        data,
+        tmp_path,
+        CPU,
+    )
     step = trainer.optimizer.step
 
     def step_3_overflows(*args, **kwargs):
@@ -357,7 +404,7 @@ def test_resume_skips_a_corrupt_newest_checkpoint(data, toy_run, tmp_path, caplo
     split = tmp_path / "split"
     assert Trainer(settings(keep_checkpoints=10), data, split, CPU, max_steps_this_run=4).run() == 0
     newest = split / "checkpoints" / "ckpt_00000004.pt"
-    newest.write_bytes(newest.read_bytes()[:1000])       # torn by a crash
+    newest.write_bytes(newest.read_bytes()[:1000])  # torn by a crash
     with caplog.at_level(logging.INFO):
         assert Trainer(settings(keep_checkpoints=10), data, split, CPU).run() == 0
     assert "ckpt_00000004.pt: not a readable checkpoint" in caplog.text and "resumed from" in caplog.text
@@ -385,8 +432,11 @@ def test_pairs_longer_than_max_length_are_not_trained_on_and_counted(data, tmp_p
 
 def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
     tiny = make_task(tmp_path / "tiny", n_train=3)
-    with pytest.raises(ValueError, match=r"tiny/train: 3 sentence pairs, \d+ target tokens: less than one batch "
-                                         r"of 64 \(from train.tokens_per_step"):
+    with pytest.raises(
+        ValueError,
+        match=r"tiny/train: 3 sentence pairs, \d+ target tokens: less than one batch "
+        r"of 64 \(from train.tokens_per_step",
+    ):
         Trainer(settings(), tiny, tmp_path / "out", CPU)
     assert not (tmp_path / "out").exists()
 
@@ -407,8 +457,9 @@ def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
         trainer = Trainer(run, data, tmp_path / str(compiled), CPU)
         shapes = set()
         original = trainer.micro_step
-        trainer.micro_step = lambda batch: (shapes.add(tuple(batch.src.shape) + tuple(batch.tgt_in.shape))
-                                            or original(batch))
+        trainer.micro_step = lambda batch: (
+            shapes.add(tuple(batch.src.shape) + tuple(batch.tgt_in.shape)) or original(batch)
+        )
         assert trainer.run() == 0
         rows = list(csv.DictReader(open(tmp_path / str(compiled) / "log.csv")))
         losses[compiled] = [float(r["loss"]) for r in rows if r["loss"]]
@@ -425,8 +476,18 @@ def test_gpus_that_cannot_be_used_fail_before_training(data, tmp_path, monkeypat
     path = tmp_path / "train.json"
     path.write_text(json.dumps(settings(gpus=1)))
     with pytest.raises(GpuUnavailableError, match=r"train\.gpus=1 but .*gpus: 0"):
-        main(["--data", str(data), "--settings", str(path), "--out-dir", str(tmp_path / "o"),
-              "--gpu-lock-dir", str(tmp_path / "locks")])
+        main(
+            [
+                "--data",
+                str(data),
+                "--settings",
+                str(path),
+                "--out-dir",
+                str(tmp_path / "o"),
+                "--gpu-lock-dir",
+                str(tmp_path / "locks"),
+            ]
+        )
     assert not (tmp_path / "o").exists()
 
 
@@ -450,6 +511,7 @@ def test_memory_that_runs_out_names_the_key_that_sizes_a_pass_and_a_smaller_one_
     training with one line naming the last step done and train.tokens_per_pass; the same command with half the
     tokens a pass resumes from step 2's checkpoint (nothing set aside), in two passes a step, to the end."""
     from aiayn.train import trainer as module
+
     original = module.Trainer.micro_step
 
     def out_of_memory_in_step_3(self, batch):
@@ -460,10 +522,20 @@ def test_memory_that_runs_out_names_the_key_that_sizes_a_pass_and_a_smaller_one_
     monkeypatch.setattr(module.Trainer, "micro_step", out_of_memory_in_step_3)
     run = settings(train_steps=5, checkpoint_steps=1, dev_every_steps=0, tokens_per_pass=128)
     (tmp_path / "train.json").write_text(json.dumps(run))
-    args = ["--data", str(data), "--settings", str(tmp_path / "train.json"), "--out-dir", str(tmp_path / "out"),
-            "--threads", "1"]
-    expected = (r"^out of memory on cpu after step 2 \(CUDA out of memory\. Tried to allocate 20\.00 GiB .*\): a "
-                r"forward pass holds up to train\.tokens_per_pass=128 tokens a side; with a smaller value, ")
+    args = [
+        "--data",
+        str(data),
+        "--settings",
+        str(tmp_path / "train.json"),
+        "--out-dir",
+        str(tmp_path / "out"),
+        "--threads",
+        "1",
+    ]
+    expected = (
+        r"^out of memory on cpu after step 2 \(CUDA out of memory\. Tried to allocate 20\.00 GiB .*\): a "
+        r"forward pass holds up to train\.tokens_per_pass=128 tokens a side; with a smaller value, "
+    )
     with pytest.raises(MemoryError, match=expected):
         main(args)
     assert _checkpoints_are_finite(tmp_path / "out") == [1, 2]

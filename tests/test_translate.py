@@ -7,8 +7,7 @@ from tiny_checkpoint import TEXT, write_tiny
 from aiayn.decode import beam, translate
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
 
-DECODE = {"beam_size": 3, "length_penalty": 0.6, "max_len_a": 1, "max_len_b": 5, "early_stop": True,
-          "max_sentences": 2}
+DECODE = {"beam_size": 3, "length_penalty": 0.6, "max_len_a": 1, "max_len_b": 5, "early_stop": True, "max_sentences": 2}
 MODEL = {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "d_k": 8, "d_v": 8, "dropout": 0.0}
 
 
@@ -18,17 +17,36 @@ def setup(tmp_path_factory):
     sp, model = write_tiny(root, MODEL, 1, step=1, averaged_steps=[1])
     (root / "decode.json").write_text(json.dumps(DECODE))
     lines = [" ".join(sp.encode(t, out_type=str)) for t in TEXT[:4]]
-    (root / "test.en").write_text("\n".join([lines[0], "", lines[1], lines[2] + " ▁Zzyzx", lines[3]]) + "\n",
-                                  encoding="utf-8")
+    (root / "test.en").write_text(
+        "\n".join([lines[0], "", lines[1], lines[2] + " ▁Zzyzx", lines[3]]) + "\n", encoding="utf-8"
+    )
     return root, sp, model
 
 
 def test_translate_cli_keeps_lines_and_matches_beam_search(setup):
     root, sp, model = setup
     out = root / "test.hyp.tok"
-    assert translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"),
-                           "--input", str(root / "test.en"), "--output", str(out), "--threads", "1",
-                           "--settings", str(root / "decode.json"), "--device", "cpu"]) == 0
+    assert (
+        translate.main(
+            [
+                "--checkpoint",
+                str(root / "avg.pt"),
+                "--spm",
+                str(root / "spm.model"),
+                "--input",
+                str(root / "test.en"),
+                "--output",
+                str(out),
+                "--threads",
+                "1",
+                "--settings",
+                str(root / "decode.json"),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     got = out.read_text(encoding="utf-8").split("\n")
     assert len(got) == 6 and got[1] == "" and got[5] == ""
     assert all(got[i] for i in (0, 2, 3, 4)), got
@@ -36,8 +54,16 @@ def test_translate_cli_keeps_lines_and_matches_beam_search(setup):
     assert sources.unknown_pieces == 1 and sources.ids[1] == []
     for line, ids in zip(got, sources.ids):
         if ids:
-            [hyp] = beam_search(model, pad_sources([ids], SpecialIds()), [len(ids)], beam_size=3,
-                                length_penalty=0.6, max_len_a=1, max_len_b=5, early_stop=True)
+            [hyp] = beam_search(
+                model,
+                pad_sources([ids], SpecialIds()),
+                [len(ids)],
+                beam_size=3,
+                length_penalty=0.6,
+                max_len_a=1,
+                max_len_b=5,
+                early_stop=True,
+            )
             assert line == sp.decode(hyp.tokens)
 
 
@@ -46,12 +72,36 @@ def test_settings_file_is_checked_and_names_the_file(setup, tmp_path):
     bad = tmp_path / "decode.json"
     bad.write_text(json.dumps(DECODE | {"beam": 2}))
     with pytest.raises(ValueError, match=r"decode\.json: unknown decode setting\(s\) \['beam'\]"):
-        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
-                        str(root / "test.en"), "--output", str(tmp_path / "out"), "--settings", str(bad)])
+        translate.main(
+            [
+                "--checkpoint",
+                str(root / "avg.pt"),
+                "--spm",
+                str(root / "spm.model"),
+                "--input",
+                str(root / "test.en"),
+                "--output",
+                str(tmp_path / "out"),
+                "--settings",
+                str(bad),
+            ]
+        )
     bad.write_text(json.dumps(DECODE | {"cpu_matmul": "blas"}))
     with pytest.raises(ValueError, match=r"decode\.json: decode\.cpu_matmul: 'blas' is not one of onednn, mkl"):
-        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
-                        str(root / "test.en"), "--output", str(tmp_path / "out"), "--settings", str(bad)])
+        translate.main(
+            [
+                "--checkpoint",
+                str(root / "avg.pt"),
+                "--spm",
+                str(root / "spm.model"),
+                "--input",
+                str(root / "test.en"),
+                "--output",
+                str(tmp_path / "out"),
+                "--settings",
+                str(bad),
+            ]
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -69,8 +119,20 @@ def test_a_gpu_that_cannot_be_used_is_a_clear_error_not_a_cpu_run(setup, monkeyp
     root, _, _ = setup
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(GpuUnavailableError, match=r"--device cuda:1 but"):
-        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
-                        str(root / "test.en"), "--output", str(root / "never.txt"), "--device", "cuda:1"])
+        translate.main(
+            [
+                "--checkpoint",
+                str(root / "avg.pt"),
+                "--spm",
+                str(root / "spm.model"),
+                "--input",
+                str(root / "test.en"),
+                "--output",
+                str(root / "never.txt"),
+                "--device",
+                "cuda:1",
+            ]
+        )
     assert not (root / "never.txt").exists()
 
 
@@ -79,9 +141,27 @@ def test_bf16_decoding_runs_and_keeps_the_lines(setup):
     out = root / "bf16.hyp.tok"
     bf16 = root / "decode.bf16.json"
     bf16.write_text(json.dumps(DECODE | {"precision": "bf16"}))
-    assert translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
-                           str(root / "test.en"), "--output", str(out), "--threads", "1", "--device", "cpu",
-                           "--settings", str(bf16)]) == 0
+    assert (
+        translate.main(
+            [
+                "--checkpoint",
+                str(root / "avg.pt"),
+                "--spm",
+                str(root / "spm.model"),
+                "--input",
+                str(root / "test.en"),
+                "--output",
+                str(out),
+                "--threads",
+                "1",
+                "--device",
+                "cpu",
+                "--settings",
+                str(bf16),
+            ]
+        )
+        == 0
+    )
     got = out.read_text(encoding="utf-8").split("\n")
     assert len(got) == 6 and got[1] == "" and all(got[i] for i in (0, 2, 3, 4))
 
@@ -92,8 +172,20 @@ def test_a_bad_input_or_sentencepiece_file_is_named(setup, tmp_path):
     with pytest.raises(ValueError, match=r"test\.en: line 2: invalid continuation byte at byte 3: invalid UTF-8"):
         translate.read_sources(str(tmp_path / "test.en"), sp)
     with pytest.raises(ValueError, match=r"decode\.json: not a readable sentencepiece model \(.*ModelProto"):
-        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "decode.json"),
-                        "--input", str(root / "test.en"), "--output", str(tmp_path / "out"), "--device", "cpu"])
+        translate.main(
+            [
+                "--checkpoint",
+                str(root / "avg.pt"),
+                "--spm",
+                str(root / "decode.json"),
+                "--input",
+                str(root / "test.en"),
+                "--output",
+                str(tmp_path / "out"),
+                "--device",
+                "cpu",
+            ]
+        )
 
 
 def test_a_line_too_long_for_the_memory_is_named_and_nothing_written(setup, tmp_path, monkeypatch):
@@ -110,10 +202,25 @@ def test_a_line_too_long_for_the_memory_is_named_and_nothing_written(setup, tmp_
         return search(model, src, lengths, **options)
 
     monkeypatch.setattr(beam, "beam_search_n_best", tight_memory)
-    named = (rf"test\.en: line {longest + 1}: {len(lines[longest].split())} subwords, too long to decode in the "
-             r"memory there is \(CUDA out of memory\. .*decode\.beam_size")
+    named = (
+        rf"test\.en: line {longest + 1}: {len(lines[longest].split())} subwords, too long to decode in the "
+        r"memory there is \(CUDA out of memory\. .*decode\.beam_size"
+    )
     with pytest.raises(MemoryError, match=named):
-        translate.main(["--checkpoint", str(root / "avg.pt"), "--spm", str(root / "spm.model"), "--input",
-                        str(root / "test.en"), "--output", str(tmp_path / "out"), "--settings",
-                        str(root / "decode.json"), "--device", "cpu"])
+        translate.main(
+            [
+                "--checkpoint",
+                str(root / "avg.pt"),
+                "--spm",
+                str(root / "spm.model"),
+                "--input",
+                str(root / "test.en"),
+                "--output",
+                str(tmp_path / "out"),
+                "--settings",
+                str(root / "decode.json"),
+                "--device",
+                "cpu",
+            ]
+        )
     assert not (tmp_path / "out").exists()

@@ -27,14 +27,17 @@ def test_one_line_round_trip():
     assert parse_tree(text).preterminals()[1] == Tree("NN", ["dog"])
 
 
-@pytest.mark.parametrize("text, message", [
-    ("(S (NP a)", "f.txt:3: tree starting here is not closed"),
-    ("(S (NP a)))", "f.txt:3: ')' closes no bracket"),
-    ("word (S (NP a))", "f.txt:3: word 'word' outside any bracket"),
-    ("(S (NP))", "f.txt:3: empty constituent (NP)"),
-    ("(S (NP a b))", "f.txt:3: constituent (NP ...) mixes words"),
-    ("(S (NP a)) (S (NP b))", "f.txt:3: expected one tree, found 2"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("(S (NP a)", "f.txt:3: tree starting here is not closed"),
+        ("(S (NP a)))", "f.txt:3: ')' closes no bracket"),
+        ("word (S (NP a))", "f.txt:3: word 'word' outside any bracket"),
+        ("(S (NP))", "f.txt:3: empty constituent (NP)"),
+        ("(S (NP a b))", "f.txt:3: constituent (NP ...) mixes words"),
+        ("(S (NP a)) (S (NP b))", "f.txt:3: expected one tree, found 2"),
+    ],
+)
 def test_errors_name_file_and_line(text, message):
     with pytest.raises(TreeError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_tree(text, "f.txt", 3)

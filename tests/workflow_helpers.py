@@ -15,10 +15,19 @@ NOT_THE_TREE = {".git", ".venv", ".snakemake", "__pycache__", ".pytest_cache"}
 
 def snakemake(workdir, *args, check=True):
     """``python -m snakemake`` on the project's Snakefile in ``workdir``; fails with its output unless ``check``."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"),
-           "--directory", str(workdir), *args]
-    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        *args,
+    ]
+    result = subprocess.run(
+        cmd, cwd=workdir, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{result.stdout}\n{result.stderr}")
     return result

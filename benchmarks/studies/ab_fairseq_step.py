@@ -42,10 +42,20 @@ def fairseq_model(vocab: int):
     class Task:
         source_dictionary = target_dictionary = dictionary
 
-    args = argparse.Namespace(encoder_layers=3, decoder_layers=3, encoder_embed_dim=256, decoder_embed_dim=256,
-                              encoder_ffn_embed_dim=1024, decoder_ffn_embed_dim=1024, encoder_attention_heads=4,
-                              decoder_attention_heads=4, share_all_embeddings=True, dropout=0.1,
-                              max_source_positions=1024, max_target_positions=1024)
+    args = argparse.Namespace(
+        encoder_layers=3,
+        decoder_layers=3,
+        encoder_embed_dim=256,
+        decoder_embed_dim=256,
+        encoder_ffn_embed_dim=1024,
+        decoder_ffn_embed_dim=1024,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        share_all_embeddings=True,
+        dropout=0.1,
+        max_source_positions=1024,
+        max_target_positions=1024,
+    )
     base_architecture(args)
     return TransformerModel.build_model(args, Task()).train(), dictionary
 
@@ -56,8 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--padded", action="store_true", help="a padded batch of varied lengths")
     parser.add_argument("--profile", action="store_true", help="then print both models' operator times")
-    parser.add_argument("--cpu-matmul", choices=("mkl", "onednn"), default="mkl",
-                        help="our model's float32 products, as train.cpu_matmul")
+    parser.add_argument(
+        "--cpu-matmul",
+        choices=("mkl", "onednn"),
+        default="mkl",
+        help="our model's float32 products, as train.cpu_matmul",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
@@ -77,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         tgt[positions >= tgt_len[:, None]] = dictionary.pad()
         lengths, tgt = src_len, tgt[:, : int(tgt_len.max())]
     tokens = int(tgt.ne(dictionary.pad()).sum())
-    optimizers = {name: torch.optim.Adam(m.parameters(), lr=1e-4, fused=True)
-                  for name, m in (("fairseq", theirs), ("aiayn", ours))}
+    optimizers = {
+        name: torch.optim.Adam(m.parameters(), lr=1e-4, fused=True)
+        for name, m in (("fairseq", theirs), ("aiayn", ours))
+    }
 
     def loss_fairseq():
         logits, _ = theirs(src, lengths, tgt)
@@ -89,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def loss_aiayn():  # as the Trainer's on a CPU in float32: the loss forms the gold rows' logits in blocks
         hidden = ours.states(src, tgt, args.padded, gold_rows)
-        return projected_label_smoothed_loss(hidden, ours.output_matrix(), tgt.view(-1)[gold_rows], 0.1,
-                                             dictionary.pad())[0]
+        return projected_label_smoothed_loss(
+            hidden, ours.output_matrix(), tgt.view(-1)[gold_rows], 0.1, dictionary.pad()
+        )[0]
 
     def step(name: str) -> None:
         losses[name]().backward()
@@ -123,12 +140,14 @@ def profile_steps(step, steps: int = 4) -> dict[str, tuple[float, int]]:
 def operator_table(profiles: dict[str, dict[str, tuple[float, int]]], rows: int = 25) -> str:
     """The operators that take most time in either model: seconds and calls per step, each model."""
     names = list(profiles)
-    keys = sorted({k for p in profiles.values() for k in p},
-                  key=lambda k: -max(p.get(k, (0.0, 0))[0] for p in profiles.values()))
+    keys = sorted(
+        {k for p in profiles.values() for k in p}, key=lambda k: -max(p.get(k, (0.0, 0))[0] for p in profiles.values())
+    )
     lines = [f"{'operator (self CPU per step)':44s}" + "".join(f"{n:>22s}" for n in names)]
     for key in keys[:rows]:
-        cells = "".join(f"{seconds:14.4f} s {calls:5d}x"
-                        for seconds, calls in (profiles[n].get(key, (0.0, 0)) for n in names))
+        cells = "".join(
+            f"{seconds:14.4f} s {calls:5d}x" for seconds, calls in (profiles[n].get(key, (0.0, 0)) for n in names)
+        )
         lines.append(f"{key[:44]:44s}{cells}")
     totals = "".join(f"{sum(v[0] for v in profiles[n].values()):14.4f} s       " for n in names)
     return "\n".join(lines + [f"{'total':44s}{totals}"])

@@ -83,8 +83,7 @@ def bracket_f1(hyps: list[list[str]], golds: list[list[str]], words: list[list[s
 
 def tokenize(lines: list[str], lang: str) -> list[list[str]]:
     normalizer, tokenizer = MosesPunctNormalizer(lang=lang), MosesTokenizer(lang=lang)
-    return [tokenizer.tokenize(normalizer.normalize(line), aggressive_dash_splits=True, escape=False)
-            for line in lines]
+    return [tokenizer.tokenize(normalizer.normalize(line), aggressive_dash_splits=True, escape=False) for line in lines]
 
 
 class TinyTransformer(nn.Module):
@@ -93,7 +92,7 @@ class TinyTransformer(nn.Module):
     def __init__(self, vocab: int, d_model: int, layers: int, heads: int, d_ff: int, dropout: float):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model, padding_idx=PAD)
-        nn.init.normal_(self.embed.weight, 0, d_model ** -0.5)
+        nn.init.normal_(self.embed.weight, 0, d_model**-0.5)
         self.core = nn.Transformer(d_model, heads, layers, layers, d_ff, dropout, batch_first=True)
         position = torch.arange(256).unsqueeze(1)
         scale = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
@@ -103,7 +102,7 @@ class TinyTransformer(nn.Module):
         self.d_model = d_model
 
     def _in(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.embed(ids) * self.d_model ** 0.5 + self.pe[: ids.size(1)]
+        return self.embed(ids) * self.d_model**0.5 + self.pe[: ids.size(1)]
 
     def encode(self, src: torch.Tensor) -> torch.Tensor:
         return self.core.encoder(self._in(src), src_key_padding_mask=src == PAD)
@@ -111,8 +110,9 @@ class TinyTransformer(nn.Module):
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
         """Logits (B, T, V) for every prefix of ``tgt`` (B, T)."""
         mask = self.core.generate_square_subsequent_mask(tgt.size(1))
-        out = self.core.decoder(self._in(tgt), memory, tgt_mask=mask, tgt_is_causal=True,
-                                memory_key_padding_mask=src == PAD)
+        out = self.core.decoder(
+            self._in(tgt), memory, tgt_mask=mask, tgt_is_causal=True, memory_key_padding_mask=src == PAD
+        )
         return out @ self.embed.weight.T
 
 
@@ -167,7 +167,7 @@ def greedy(model: TinyTransformer, srcs: list[list[int]], extra: int = 10) -> li
     model.eval()
     out = []
     for i in range(0, len(srcs), 100):
-        src = pad([s + [EOS] for s in srcs[i:i + 100]])
+        src = pad([s + [EOS] for s in srcs[i : i + 100]])
         memory = model.encode(src)
         ys = torch.full((src.size(0), 1), BOS)
         for _ in range(src.size(1) + extra):
@@ -201,8 +201,13 @@ def translation_data(pair: str, seed: int, n_train: int, n_test: int):
     train_set = sample(rng_for(seed, f"{pair}:train"), n_train)
     test_set = sample(rng_for(seed, f"{pair}:test"), n_test, exclude={s.en for s in train_set}, unique=True)
     train_src, train_tgt = tokenize([s.en for s in train_set], "en"), tokenize(translate(train_set, tgt_lang), tgt_lang)
-    return train_src, train_tgt, tokenize([s.en for s in test_set], "en"), [s.en for s in test_set], \
-        translate(test_set, tgt_lang)
+    return (
+        train_src,
+        train_tgt,
+        tokenize([s.en for s in test_set], "en"),
+        [s.en for s in test_set],
+        translate(test_set, tgt_lang),
+    )
 
 
 def score(pair: str, hyp_words: list[list[str]], test: tuple) -> str:
@@ -210,15 +215,19 @@ def score(pair: str, hyp_words: list[list[str]], test: tuple) -> str:
     if pair == "wsj":
         test_src, test_gold = test
         flat = [["(S", *["XX"] * len(s), ")S"] for s in test_src]
-        return (f"model F1 {bracket_f1(hyp_words, test_gold, test_src):.1f}, "
-                f"flat-tree F1 {bracket_f1(flat, test_gold, test_src):.1f}")
+        return (
+            f"model F1 {bracket_f1(hyp_words, test_gold, test_src):.1f}, "
+            f"flat-tree F1 {bracket_f1(flat, test_gold, test_src):.1f}"
+        )
     _, test_raw, test_ref = test
     detok = MosesDetokenizer(lang=pair.split("-")[1])
     hyps = [detok.detokenize(h) for h in hyp_words]
     for h, r in list(zip(hyps, test_ref))[:3]:
         log.info("hyp: %s | ref: %s", h, r)
-    return (f"model BLEU {sacrebleu.corpus_bleu(hyps, [test_ref]).score:.1f}, "
-            f"copy-source BLEU {sacrebleu.corpus_bleu(test_raw, [test_ref]).score:.1f}")
+    return (
+        f"model BLEU {sacrebleu.corpus_bleu(hyps, [test_ref]).score:.1f}, "
+        f"copy-source BLEU {sacrebleu.corpus_bleu(test_raw, [test_ref]).score:.1f}"
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -253,18 +262,31 @@ def main(argv: list[str] | None = None) -> int:
         train_src, train_tgt, *test = translation_data(args.pair, args.seed, args.train_pairs, args.test_pairs)
         test_src = test[0]
     vocab = {w: i + 3 for i, w in enumerate(sorted({w for s in train_src + train_tgt for w in s}))}
-    log.info("data: %d train, %d test pairs, %d word types, %.1f s", len(train_src), len(test_src), len(vocab),
-             time.time() - start)
+    log.info(
+        "data: %d train, %d test pairs, %d word types, %.1f s",
+        len(train_src),
+        len(test_src),
+        len(vocab),
+        time.time() - start,
+    )
     ids = lambda words: [vocab[w] for w in words if w in vocab]  # noqa: E731
     model = TinyTransformer(len(vocab) + 3, args.d_model, args.layers, args.heads, args.d_ff, args.dropout)
-    steps = train(model, [(ids(s), ids(t)) for s, t in zip(train_src, train_tgt)], args.seconds,
-                  args.tokens_per_step, args.lr, args.warmup)
+    steps = train(
+        model,
+        [(ids(s), ids(t)) for s, t in zip(train_src, train_tgt)],
+        args.seconds,
+        args.tokens_per_step,
+        args.lr,
+        args.warmup,
+    )
     words = {i: w for w, i in vocab.items()}
     hyps = greedy(model, [ids(s) for s in test_src], 70 if args.pair == "wsj" else 10)
     result = score(args.pair, [[words[i] for i in h if i in words] for h in hyps], test)
     params = sum(p.numel() for p in model.parameters())
-    print(f"{args.pair}: params {params}, steps {steps} in {args.seconds:.0f} s, {result}, "
-          f"total {time.time() - start:.0f} s")
+    print(
+        f"{args.pair}: params {params}, steps {steps} in {args.seconds:.0f} s, {result}, "
+        f"total {time.time() - start:.0f} s"
+    )
     return 0
 
 

@@ -40,8 +40,13 @@ def tokenized_pairs(task: tuple) -> list[tuple[str, str]]:
     defaults = TokenizeConfig()
     sides = []
     for lang in (src, tgt):
-        pipeline = MosesPipeline(lang, normalize_punctuation=False, remove_non_printing=defaults.remove_non_printing,
-                                 aggressive_dash_splits=defaults.aggressive_dash_splits, escape=defaults.escape)
+        pipeline = MosesPipeline(
+            lang,
+            normalize_punctuation=False,
+            remove_non_printing=defaults.remove_non_printing,
+            aggressive_dash_splits=defaults.aggressive_dash_splits,
+            escape=defaults.escape,
+        )
         sides.append(pipeline(training_text(WMT, prefix, lang, tokenized)))
     return list(zip(*sides))
 
@@ -56,12 +61,21 @@ def measure(task: tuple, work: Path, vocab_size: int) -> list[dict]:
     learn([f"{stem}.{task[1]}", f"{stem}.{task[2]}"], str(stem), BpeConfig(vocab_size=vocab_size))
     model = spm.SentencePieceProcessor(model_file=f"{stem}.model")
     rows = []
-    for cleaning, rules in (("data.clean defaults", CleanConfig()),
-                            ("none", CleanConfig(min_len=1, max_len=None, max_ratio=None))):
+    for cleaning, rules in (
+        ("data.clean defaults", CleanConfig()),
+        ("none", CleanConfig(min_len=1, max_len=None, max_ratio=None)),
+    ):
         kept = list(filter_pairs(pairs, rules, new_counts()))
         longest = [max(len(model.encode(s)), len(model.encode(t))) + 1 for s, t in kept]
-        rows.append({"task": name, "cleaning": cleaning, "pairs": len(kept), "longest": max(longest),
-                     **{f"over {limit}": sum(n > limit for n in longest) for limit in LIMITS}})
+        rows.append(
+            {
+                "task": name,
+                "cleaning": cleaning,
+                "pairs": len(kept),
+                "longest": max(longest),
+                **{f"over {limit}": sum(n > limit for n in longest) for limit in LIMITS},
+            }
+        )
     return rows
 
 

@@ -30,14 +30,27 @@ from aiayn.data.tokenize import MosesPipeline
 from aiayn.evaluate import bleu
 
 PLAIN = Path(__file__).resolve().parents[3] / "shared" / "data" / "wmt" / "plain"
-FILES = ("newstest2014-full.en-de.en", "newstest2014-full.en-de.de", "newstest2014-full.en-fr.en",
-         "newstest2014-full.en-fr.fr", "newstest2013.en", "newstest2013.de", "newstest2013.fr")
+FILES = (
+    "newstest2014-full.en-de.en",
+    "newstest2014-full.en-de.de",
+    "newstest2014-full.en-fr.en",
+    "newstest2014-full.en-fr.fr",
+    "newstest2013.en",
+    "newstest2013.de",
+    "newstest2013.fr",
+)
 # sacremoses' rule lists, named by what they do; the normalizer applies them in this order.
-GROUPS = {"EXTRA_WHITESPACE": "spacing", "NORMALIZE_UNICODE_IF_NOT_PENN": "quotes",
-          "NORMALIZE_UNICODE": "quotes", "FRENCH_QUOTES": "quotes", "HANDLE_PSEUDO_SPACES": "non-breaking spaces",
-          "EN_QUOTATION_FOLLOWED_BY_COMMA": "quote/punctuation order",
-          "DE_ES_FR_QUOTATION_FOLLOWED_BY_COMMA": "quote/punctuation order", "DE_ES_CZ_CS_FR": "digit groups",
-          "OTHER": "digit groups"}
+GROUPS = {
+    "EXTRA_WHITESPACE": "spacing",
+    "NORMALIZE_UNICODE_IF_NOT_PENN": "quotes",
+    "NORMALIZE_UNICODE": "quotes",
+    "FRENCH_QUOTES": "quotes",
+    "HANDLE_PSEUDO_SPACES": "non-breaking spaces",
+    "EN_QUOTATION_FOLLOWED_BY_COMMA": "quote/punctuation order",
+    "DE_ES_FR_QUOTATION_FOLLOWED_BY_COMMA": "quote/punctuation order",
+    "DE_ES_CZ_CS_FR": "digit groups",
+    "OTHER": "digit groups",
+}
 # NORMALIZE_UNICODE mixes kinds: its dash, spacing and ellipsis rules get their own names.
 SPECIAL = {"–": "dashes", "—": "dashes", " +": "spacing", "…": "ellipsis"}
 
@@ -72,8 +85,9 @@ def rule_counts(lines: list[str], lang: str) -> tuple[Counter, int]:
 def ceiling(lines: list[str], lang: str, normalize: bool) -> dict:
     """Both BLEUs of the detokenized tokenization of ``lines`` against ``lines`` themselves (the other
     steps as ``RESULTS.md`` measured them: non-printing removal, ``-a``, no escaping)."""
-    pipeline = MosesPipeline(lang, normalize_punctuation=normalize, remove_non_printing=True,
-                             aggressive_dash_splits=True, escape=False)
+    pipeline = MosesPipeline(
+        lang, normalize_punctuation=normalize, remove_non_printing=True, aggressive_dash_splits=True, escape=False
+    )
     round_trip = MosesDetok(lang)(pipeline(lines))
     result = bleu.score(round_trip, lines, lang)
     result["identical"] = sum(a == b for a, b in zip(round_trip, lines))
@@ -96,12 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, _, n, changed, counts, _, _ in rows:
         print(f"| {name} | {n} | {changed} | " + " | ".join(str(counts[label]) for label in labels) + " |")
     print("\nA perfect model's output (the reference tokenized, then detokenized) scored against the raw reference:\n")
-    print("| file | normalized: sacreBLEU | paper BLEU | identical lines | not normalized: sacreBLEU | paper BLEU "
-          "| identical lines |")
+    print(
+        "| file | normalized: sacreBLEU | paper BLEU | identical lines | not normalized: sacreBLEU | paper BLEU "
+        "| identical lines |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, _, _, _, _, on, off in rows:
-        print(f"| {name} | {on['sacrebleu']:.2f} | {on['paper_bleu']:.2f} | {on['identical']} "
-              f"| {off['sacrebleu']:.2f} | {off['paper_bleu']:.2f} | {off['identical']} |")
+        print(
+            f"| {name} | {on['sacrebleu']:.2f} | {on['paper_bleu']:.2f} | {on['identical']} "
+            f"| {off['sacrebleu']:.2f} | {off['paper_bleu']:.2f} | {off['identical']} |"
+        )
     return 0
 
 

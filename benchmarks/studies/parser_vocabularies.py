@@ -46,13 +46,25 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for side, size in (("words", args.source_size), ("tree", args.target_size)):
             prefix = f"{tmp}/{side}"
-            spm.SentencePieceTrainer.train(input=str(tok / f"train.{side}"), model_prefix=prefix, vocab_size=size,
-                                           model_type="bpe", character_coverage=1.0, hard_vocab_limit=False,
-                                           bos_id=-1, eos_id=-1, unk_id=0, pad_id=-1, minloglevel=2)
+            spm.SentencePieceTrainer.train(
+                input=str(tok / f"train.{side}"),
+                model_prefix=prefix,
+                vocab_size=size,
+                model_type="bpe",
+                character_coverage=1.0,
+                hard_vocab_limit=False,
+                bos_id=-1,
+                eos_id=-1,
+                unk_id=0,
+                pad_id=-1,
+                minloglevel=2,
+            )
             for split in ("train", "dev"):
                 path = tok / f"{split}.{side}"
-                print(f"| {side} | {split} | {tokens_per_line(path):.2f} | {per_line(shared, path):.2f} | "
-                      f"{per_line(prefix + '.model', path):.2f} ({size}) |")
+                print(
+                    f"| {side} | {split} | {tokens_per_line(path):.2f} | {per_line(shared, path):.2f} | "
+                    f"{per_line(prefix + '.model', path):.2f} ({size}) |"
+                )
     return 0
 
 

@@ -41,13 +41,19 @@ from aiayn.options import BpeConfig
 log = logging.getLogger("preprocessing_effect")
 WMT = Path(__file__).resolve().parents[3] / "shared" / "data" / "wmt"
 # (task, source language, target language, training sample prefix, whether the sample is tokenized)
-TASKS = (("en-de", "en", "de", "train_sample/onmt-wmt-ende-10k.tok", True),
-         ("en-fr", "en", "fr", "train_sample/moses-nc-5k.fr-en", False))
+TASKS = (
+    ("en-de", "en", "de", "train_sample/onmt-wmt-ende-10k.tok", True),
+    ("en-fr", "en", "fr", "train_sample/moses-nc-5k.fr-en", False),
+)
 PAPER = {"normalize_source": False, "remove_non_printing": False, "aggressive_dash_splits": False, "escape": True}
 # name: the data.tokenize flags (targets are never normalized: normalize_source is the source side's)
 SETTINGS = {
-    "former defaults": {"normalize_source": True, "remove_non_printing": True, "aggressive_dash_splits": True,
-                        "escape": False},
+    "former defaults": {
+        "normalize_source": True,
+        "remove_non_printing": True,
+        "aggressive_dash_splits": True,
+        "escape": False,
+    },
     "paper (wmt16_en_de.sh)": PAPER,
     "paper + -a": PAPER | {"aggressive_dash_splits": True},
     "paper, no escaping": PAPER | {"escape": False},
@@ -94,9 +100,12 @@ def round_trip(text: list[str], lang: str, tokenizer: MosesPipeline, model: str)
     processor = spm.SentencePieceProcessor(model_file=model)
     pieces = processor.encode(tokenizer(text), out_type=str)
     back = MosesDetok(lang, unescape=tokenizer.escape)(processor.decode(pieces))
-    return {"bleu": sacrebleu.metrics.BLEU(tokenize="13a").corpus_score(back, [text]).score,
-            "identical": sum(a == b for a, b in zip(back, text)), "lines": len(text),
-            "pieces": sum(map(len, pieces)) / len(pieces)}
+    return {
+        "bleu": sacrebleu.metrics.BLEU(tokenize="13a").corpus_score(back, [text]).score,
+        "identical": sum(a == b for a, b in zip(back, text)),
+        "lines": len(text),
+        "pieces": sum(map(len, pieces)) / len(pieces),
+    }
 
 
 def measure(wmt: Path, work: Path, vocab_size: int, task: tuple, name: str) -> list[dict]:
@@ -107,8 +116,9 @@ def measure(wmt: Path, work: Path, vocab_size: int, task: tuple, name: str) -> l
     for lang in (tgt, src):
         text = read_lines(str(wmt / "plain" / f"newstest2014-full.{task_name}.{lang}"))
         figures = round_trip(text, lang, pipeline(lang, SETTINGS[name], lang == src), model)
-        rows.append({"task": task_name, "side": f"{lang} ({'source' if lang == src else 'target'})",
-                     "setting": name, **figures})
+        rows.append(
+            {"task": task_name, "side": f"{lang} ({'source' if lang == src else 'target'})", "setting": name, **figures}
+        )
     return rows
 
 
@@ -120,13 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging()
     args.work.mkdir(parents=True, exist_ok=True)
-    rows = [row for task in TASKS for name in SETTINGS
-            for row in measure(args.wmt, args.work, args.vocab_size, task, name)]
+    rows = [
+        row for task in TASKS for name in SETTINGS for row in measure(args.wmt, args.work, args.vocab_size, task, name)
+    ]
     print("| task | newstest2014 side | setting | round-trip sacreBLEU | identical lines | pieces per sentence |")
     print("|---|---|---|---:|---:|---:|")
     for row in sorted(rows, key=lambda r: (r["task"], "source" in r["side"])):
-        print(f"| {row['task']} | {row['side']} | {row['setting']} | {row['bleu']:.2f} "
-              f"| {row['identical']} of {row['lines']} | {row['pieces']:.2f} |")
+        print(
+            f"| {row['task']} | {row['side']} | {row['setting']} | {row['bleu']:.2f} "
+            f"| {row['identical']} of {row['lines']} | {row['pieces']:.2f} |"
+        )
     return 0
 
 

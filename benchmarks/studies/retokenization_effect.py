@@ -49,10 +49,13 @@ def measure(task: str, lang: str) -> dict:
     as_is = [perl_split(split_compounds(line)) for line in model_output]
     retokenized = paper_tokenize(MosesDetok(lang, unescape=True)(model_output), lang)
     changed = sum(a != b for a, b in zip(as_is, retokenized))
-    return {"test set": f"newstest2014 {task}", "lines": len(reference),
-            "BLEU, output as it is (tensor2tensor)": round(multi_bleu(as_is, ref_tokens).bleu, 2),
-            "BLEU, detokenized and tokenized again (ours)": round(multi_bleu(retokenized, ref_tokens).bleu, 2),
-            "lines the round trip changes": changed}
+    return {
+        "test set": f"newstest2014 {task}",
+        "lines": len(reference),
+        "BLEU, output as it is (tensor2tensor)": round(multi_bleu(as_is, ref_tokens).bleu, 2),
+        "BLEU, detokenized and tokenized again (ours)": round(multi_bleu(retokenized, ref_tokens).bleu, 2),
+        "lines the round trip changes": changed,
+    }
 
 
 def measure_output(hypothesis: str, reference: str, lang: str) -> dict:
@@ -66,10 +69,13 @@ def measure_output(hypothesis: str, reference: str, lang: str) -> dict:
     plain = MosesDetok(lang)(tokens)
     as_is = [perl_split(split_compounds(escape(line))) for line in tokens]
     retokenized = paper_tokenize(plain, lang)
-    return {"test set": hypothesis, "lines": len(tokens),
-            "BLEU, output as it is (tensor2tensor)": round(multi_bleu(as_is, ref_tokens).bleu, 2),
-            "BLEU, detokenized and tokenized again (ours)": round(multi_bleu(retokenized, ref_tokens).bleu, 2),
-            "lines the round trip changes": sum(a != b for a, b in zip(as_is, retokenized))}
+    return {
+        "test set": hypothesis,
+        "lines": len(tokens),
+        "BLEU, output as it is (tensor2tensor)": round(multi_bleu(as_is, ref_tokens).bleu, 2),
+        "BLEU, detokenized and tokenized again (ours)": round(multi_bleu(retokenized, ref_tokens).bleu, 2),
+        "lines the round trip changes": sum(a != b for a, b in zip(as_is, retokenized)),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

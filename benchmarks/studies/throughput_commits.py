@@ -32,8 +32,9 @@ def checkout(commit: str, root: Path) -> Path:
     """``src/`` and ``benchmarks/`` of ``commit`` under ``root/<commit>``."""
     where = root / commit
     where.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src", "benchmarks"], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "src", "benchmarks"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True)
     return where
 
@@ -42,23 +43,46 @@ def ours(tree: Path, threads: int, updates: int) -> dict:
     """The commit's own benchmark, ours alone, in a fresh process with the commit's package first."""
     out = tree / "result.json"
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    subprocess.run([sys.executable, str(tree / "benchmarks" / "train_throughput.py"), "--threads", str(threads),
-                    "--rounds", "1", "--updates", str(updates), "--output", str(out)], check=True, env=env,
-                   cwd=tree, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(tree / "benchmarks" / "train_throughput.py"),
+            "--threads",
+            str(threads),
+            "--rounds",
+            "1",
+            "--updates",
+            str(updates),
+            "--output",
+            str(out),
+        ],
+        check=True,
+        env=env,
+        cwd=tree,
+        capture_output=True,
+    )
     return json.loads(out.read_text(encoding="utf-8"))["runs"][0]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", nargs="+", required=True)
-    parser.add_argument("--fairseq-bin", type=Path, default=None,
-                        help="bin/ of a venv with fairseq (without it: our commits alone, tokens/s)")
+    parser.add_argument(
+        "--fairseq-bin",
+        type=Path,
+        default=None,
+        help="bin/ of a venv with fairseq (without it: our commits alone, tokens/s)",
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--updates", type=int, default=50, help="updates per run (the median is from update 11)")
     args = parser.parse_args(argv)
-    commits = {c: subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", c], check=True, capture_output=True,
-                                 text=True).stdout.strip() for c in args.commits}
+    commits = {
+        c: subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", c], check=True, capture_output=True, text=True
+        ).stdout.strip()
+        for c in args.commits
+    }
     rows = []
     with tempfile.TemporaryDirectory(prefix="aiayn-commits-") as tmp:
         trees = {name: checkout(sha, Path(tmp) / "trees") for name, sha in commits.items()}
@@ -68,16 +92,30 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(1, args.rounds + 1):
             load = os.getloadavg()[0]
             mine = {name: ours(tree, args.threads, args.updates)["median_tokens_per_s"] for name, tree in trees.items()}
-            theirs = train_throughput.fairseq_benchmark(work, args.fairseq_bin, args.threads, args.updates)[
-                "median_tokens_per_s"] if args.fairseq_bin else float("nan")
+            theirs = (
+                train_throughput.fairseq_benchmark(work, args.fairseq_bin, args.threads, args.updates)[
+                    "median_tokens_per_s"
+                ]
+                if args.fairseq_bin
+                else float("nan")
+            )
             for name, rate in mine.items():
-                rows.append({"round": round_, "commit": commits[name], "aiayn": round(rate),
-                             "fairseq": round(theirs) if args.fairseq_bin else None,
-                             "ratio": round(rate / theirs, 3) if args.fairseq_bin else None,
-                             "load_before": round(load, 2)})
+                rows.append(
+                    {
+                        "round": round_,
+                        "commit": commits[name],
+                        "aiayn": round(rate),
+                        "fairseq": round(theirs) if args.fairseq_bin else None,
+                        "ratio": round(rate / theirs, 3) if args.fairseq_bin else None,
+                        "load_before": round(load, 2),
+                    }
+                )
                 print(json.dumps(rows[-1]), flush=True)
-    print("\n| commit | " + " | ".join(f"round {r}: aiayn / fairseq" for r in range(1, args.rounds + 1))
-          + " | median ratio |")
+    print(
+        "\n| commit | "
+        + " | ".join(f"round {r}: aiayn / fairseq" for r in range(1, args.rounds + 1))
+        + " | median ratio |"
+    )
     print("|---" * (args.rounds + 2) + "|")
     for sha in commits.values():
         mine = [r for r in rows if r["commit"] == sha]

@@ -30,10 +30,15 @@ def add_option(parser: argparse.ArgumentParser, flag: str, cls: type, name: str)
     definition = field(cls, name)
     opt = spec(definition)
     metavar = None if opt.choices else flag.lstrip("-").upper().replace("-", "_")
-    parser.add_argument(flag, type=type(definition.default), default=None, dest=name, choices=opt.choices,
-                        metavar=metavar,
-                        help=f"{opt.help} (overrides {cls.SECTION}.{name} of --settings; "
-                             f"default: {definition.default})")
+    parser.add_argument(
+        flag,
+        type=type(definition.default),
+        default=None,
+        dest=name,
+        choices=opt.choices,
+        metavar=metavar,
+        help=f"{opt.help} (overrides {cls.SECTION}.{name} of --settings; default: {definition.default})",
+    )
 
 
 def check_options(parser: argparse.ArgumentParser, args: argparse.Namespace, cls: type) -> None:

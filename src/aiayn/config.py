@@ -49,8 +49,10 @@ def load(path: str | Path, *overlays: str | Path) -> dict:
         # Refused as Snakemake refuses such a --configfile, an empty one too (snakemake/snakemake at ead894bd,
         # src/snakemake/common/configfile.py, load_configfile: "... given as JSON or YAML with keys at top level").
         if not isinstance(layer, dict):
-            raise ConfigError(f"{name}: expected a mapping of settings at the top level, "
-                              f"got {'an empty file' if layer is None else type(layer).__name__}")
+            raise ConfigError(
+                f"{name}: expected a mapping of settings at the top level, "
+                f"got {'an empty file' if layer is None else type(layer).__name__}"
+            )
         config = deep_merge(config, layer)
     return validate(prune(config), source=" + ".join(str(name) for name in (path, *overlays)))
 
@@ -95,10 +97,14 @@ def _values(mapping: Any) -> list:
 def _prune_figures(config: dict, deleted: dict[str, list]) -> None:
     """No ``figures`` when an overlay deleted the task or the experiment they draw from."""
     figures = config.get("figures")
-    if isinstance(figures, dict) and (figures.get("task") in deleted["tasks"]
-                                      or figures.get("experiment") in deleted["experiments"]):
-        log.info("figures: task %s or experiment %s deleted; no attention figures", figures.get("task"),
-                 figures.get("experiment"))
+    if isinstance(figures, dict) and (
+        figures.get("task") in deleted["tasks"] or figures.get("experiment") in deleted["experiments"]
+    ):
+        log.info(
+            "figures: task %s or experiment %s deleted; no attention figures",
+            figures.get("task"),
+            figures.get("experiment"),
+        )
         config["figures"] = None
 
 
@@ -187,15 +193,21 @@ def _check_choice(config: dict, source: str) -> None:
         return
     for exp in choice["experiments"]:
         if not set(config["experiments"][exp]["tasks"]) & set(choice["tasks"]):
-            raise ConfigError(f"{source}: run.experiments: {exp!r} trains on {config['experiments'][exp]['tasks']}, "
-                              f"none of them in run.tasks {choice['tasks']} (set experiments.{exp}.tasks)")
+            raise ConfigError(
+                f"{source}: run.experiments: {exp!r} trains on {config['experiments'][exp]['tasks']}, "
+                f"none of them in run.tasks {choice['tasks']} (set experiments.{exp}.tasks)"
+            )
 
 
 def _check_files(config: dict, source: str) -> None:
     """Every plain file of a source that a chosen run reads can be read (:func:`aiayn.options.sources.file_problem`)."""
     tasks = config["tasks"]
-    used = dict.fromkeys(c for task, _ in runs(config) if tasks[task]["kind"] == "translation"
-                         for c in [*tasks[task]["train"], tasks[task]["dev"], tasks[task]["test"]])
+    used = dict.fromkeys(
+        c
+        for task, _ in runs(config)
+        if tasks[task]["kind"] == "translation"
+        for c in [*tasks[task]["train"], tasks[task]["dev"], tasks[task]["test"]]
+    )
     for corpus in used:
         for lang, url in config["sources"][corpus].get("files", {}).items():
             problem = file_problem(url)
@@ -207,8 +219,12 @@ def _check_runs(config: dict, source: str) -> None:
     """Build every run's settings into the dataclasses its stages use, so that what they refuse (an odd
     ``d_model`` with sinusoids, say) is refused now, naming the experiment; and the training keeps the
     checkpoints its averaging takes (else averaging would take fewer, with a warning, after the training)."""
-    builders = {"model": ModelConfig.from_dict, "train": TrainConfig.from_dict,
-                "average": AverageConfig.from_dict, "decode": DecodeConfig.from_dict}
+    builders = {
+        "model": ModelConfig.from_dict,
+        "train": TrainConfig.from_dict,
+        "average": AverageConfig.from_dict,
+        "decode": DecodeConfig.from_dict,
+    }
     for task, exp in runs(config):
         settings = resolve(config, exp, task)
         try:
@@ -217,8 +233,10 @@ def _check_runs(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
         keep, last = built["train"].keep_checkpoints, built["average"].last
         if keep < last:
-            raise ConfigError(f"{source}: experiments.{exp} ({task}): train.keep_checkpoints={keep} keeps fewer "
-                              f"checkpoints than average.last={last} averages; keep at least {last}")
+            raise ConfigError(
+                f"{source}: experiments.{exp} ({task}): train.keep_checkpoints={keep} keeps fewer "
+                f"checkpoints than average.last={last} averages; keep at least {last}"
+            )
 
 
 def _check_seed_runs(config: dict, source: str) -> None:
@@ -228,14 +246,17 @@ def _check_seed_runs(config: dict, source: str) -> None:
         extra = seed_runs(config, task, exp)[1:]
         for name, seed in extra:
             if name in config["experiments"]:
-                raise ConfigError(f"{source}: experiments.{exp}.seeds: seed {seed} runs in {task}/{name}, "
-                                  f"which is also an experiment's name; rename experiments.{name}")
+                raise ConfigError(
+                    f"{source}: experiments.{exp}.seeds: seed {seed} runs in {task}/{name}, "
+                    f"which is also an experiment's name; rename experiments.{name}"
+                )
         if extra:
             try:
                 TrainConfig.from_dict({**resolve(config, exp, task)["train"], "seed": extra[-1][1]})
             except ValueError as error:
-                raise ConfigError(f"{source}: experiments.{exp} ({task}), the last of its {len(extra) + 1} seeds: "
-                                  f"{error}") from None
+                raise ConfigError(
+                    f"{source}: experiments.{exp} ({task}), the last of its {len(extra) + 1} seeds: {error}"
+                ) from None
 
 
 def _check_figures(config: dict, run: FigureRun, source: str) -> dict:
@@ -249,7 +270,9 @@ def _check_figures(config: dict, run: FigureRun, source: str) -> dict:
         n_heads = resolve(config, run.experiment, run.task)["model"]["n_heads"]
         for name, figure in run.specs().items():
             if any(head > n_heads for head in figure.listed_heads()):
-                raise ConfigError(f"{source}: figures.{name}.heads: {list(figure.heads)}, but "
-                                  f"experiments.{run.experiment} has {n_heads} heads")
+                raise ConfigError(
+                    f"{source}: figures.{name}.heads: {list(figure.heads)}, but "
+                    f"experiments.{run.experiment} has {n_heads} heads"
+                )
     values = to_dict(run)
     return {**{key: values[key] for key in FIGURE_RUN_KEYS}, **values}

@@ -62,12 +62,18 @@ def step_plan(train: TrainConfig, gpus: int, nodes: int = 1, on_gpus: bool = Tru
     """The :data:`PLAN_COLUMNS` of one run's optimizer step on ``nodes`` x ``gpus`` data-parallel ranks
     (GPUs, or CPU ranks when not ``on_gpus``); a null ``tokens_per_pass`` on GPUs as one pass a step."""
     plan = train.plan(nodes * gpus, train.tokens_per_step if on_gpus else None)
-    return {"nodes": nodes, "gpus": gpus, "tokens_per_step": plan.tokens_per_step, "passes": plan.passes,
-            "tokens_per_pass": plan.tokens_per_pass}
+    return {
+        "nodes": nodes,
+        "gpus": gpus,
+        "tokens_per_step": plan.tokens_per_step,
+        "passes": plan.passes,
+        "tokens_per_pass": plan.tokens_per_pass,
+    }
 
 
-def describe(config: dict, vocab_size: int | None = None, gpus: int | None = None,
-             nodes: int | None = None) -> list[dict]:
+def describe(
+    config: dict, vocab_size: int | None = None, gpus: int | None = None, nodes: int | None = None
+) -> list[dict]:
     """One dict per experiment that runs (on its first task) with the columns of :data:`COLUMNS`."""
     rows, first = [], {}
     for task, experiment in aiayn_runs.runs(config):
@@ -101,8 +107,11 @@ def annotated(values: dict, cls: type = Config, indent: int = 0) -> list[str]:
             if kind is dict:
                 for entry, item in value.items():
                     inner = _entry_type(hints(cls)[name], item)
-                    lines += [f"{pad}  {entry}:"] + annotated(item, inner, indent + 4) if isinstance(item, dict) \
+                    lines += (
+                        [f"{pad}  {entry}:"] + annotated(item, inner, indent + 4)
+                        if isinstance(item, dict)
                         else [f"{pad}  {entry}: {_scalar(item)}"]
+                    )
             else:
                 lines += annotated(value, kind, indent + 2)
         else:
@@ -159,11 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aiayn-describe", description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="+", help="workflow config file (config.yaml), then any overlays")
     parser.add_argument("--vocab-size", type=int, default=None, help="count parameters with this vocabulary size")
-    parser.add_argument("--gpus", type=int, default=None,
-                        help="plan each step for N GPUs per node (default: train.gpus)")
+    parser.add_argument(
+        "--gpus", type=int, default=None, help="plan each step for N GPUs per node (default: train.gpus)"
+    )
     parser.add_argument("--nodes", type=int, default=None, help="plan each step for M nodes (default: train.nodes)")
-    parser.add_argument("--full", action="store_true", help="print the whole config, defaults filled in, "
-                        "each key with its help, range, resumability and source (YAML)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="print the whole config, defaults filled in, "
+        "each key with its help, range, resumability and source (YAML)",
+    )
     args = parser.parse_args(argv)
     setup_logging()  # a bad config file or key ends with one line naming it
     if args.full:

@@ -42,8 +42,11 @@ def out_of_memory(error: BaseException) -> bool:
     ``c10/core/impl/alloc_cpu.cpp``, ``alloc_cpu``; torch 2.13.0 says "[enforce fail at alloc_cpu.cpp:127] err ==
     0. DefaultCPUAllocator: can't allocate memory: ..."). Asks torch only when it is loaded."""
     torch = sys.modules.get("torch")
-    return (isinstance(error, MemoryError) or (torch is not None and isinstance(error, torch.OutOfMemoryError))
-            or (isinstance(error, RuntimeError) and "DefaultCPUAllocator:" in str(error)))
+    return (
+        isinstance(error, MemoryError)
+        or (torch is not None and isinstance(error, torch.OutOfMemoryError))
+        or (isinstance(error, RuntimeError) and "DefaultCPUAllocator:" in str(error))
+    )
 
 
 def first_line(error: BaseException, limit: int | None = 200) -> str:
@@ -157,11 +160,12 @@ def error_line(exc: BaseException) -> str:
     """What a user reads about an input error: its message, and for a full disk or memory what to do."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         where = f" writing {exc.filename}" if exc.filename else ""
-        return (f"no space left on the device{where}: the previous complete outputs are intact; free "
-                "space (or move data_dir / results_dir) and run the same command again")
+        return (
+            f"no space left on the device{where}: the previous complete outputs are intact; free "
+            "space (or move data_dir / results_dir) and run the same command again"
+        )
     if out_of_memory(exc) and not isinstance(exc, MemoryError):  # torch's: the allocation, without context
-        return (f"out of memory ({first_line(exc)}): a smaller batch (the stage's "
-                "settings) or a device with more memory")
+        return f"out of memory ({first_line(exc)}): a smaller batch (the stage's settings) or a device with more memory"
     return str(exc) or type(exc).__name__
 
 
@@ -176,8 +180,9 @@ def _log_uncaught(exc_type, exc, tb) -> None:
         hint = "" if debug else f" ({DEBUG_ENV}=1 shows the traceback)"
         logger.critical("error: %s%s", error_line(exc), hint, exc_info=(exc_type, exc, tb) if debug else None)
         return
-    logger.critical("internal error, %s: %s (a bug; the traceback follows)", exc_type.__name__, exc,
-                    exc_info=(exc_type, exc, tb))
+    logger.critical(
+        "internal error, %s: %s (a bug; the traceback follows)", exc_type.__name__, exc, exc_info=(exc_type, exc, tb)
+    )
 
 
 class _LogLines:
@@ -195,16 +200,33 @@ class _LogLines:
         pass
 
 
-def progress(total: int | None, desc: str, unit: str, unit_scale: bool = True, logger: logging.Logger | None = None,
-             stream: IO[str] | None = None) -> tqdm:
+def progress(
+    total: int | None,
+    desc: str,
+    unit: str,
+    unit_scale: bool = True,
+    logger: logging.Logger | None = None,
+    stream: IO[str] | None = None,
+) -> tqdm:
     """A tqdm bar for a long loop (``stream``: stderr). On a terminal it is redrawn in place every second;
     where stderr is a log file, ``logger`` (``aiayn``) writes ``desc: done/total (pct), rate, ETA`` as one
     line at the start, at most every 30 s, and at the end, so that a stage's log says how far it is."""
     stream = sys.stderr if stream is None else stream
     if stream.isatty():
-        return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, dynamic_ncols=True, mininterval=1,
-                    file=stream)
-    shape = "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%), {rate_fmt}, ETA {remaining}" if total else \
-        "{desc}: {n_fmt}, {rate_fmt}"
-    return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, mininterval=30, bar_format=shape,
-                file=_LogLines(logger or logging.getLogger("aiayn")))
+        return tqdm(
+            total=total, desc=desc, unit=unit, unit_scale=unit_scale, dynamic_ncols=True, mininterval=1, file=stream
+        )
+    shape = (
+        "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%), {rate_fmt}, ETA {remaining}"
+        if total
+        else "{desc}: {n_fmt}, {rate_fmt}"
+    )
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        unit_scale=unit_scale,
+        mininterval=30,
+        bar_format=shape,
+        file=_LogLines(logger or logging.getLogger("aiayn")),
+    )

@@ -79,8 +79,10 @@ def seeds(config: dict, experiment: str, task: str) -> list[int]:
 def seed_runs(config: dict, task: str, experiment: str) -> list[tuple[str, int]]:
     """``[(run directory name, seed)]`` of ``experiment`` on ``task``: the experiment's own name for the
     first seed, :data:`SEED_RUN` (``base.seed2``) for each further one."""
-    return [(experiment if i == 0 else SEED_RUN.format(experiment=experiment, seed=seed), seed)
-            for i, seed in enumerate(seeds(config, experiment, task))]
+    return [
+        (experiment if i == 0 else SEED_RUN.format(experiment=experiment, seed=seed), seed)
+        for i, seed in enumerate(seeds(config, experiment, task))
+    ]
 
 
 def run_names(config: dict) -> list[str]:
@@ -154,8 +156,10 @@ def settings_files(config: dict) -> dict[str, Any]:
     (``R/settings/attention.json``). ``R/config.json`` is the whole config, for the report.
     """
     data, data_dir, results_dir = config["data"], config["data_dir"], config["results_dir"]
-    files: dict[str, Any] = {f"{results_dir}/config.json": config,
-                             f"{data_dir}/settings/download.json": {k: data.get(k) for k in ("mirror", "lock")}}
+    files: dict[str, Any] = {
+        f"{results_dir}/config.json": config,
+        f"{data_dir}/settings/download.json": {k: data.get(k) for k in ("mirror", "lock")},
+    }
     for stage in ("clean", "shards"):
         files[f"{data_dir}/settings/{stage}.json"] = data[stage]
     files[f"{results_dir}/settings/bleu.json"] = config.get("bleu", {})
@@ -166,10 +170,12 @@ def settings_files(config: dict) -> dict[str, Any]:
             for side, lang in (("source", spec["src"]), ("target", spec["tgt"])):
                 files[f"{data_dir}/settings/{task}/tokenize.{lang}.json"] = {
                     **data["tokenize"],
-                    "normalize_punctuation": normalizes(data["tokenize"]["normalize_punctuation"], side)}
+                    "normalize_punctuation": normalizes(data["tokenize"]["normalize_punctuation"], side),
+                }
         if spec["kind"] == "parsing":
             files[f"{data_dir}/settings/{task}/treebank.json"] = {
-                key: spec[key] for key in ("splits", "linearization", "silver") if key in spec}
+                key: spec[key] for key in ("splits", "linearization", "silver") if key in spec
+            }
     for task, exp in runs(config):
         for name, _ in seed_runs(config, task, exp):
             settings = resolve_run(config, name, task)
@@ -199,8 +205,15 @@ def figures_run(config: dict) -> dict | None:
     if not spec:
         return None
     if not _draws_figures(config):
-        log.warning("figures: experiment %s on task %s is not run (its tasks, run:): no attention figures",
-                    spec["experiment"], spec["task"])
+        log.warning(
+            "figures: experiment %s on task %s is not run (its tasks, run:): no attention figures",
+            spec["experiment"],
+            spec["task"],
+        )
         return None
-    return {"task": spec["task"], "experiment": spec["experiment"], "checkpoint": spec.get("checkpoint", "avg"),
-            "lang": config["tasks"][spec["task"]]["src"]}
+    return {
+        "task": spec["task"],
+        "experiment": spec["experiment"],
+        "checkpoint": spec.get("checkpoint", "avg"),
+        "lang": config["tasks"][spec["task"]]["src"],
+    }

@@ -31,8 +31,14 @@ RUNS = aiayn_runs.run_names(config)  # run directories: experiments, then extra 
 ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if is_archive(source)]
 FILE_CORPORA = [c for c in SOURCES if c not in ARCHIVE_CORPORA]
 # The archives some translation task reads (what the demo generates; a source no task names has none).
-READ_ARCHIVES = data_sources.downloads(SOURCES, [c for c in ARCHIVE_CORPORA if any(
-    c in (*TASKS[t]["train"], TASKS[t]["dev"], TASKS[t]["test"]) for t in TRANSLATION)])
+READ_ARCHIVES = data_sources.downloads(
+    SOURCES,
+    [
+        c
+        for c in ARCHIVE_CORPORA
+        if any(c in (*TASKS[t]["train"], TASKS[t]["dev"], TASKS[t]["test"]) for t in TRANSLATION)
+    ],
+)
 DOWNLOADS = data_sources.downloads(SOURCES)
 SETTINGS = {path: json.dumps(value, sort_keys=True) for path, value in aiayn_runs.settings_files(config).items()}
 
@@ -105,8 +111,10 @@ def gpus(wildcards):
 
 def train_resource(name):
     """One resource of a run's training job (aiayn.train.slurm.train_resources); None leaves it out."""
+
     def value(wildcards, threads):
         return train_slurm.train_resources(run_train(wildcards), threads).get(name)
+
     return value
 
 

@@ -26,15 +26,17 @@ if "demo" in config:
             archives=[f"{_mirror}/{name}" for name in READ_ARCHIVES],
             lock=f"{_mirror}/sources.lock",
             treebank=directory(f"{_mirror}/treebank"),
-        params:
-            out_dir=lambda w, output: os.path.dirname(output.lock),
-            demo=config["demo"],
-            read=json.dumps([SOURCES, [[TASKS[t][k] for k in ("src", "tgt", "train", "dev", "test")] for t in TRANSLATION]]),
         log:
             f"{D}/logs/demo_mirror.log",
         localrule: True
         conda:
             "../../envs/aiayn.yaml"
+        params:
+            out_dir=lambda w, output: os.path.dirname(output.lock),
+            demo=config["demo"],
+            read=json.dumps(
+                [SOURCES, [[TASKS[t][k] for k in ("src", "tgt", "train", "dev", "test")] for t in TRANSLATION]]
+            ),
         shell:
             "python -m aiayn.demo.mirror --config {input.config:q} --out-dir {params.out_dir:q}"
             " --seed {params.demo[seed]} --train-pairs {params.demo[train_pairs]} --eval-pairs {params.demo[eval_pairs]}"
@@ -49,14 +51,14 @@ rule download:
         lock=config["data"].get("lock") or [],
     output:
         f"{D}/downloads/{{download}}",
-    params:
-        url=lambda w: DOWNLOADS[w.download],
     log:
         f"{D}/logs/download/{{download}}.log",
-    localrule: True
     retries: 2
+    localrule: True
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        url=lambda w: DOWNLOADS[w.download],
     shell:
         "python -m aiayn.data.download --url {params.url:q} --out {output:q} --settings {input.settings:q}"
         " --log {log:q}"
@@ -67,13 +69,13 @@ rule extract:
         archive=lambda w: f"{D}/downloads/{data_sources.download_path(SOURCES, w.acorpus, w.lang)}",
     output:
         f"{D}/raw/{{ttask}}/{{acorpus}}.{{lang}}",
-    params:
-        member=lambda w: SOURCES[w.acorpus]["members"][w.ttask][w.lang],
-    priority: 10
     log:
         f"{D}/logs/extract/{{ttask}}/{{acorpus}}.{{lang}}.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        member=lambda w: SOURCES[w.acorpus]["members"][w.ttask][w.lang],
     shell:
         "python -m aiayn.data.extract --archive {input.archive:q} --member {params.member:q} --out {output:q}"
         " --log {log:q}"
@@ -85,9 +87,9 @@ rule convert:
         lambda w: f"{D}/downloads/{data_sources.download_path(SOURCES, w.fcorpus, w.lang)}",
     output:
         f"{D}/raw/{{ttask}}/{{fcorpus}}.{{lang}}",
-    priority: 10
     log:
         f"{D}/logs/extract/{{ttask}}/{{fcorpus}}.{{lang}}.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
     shell:
@@ -100,12 +102,12 @@ rule tokenize:
         settings=f"{D}/settings/{{ttask}}/tokenize.{{lang}}.json",
     output:
         f"{D}/tok/{{ttask}}/{{corpus}}.{{lang}}",
-    threads: config["threads"]["data"]
-    priority: 10
     log:
         f"{D}/logs/tokenize/{{ttask}}/{{corpus}}.{{lang}}.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
+    threads: config["threads"]["data"]
     shell:
         "python -m aiayn.data.tokenize --lang {wildcards.lang:q} --input {input.text:q} --output {output:q}"
         " --settings {input.settings:q} --threads {threads} --log {log:q}"
@@ -125,16 +127,16 @@ for _task in TRANSLATION:
             src=f"{D}/clean/{_task}/train.{_src}",
             tgt=f"{D}/clean/{_task}/train.{_tgt}",
             stats=f"{D}/clean/{_task}/train.stats.json",
+        log:
+            f"{D}/logs/clean/{_task}.log",
+        priority: 10
+        conda:
+            "../../envs/aiayn.yaml"
         params:
             src=_src,
             tgt=_tgt,
             corpora=[f"{D}/tok/{_task}/{c}" for c in TASKS[_task]["train"]],
             prefix=lambda w, output: output.stats.removesuffix(".stats.json"),
-        priority: 10
-        log:
-            f"{D}/logs/clean/{_task}.log",
-        conda:
-            "../../envs/aiayn.yaml"
         shell:
             "python -m aiayn.data.clean --src-lang {params.src:q} --tgt-lang {params.tgt:q}"
             " --corpora {params.corpora:q} --out-prefix {params.prefix:q} --stats {output.stats:q}"
@@ -150,14 +152,14 @@ rule bpe_learn:
     output:
         model=f"{D}/bpe/{{task}}/spm.model",
         vocab=f"{D}/bpe/{{task}}/spm.vocab",
-    params:
-        prefix=lambda w: f"{D}/bpe/{w.task}/spm",
-    threads: config["threads"]["data"]
-    priority: 10
     log:
         f"{D}/logs/bpe/{{task}}.learn.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
+    threads: config["threads"]["data"]
+    params:
+        prefix=lambda w: f"{D}/bpe/{w.task}/spm",
     shell:
         "python -m aiayn.data.bpe learn --inputs {input.texts:q} --model-prefix {params.prefix:q}"
         " --settings {input.settings:q} --symbols {input.symbols:q} --threads {threads} --log {log:q}"
@@ -169,12 +171,12 @@ rule bpe_encode:
         text=lambda w: text(w.task, w.split, w.side),
     output:
         f"{D}/bpe/{{task}}/{{split}}.{{side}}",
-    threads: config["threads"]["data"]
-    priority: 10
     log:
         f"{D}/logs/bpe/{{task}}.{{split}}.{{side}}.encode.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
+    threads: config["threads"]["data"]
     shell:
         "python -m aiayn.data.bpe encode --model {input.model:q} --input {input.text:q} --output {output:q}"
         " --threads {threads} --log {log:q}"
@@ -188,14 +190,14 @@ rule binarize:
         settings=f"{D}/settings/shards.json",
     output:
         f"{D}/bin/{{task}}/{{split}}/manifest.json",
-    params:
-        out_dir=lambda w: f"{D}/bin/{w.task}/{w.split}",
-    threads: config["threads"]["data"]
-    priority: 10
     log:
         f"{D}/logs/binarize/{{task}}.{{split}}.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
+    threads: config["threads"]["data"]
+    params:
+        out_dir=lambda w: f"{D}/bin/{w.task}/{w.split}",
     shell:
         "python -m aiayn.data.binarize --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
         " --out-dir {params.out_dir:q} --settings {input.settings:q} --threads {threads} --log {log:q}"

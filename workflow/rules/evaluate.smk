@@ -9,13 +9,13 @@ rule translate:
         settings=f"{R}/{{task}}/{{exp}}/settings/decode.json",
     output:
         f"{R}/{{task}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
-    threads: config["threads"]["decode"]
-    resources:
-        gpu=lambda w: min(1, gpus(w)),
     log:
         f"{R}/{{task}}/{{exp}}/logs/{{split}}-{{ckpt}}.translate.log",
     conda:
         "../../envs/aiayn.yaml"
+    threads: config["threads"]["decode"]
+    resources:
+        gpu=lambda w: min(1, gpus(w)),
     shell:
         "python -m aiayn.decode.translate --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
         " --input {input.src:q} --output {output:q} --settings {input.settings:q} --threads {threads} --log {log:q}"
@@ -27,12 +27,12 @@ rule detokenize:
         settings=lambda w: f"{D}/settings/{w.ttask}/tokenize.{sides(w.ttask)[1]}.json",
     output:
         f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.txt",
-    params:
-        lang=lambda w: sides(w.ttask)[1],
     log:
         f"{R}/{{ttask}}/{{exp}}/logs/{{split}}-{{ckpt}}.detokenize.log",
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        lang=lambda w: sides(w.ttask)[1],
     shell:
         "python -m aiayn.data.detokenize --lang {params.lang:q} --input {input.hyp:q} --settings {input.settings:q}"
         " --output {output:q} --log {log:q}"
@@ -45,15 +45,15 @@ rule inference_manifest:
         tokenize=lambda w: [f"{D}/settings/{w.task}/tokenize.{sides(w.task)[0]}.json"] if w.task in TRANSLATION else [],
     output:
         f"{R}/{{task}}/{{exp}}/inference.json",
-    params:
-        kind=lambda w: TASKS[w.task]["kind"],
-        sides=lambda w: sides(w.task),
-        tokenize=lambda w, input: f"--tokenize {shlex.quote(input.tokenize[0])}" if input.tokenize else "",
     log:
         f"{R}/{{task}}/{{exp}}/logs/inference_manifest.log",
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        kind=lambda w: TASKS[w.task]["kind"],
+        sides=lambda w: sides(w.task),
+        tokenize=lambda w, input: f"--tokenize {shlex.quote(input.tokenize[0])}" if input.tokenize else "",
     shell:
         "python -m aiayn.decode.manifest --kind {params.kind:q} --source-lang {params.sides[0]:q}"
         " --target-lang {params.sides[1]:q} --spm {input.spm:q} {params.tokenize} --output {output:q} --log {log:q}"
@@ -67,15 +67,15 @@ rule bleu:
         settings=f"{R}/settings/bleu.json",
     output:
         f"{R}/{{ttask}}/{{run}}/{{split}}-{{kind}}.bleu.json",
+    log:
+        f"{R}/{{ttask}}/{{run}}/logs/{{split}}-{{kind}}.bleu.log",
     wildcard_constraints:
         run=_alternatives([*RUNS, "baseline"]),
         kind="avg|last|copy",
-    params:
-        lang=lambda w: sides(w.ttask)[1],
-    log:
-        f"{R}/{{ttask}}/{{run}}/logs/{{split}}-{{kind}}.bleu.log",
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        lang=lambda w: sides(w.ttask)[1],
     shell:
         "python -m aiayn.evaluate.bleu --hyp {input.hyp:q} --ref {input.ref:q} --lang {params.lang:q}"
         " --settings {input.settings:q} --output {output:q} > {log:q} 2>&1"
@@ -88,15 +88,15 @@ rule perplexity:
         settings=f"{R}/settings/perplexity.json",
     output:
         f"{R}/{{task}}/{{exp}}/dev-last.ppl.json",
-    params:
-        data=lambda w: f"{D}/bin/{w.task}/dev",
-    threads: config["threads"]["decode"]
-    resources:
-        gpu=lambda w: min(1, gpus(w)),
     log:
         f"{R}/{{task}}/{{exp}}/logs/dev-last.ppl.log",
     conda:
         "../../envs/aiayn.yaml"
+    threads: config["threads"]["decode"]
+    resources:
+        gpu=lambda w: min(1, gpus(w)),
+    params:
+        data=lambda w: f"{D}/bin/{w.task}/dev",
     shell:
         "python -m aiayn.evaluate.perplexity --checkpoint {input.checkpoint:q} --data {params.data:q}"
         " --settings {input.settings:q} --output {output:q} --threads {threads} --log {log:q}"

@@ -9,13 +9,13 @@ rule treebank:
         [f"{D}/tok/{{ptask}}/{split}.{side}" for split in ("train", "dev", "test") for side in ("words", "tree")],
         [f"{D}/tok/{{ptask}}/{split}.gold" for split in ("dev", "test")],
         f"{D}/tok/{{ptask}}/train.symbols",
-    params:
-        out_dir=lambda w: f"{D}/tok/{w.ptask}",
-    priority: 10
     log:
         f"{D}/logs/treebank/{{ptask}}.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        out_dir=lambda w: f"{D}/tok/{w.ptask}",
     shell:
         "python -m aiayn.parsing.prepare --treebank {input.treebank:q} --out-dir {params.out_dir:q}"
         " --settings {input.settings:q} --log {log:q}"
@@ -28,9 +28,9 @@ rule trees:
         gold=f"{D}/tok/{{ptask}}/{{split}}.gold",
     output:
         f"{R}/{{ptask}}/{{exp}}/{{split}}-{{ckpt}}.trees",
-    priority: 10
     log:
         f"{R}/{{ptask}}/{{exp}}/logs/{{split}}-{{ckpt}}.trees.log",
+    priority: 10
     conda:
         "../../envs/aiayn.yaml"
     shell:
@@ -58,11 +58,11 @@ rule evalb:
     output:
         txt=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.txt",
         json=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.json",
+    log:
+        f"{R}/{{ptask}}/{{run}}/logs/{{split}}-{{kind}}.evalb.log",
     wildcard_constraints:
         run=_alternatives([*RUNS, "baseline"]),
         kind="avg|last|flat",
-    log:
-        f"{R}/{{ptask}}/{{run}}/logs/{{split}}-{{kind}}.evalb.log",
     conda:
         "../../envs/aiayn.yaml"
     shell:

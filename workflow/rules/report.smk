@@ -9,15 +9,15 @@ rule tables:
     output:
         [report(f"{R}/tables/{t}.html", caption=f"../report/{t}.rst", category="Tables") for t in TABLES],
         [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex")],
-    params:
-        results=lambda w, input: os.path.dirname(input.config),
-        out_dir=lambda w, output: os.path.dirname(output[0]),
-        tables=TABLES,
     log:
         f"{R}/logs/tables.log",
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        results=lambda w, input: os.path.dirname(input.config),
+        out_dir=lambda w, output: os.path.dirname(output[0]),
+        tables=TABLES,
     shell:
         "python -m aiayn.report.tables --config {input.config:q} --results-dir {params.results:q}"
         " --out-dir {params.out_dir:q} --tables {params.tables:q} --log {log:q}"
@@ -35,14 +35,14 @@ rule plots:
             category="Plots",
             labels={"figure": "{name}"},
         ),
-    params:
-        results=lambda w, input: os.path.dirname(input.config),
-        tables=TABLES,
     log:
         f"{R}/logs/plots.log",
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        results=lambda w, input: os.path.dirname(input.config),
+        tables=TABLES,
     shell:
         "python -m aiayn.report.plots --config {input.config:q} --results-dir {params.results:q} --out-dir {output:q}"
         " --tables {params.tables:q} --log {log:q}"
@@ -53,26 +53,31 @@ if FIGURES:
 
     rule attention_figures:
         input:
-            checkpoint=checkpoint_file(SimpleNamespace(task=FIGURES["task"], exp=FIGURES["experiment"],
-                                                       ckpt=FIGURES["checkpoint"])),
+            checkpoint=checkpoint_file(
+                SimpleNamespace(task=FIGURES["task"], exp=FIGURES["experiment"], ckpt=FIGURES["checkpoint"])
+            ),
             spm=f"{D}/bpe/{FIGURES['task']}/spm.model",
             tokenize=f"{D}/settings/{FIGURES['task']}/tokenize.{FIGURES['lang']}.json",
             settings=f"{R}/settings/attention.json",
         output:
             [
-                report(f"{R}/attention/figure{n}.png", caption=f"../report/figure{n}.rst", category="Figures",
-                       labels={"figure": f"Figure {n}"})
+                report(
+                    f"{R}/attention/figure{n}.png",
+                    caption=f"../report/figure{n}.rst",
+                    category="Figures",
+                    labels={"figure": f"Figure {n}"},
+                )
                 for n in (3, 4, 5)
             ],
             summary=f"{R}/attention/figures.json",
-        params:
-            lang=FIGURES["lang"],
-            out_dir=lambda w, output: os.path.dirname(output.summary),
         log:
             f"{R}/logs/attention_figures.log",
         localrule: True
         conda:
             "../../envs/aiayn.yaml"
+        params:
+            lang=FIGURES["lang"],
+            out_dir=lambda w, output: os.path.dirname(output.summary),
         shell:
             "python -m aiayn.report.attention --checkpoint {input.checkpoint:q} --spm {input.spm:q}"
             " --lang {params.lang:q} --tokenize-settings {input.tokenize:q} --settings {input.settings:q}"

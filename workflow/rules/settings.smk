@@ -6,14 +6,14 @@
 rule settings:
     output:
         "{settings_file}",
-    wildcard_constraints:
-        settings_file=_alternatives(SETTINGS),
-    params:
-        content=lambda w: SETTINGS[w.settings_file],
     log:
         "{settings_file}.log",
+    wildcard_constraints:
+        settings_file=_alternatives(SETTINGS),
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        content=lambda w: SETTINGS[w.settings_file],
     shell:
         "python -m aiayn.settings --json {params.content:q} --output {output:q} --log {log:q}"

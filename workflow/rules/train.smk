@@ -9,10 +9,10 @@ rule train:
     output:
         summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
         last=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
-    params:
-        data=lambda w: f"{D}/bin/{w.task}",
-        out_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
-        launch=train_launcher,
+    log:
+        f"{R}/{{task}}/{{exp}}/logs/train.log",
+    conda:
+        "../../envs/aiayn.yaml"
     threads: config["threads"]["train"]
     resources:
         gpu=train_resource("gpu"),
@@ -22,10 +22,10 @@ rule train:
         gres=train_resource("gres"),
         tasks_per_gpu=train_resource("tasks_per_gpu"),
         cpus_per_task=train_resource("cpus_per_task"),
-    log:
-        f"{R}/{{task}}/{{exp}}/logs/train.log",
-    conda:
-        "../../envs/aiayn.yaml"
+    params:
+        data=lambda w: f"{D}/bin/{w.task}",
+        out_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
+        launch=train_launcher,
     shell:
         "{params.launch} python -m aiayn.train --data {params.data:q} --settings {input.settings:q}"
         " --out-dir {params.out_dir:q} --threads {threads} --log {log:q}"
@@ -37,12 +37,12 @@ rule average:
         settings=f"{R}/{{task}}/{{exp}}/settings/average.json",
     output:
         f"{R}/{{task}}/{{exp}}/avg.pt",
-    params:
-        train_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
     log:
         f"{R}/{{task}}/{{exp}}/logs/average.log",
     conda:
         "../../envs/aiayn.yaml"
+    params:
+        train_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
     shell:
         "python -m aiayn.decode.average --train-dir {params.train_dir:q} --settings {input.settings:q}"
         " --output {output:q} --log {log:q}"

@@ -76,16 +76,28 @@ class PairIds:
         return tuple((np.array(flat, dtype=np.int64), np.array(n)) for flat, n in zip(sides, lengths)), unknown
 
 
-def binarize(model: str, src: str, tgt: str, out_dir: str, max_shard_mb: float = 1024,
-             threads: int = 1, chunk_lines: int = CHUNK_LINES) -> dict:
+def binarize(
+    model: str,
+    src: str,
+    tgt: str,
+    out_dir: str,
+    max_shard_mb: float = 1024,
+    threads: int = 1,
+    chunk_lines: int = CHUNK_LINES,
+) -> dict:
     """Write the (src, tgt) id sequences of two aligned piece files as shards; returns the manifest.
 
     ``threads`` worker processes look the pieces up; this process appends them to the shards in order.
     """
     count = check_aligned([src, tgt])
     size = load_processor(model).get_piece_size()
-    extra = {"spm_model": str(model), "spm_model_sha256": _sha256(model),
-             "spm_pieces": size, "src_file": str(src), "tgt_file": str(tgt)}
+    extra = {
+        "spm_model": str(model),
+        "spm_model_sha256": _sha256(model),
+        "spm_pieces": size,
+        "src_file": str(src),
+        "tgt_file": str(tgt),
+    }
     writer, unknown = ShardWriter(out_dir, size, max_shard_mb), 0
     chunks = chunked(zip(iter_lines(src), iter_lines(tgt)), chunk_lines)
     try:
@@ -114,11 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     start = time.perf_counter()
     opts = settings.read(args.settings, ShardsConfig, "data.shards")
-    manifest = binarize(args.model, args.src, args.tgt, args.out_dir, opts.max_shard_mb,
-                        args.threads, args.chunk_lines)
-    log.info("%s: %d sentences, %d src + %d tgt tokens, %d shard(s), %d unknown pieces, %.1f s",
-             args.out_dir, manifest["sentences"], manifest["src_tokens"], manifest["tgt_tokens"],
-             len(manifest["shards"]), manifest["unknown_pieces"], time.perf_counter() - start)
+    manifest = binarize(args.model, args.src, args.tgt, args.out_dir, opts.max_shard_mb, args.threads, args.chunk_lines)
+    log.info(
+        "%s: %d sentences, %d src + %d tgt tokens, %d shard(s), %d unknown pieces, %.1f s",
+        args.out_dir,
+        manifest["sentences"],
+        manifest["src_tokens"],
+        manifest["tgt_tokens"],
+        len(manifest["shards"]),
+        manifest["unknown_pieces"],
+        time.perf_counter() - start,
+    )
     return 0
 
 

@@ -119,12 +119,23 @@ def train_model(sample: Path, opts: BpeConfig, symbols: Iterable[str] = ()) -> b
     spm.set_random_generator_seed(opts.seed)
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter_lines(sample), model_writer=model, vocab_size=opts.vocab_size,
-        model_type=opts.model_type, character_coverage=opts.character_coverage,
-        pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID, user_defined_symbols=whole_tokens(symbols),
+        sentence_iterator=iter_lines(sample),
+        model_writer=model,
+        vocab_size=opts.vocab_size,
+        model_type=opts.model_type,
+        character_coverage=opts.character_coverage,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        user_defined_symbols=whole_tokens(symbols),
         # A tiny corpus (demo, tests) cannot fill a WMT-sized vocabulary: shrink instead of failing.
-        hard_vocab_limit=False, input_sentence_size=0, shuffle_input_sentence=False,
-        normalization_rule_name="identity", num_threads=opts.threads, minloglevel=1,
+        hard_vocab_limit=False,
+        input_sentence_size=0,
+        shuffle_input_sentence=False,
+        normalization_rule_name="identity",
+        num_threads=opts.threads,
+        minloglevel=1,
     )
     return model.getvalue()
 
@@ -157,10 +168,19 @@ def learn(inputs: list[str], model_prefix: str, opts: BpeConfig, symbols: Sequen
         handle.write(model)
     size = processor.get_piece_size()
     if size < opts.vocab_size:
-        log.warning("vocabulary shrank to %d pieces (asked for %d): the data has too few distinct symbols",
-                    size, opts.vocab_size)
-    log.info("wrote %s.model and %s.vocab (%d pieces, %s, %d of them symbols kept whole)", final, final, size,
-             opts.model_type, len(symbols))
+        log.warning(
+            "vocabulary shrank to %d pieces (asked for %d): the data has too few distinct symbols",
+            size,
+            opts.vocab_size,
+        )
+    log.info(
+        "wrote %s.model and %s.vocab (%d pieces, %s, %d of them symbols kept whole)",
+        final,
+        final,
+        size,
+        opts.model_type,
+        len(symbols),
+    )
     return size
 
 
@@ -194,8 +214,7 @@ def load_processor(path: str | os.PathLike) -> spm.SentencePieceProcessor:
         raise ValueError(f"{path}: not a readable sentencepiece model ({error})") from None
 
 
-def encode_file(model: str, input_path: str, output_path: str, threads: int = 1,
-                chunk_lines: int = CHUNK_LINES) -> int:
+def encode_file(model: str, input_path: str, output_path: str, threads: int = 1, chunk_lines: int = CHUNK_LINES) -> int:
     """Encode ``input_path`` to pieces in ``output_path`` (atomically), line for line; returns lines."""
     with atomic_output(output_path) as out:
         return map_file(SpmEncode(model), input_path, out, processes=threads, chunk_lines=chunk_lines)

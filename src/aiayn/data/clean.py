@@ -44,12 +44,17 @@ log = logging.getLogger(__name__)
 
 REASONS = ("empty", "too_short", "too_long", "ratio")
 # The config key behind each rule: what a user changes to keep the pairs a rule drops.
-REASON_KEYS = {"empty": "an empty side, always dropped", "too_short": "data.clean.min_len",
-               "too_long": "data.clean.max_len", "ratio": "data.clean.max_ratio"}
+REASON_KEYS = {
+    "empty": "an empty side, always dropped",
+    "too_short": "data.clean.min_len",
+    "too_long": "data.clean.max_len",
+    "ratio": "data.clean.max_ratio",
+}
 
 
-def filter_pairs(pairs: Iterable[tuple[str, str]], rules: CleanConfig,
-                 counts: dict[str, int]) -> Iterator[tuple[str, str]]:
+def filter_pairs(
+    pairs: Iterable[tuple[str, str]], rules: CleanConfig, counts: dict[str, int]
+) -> Iterator[tuple[str, str]]:
     """Yield the kept pairs, whitespace-collapsed; ``counts`` gets read, kept and each drop reason."""
     for src, tgt in pairs:
         counts["read"] += 1
@@ -66,8 +71,7 @@ def new_counts() -> dict[str, int]:
     return {"read": 0, "kept": 0, **{reason: 0 for reason in REASONS}}
 
 
-def clean_corpora(prefixes: list[str], src_lang: str, tgt_lang: str, out_prefix: str,
-                  rules: CleanConfig) -> dict:
+def clean_corpora(prefixes: list[str], src_lang: str, tgt_lang: str, out_prefix: str, rules: CleanConfig) -> dict:
     """Filter every ``PREFIX.<src>``/``PREFIX.<tgt>`` pair into ``OUT.<src>``/``OUT.<tgt>``.
 
     All line counts are checked before anything is written. Returns the statistics dict.
@@ -100,11 +104,16 @@ def check_kept(corpora: dict[str, dict[str, int]], src_lang: str, tgt_lang: str)
             problems.append(f"{prefix}.{src_lang}/.{tgt_lang} are empty (check their extraction)")
         elif counts["kept"] == 0:
             worst = max(REASONS, key=lambda reason: counts[reason])
-            problems.append(f"{prefix}: all {counts['read']} pairs were dropped, {counts[worst]} by the "
-                            f"{worst!r} rule ({REASON_KEYS[worst]}; {_describe(counts)})")
+            problems.append(
+                f"{prefix}: all {counts['read']} pairs were dropped, {counts[worst]} by the "
+                f"{worst!r} rule ({REASON_KEYS[worst]}; {_describe(counts)})"
+            )
     if problems:
-        raise DataError("no training pairs left after cleaning: " + "; ".join(problems)
-                        + ". Fix the corpus or loosen that data.clean setting (null: no limit)")
+        raise DataError(
+            "no training pairs left after cleaning: "
+            + "; ".join(problems)
+            + ". Fix the corpus or loosen that data.clean setting (null: no limit)"
+        )
 
 
 def _describe(counts: dict[str, int]) -> str:

@@ -55,15 +55,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", required=True)
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
-    add_settings(parser, "the language's data.tokenize as JSON: unescape when it escapes "
-                                           "(default: the TokenizeConfig defaults)")
+    add_settings(
+        parser, "the language's data.tokenize as JSON: unescape when it escapes (default: the TokenizeConfig defaults)"
+    )
     add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)
     unescape = settings.read(args.settings, TokenizeConfig, "data.tokenize").escape
     count = detokenize_file(MosesDetok(args.lang, unescape), args.input, args.output)
-    log.info("detokenized %d lines (entities %s): %s -> %s", count, "unescaped" if unescape else "kept",
-             args.input, args.output)
+    log.info(
+        "detokenized %d lines (entities %s): %s -> %s",
+        count,
+        "unescaped" if unescape else "kept",
+        args.input,
+        args.output,
+    )
     return 0
 
 

@@ -77,8 +77,11 @@ def resolve_url(url: str, mirror: str | None) -> str:
 def load_lock(path: str | os.PathLike | None = None) -> dict[str, dict]:
     """Read and check a lock file; ``None``: the one shipped in the package. Errors name file and key."""
     where = str(path) if path else "aiayn/resources/sources.lock"
-    text = Path(path).read_text(encoding="utf-8") if path else \
-        resources.files("aiayn.resources").joinpath("sources.lock").read_text(encoding="utf-8")
+    text = (
+        Path(path).read_text(encoding="utf-8")
+        if path
+        else resources.files("aiayn.resources").joinpath("sources.lock").read_text(encoding="utf-8")
+    )
     try:
         lock = json.loads(text)
     except json.JSONDecodeError as error:
@@ -117,8 +120,10 @@ def check(path: Path, entry: dict, name: str) -> str:
     seen = digests(path)
     for key in ("sha256", "md5"):
         if entry.get(key) and seen[key] != entry[key]:
-            raise DownloadError(f"{name}: {key} mismatch: expected {entry[key]}, got {seen[key]} ({path}); "
-                                "the file is corrupt or not the archive the lock pins")
+            raise DownloadError(
+                f"{name}: {key} mismatch: expected {entry[key]}, got {seen[key]} ({path}); "
+                "the file is corrupt or not the archive the lock pins"
+            )
     return seen["sha256"]
 
 
@@ -145,8 +150,7 @@ def transfer(url: str, part: Path, timeout: float) -> None:
     """Append the rest of ``url`` to ``part`` (or start over when the source cannot resume)."""
     offset = part.stat().st_size if part.exists() else 0
     stream, total, resumes = open_source(url, offset, timeout)
-    with stream, open(part, "ab" if resumes else "wb") as out, \
-            progress(total, archive_name(url), "B") as bar:
+    with stream, open(part, "ab" if resumes else "wb") as out, progress(total, archive_name(url), "B") as bar:
         bar.update(offset if resumes else 0)
         for block in iter(lambda: stream.read(BLOCK), b""):
             out.write(block)
@@ -175,7 +179,7 @@ def fetch(url: str, part: Path, retries: int, backoff: float, timeout: float) ->
                 raise DownloadError(f"{url}: download failed after {attempt + 1} attempt(s): {error}") from error
             if isinstance(error, urllib.error.HTTPError) and error.code == 416:
                 part.unlink(missing_ok=True)  # the server cannot resume from what we have: start over
-            delay = backoff * 2 ** attempt
+            delay = backoff * 2**attempt
             log.warning("%s: %s; retry %d of %d in %.1f s (resuming)", url, error, attempt + 1, retries, delay)
             time.sleep(delay)
 
@@ -187,26 +191,45 @@ def _lock_entry(lock: dict, name: str, lock_path, mirror: str | None, url: str) 
     if not is_remote(url):
         return {"sha256": None, "local": True}
     if not mirror:
-        raise DownloadError(f"{name}: no entry in the lock file ({lock_path or 'aiayn/resources/sources.lock'}); "
-                            f"add {{\"{name}\": {{\"sha256\": \"<hex>\", \"size\": <bytes>}}}}")
+        raise DownloadError(
+            f"{name}: no entry in the lock file ({lock_path or 'aiayn/resources/sources.lock'}); "
+            f'add {{"{name}": {{"sha256": "<hex>", "size": <bytes>}}}}'
+        )
     log.warning("%s: no lock entry; accepting the mirror's copy UNVERIFIED", name)
     return {"sha256": None}
 
 
 def _record_unpinned(out: Path, sha256: str, name: str, entry: dict) -> None:
     if entry.get("local"):
-        log.info("%s: a local file without a lock entry, accepted; sha256 %s, recorded in %s.sha256 (add it to "
-                 "data.lock to have it verified from now on)", name, sha256, out)
+        log.info(
+            "%s: a local file without a lock entry, accepted; sha256 %s, recorded in %s.sha256 (add it to "
+            "data.lock to have it verified from now on)",
+            name,
+            sha256,
+            out,
+        )
     else:
         note = f" ({entry['note']})" if entry.get("note") else ""
-        log.warning("!!! %s: no published sha256 to verify against%s; saw sha256 %s, recorded in %s.sha256",
-                    name, note, sha256, out)
+        log.warning(
+            "!!! %s: no published sha256 to verify against%s; saw sha256 %s, recorded in %s.sha256",
+            name,
+            note,
+            sha256,
+            out,
+        )
     with atomic_output(f"{out}.sha256") as handle:
         handle.write(f"{sha256}  {name}\n")
 
 
-def download(url: str, out: str | os.PathLike, mirror: str | None = None, lock_path: str | None = None,
-             retries: int = 5, backoff: float = 2.0, timeout: float = 60.0) -> Path:
+def download(
+    url: str,
+    out: str | os.PathLike,
+    mirror: str | None = None,
+    lock_path: str | None = None,
+    retries: int = 5,
+    backoff: float = 2.0,
+    timeout: float = 60.0,
+) -> Path:
     """Fetch ``url`` (or its mirror copy) to ``out``, verified against the lock; returns ``out``."""
     out, name = Path(out), archive_name(url)
     entry = _lock_entry(load_lock(lock_path), name, lock_path, mirror, url)

@@ -71,7 +71,7 @@ def decoded_lines(raw: IO[bytes], where: str) -> Iterator[str]:
     crlf = 0
     for number, line in enumerate(raw, 1):
         if number == 1 and line.startswith(codecs.BOM_UTF8):
-            line = line[len(codecs.BOM_UTF8):]
+            line = line[len(codecs.BOM_UTF8) :]
             log.info("%s: dropped the byte order mark that opens it", where)
         if line.endswith(b"\r\n"):
             line, crlf = line[:-2] + b"\n", crlf + 1
@@ -84,9 +84,11 @@ def decoded_lines(raw: IO[bytes], where: str) -> Iterator[str]:
         log.info("%s: %d lines ended in CRLF (Windows): their carriage returns dropped", where, crlf)
 
 
-_DECOMPRESS = {".gz": lambda s: gzip.GzipFile(fileobj=s, mode="rb"),
-               ".xz": lambda s: lzma.LZMAFile(s, mode="rb"),
-               ".bz2": lambda s: bz2.BZ2File(s, mode="rb")}
+_DECOMPRESS = {
+    ".gz": lambda s: gzip.GzipFile(fileobj=s, mode="rb"),
+    ".xz": lambda s: lzma.LZMAFile(s, mode="rb"),
+    ".bz2": lambda s: bz2.BZ2File(s, mode="rb"),
+}
 
 
 def member_lines(stream: IO[bytes], member: str, where: str) -> Iterator[str]:

@@ -95,8 +95,10 @@ def check_aligned(paths: Sequence[str | os.PathLike]) -> int:
     counts = [count_lines(p) for p in paths]
     if len(set(counts)) > 1:
         detail = ", ".join(f"{p}: {c} lines" for p, c in zip(paths, counts))
-        raise DataError(f"misaligned parallel files ({detail}): line i of each must be a translation of line i "
-                        "of the others; extract them again from the same corpus")
+        raise DataError(
+            f"misaligned parallel files ({detail}): line i of each must be a translation of line i "
+            "of the others; extract them again from the same corpus"
+        )
     return counts[0] if counts else 0
 
 
@@ -157,8 +159,13 @@ def ordered_map(job: Callable[[list[T]], Any], chunks: Iterable[list[T]], proces
             yield pending.popleft().get()
 
 
-def map_file(job: Callable[[list[str]], list[str]], src: str | os.PathLike, out: IO[str],
-             processes: int = 1, chunk_lines: int = CHUNK_LINES) -> int:
+def map_file(
+    job: Callable[[list[str]], list[str]],
+    src: str | os.PathLike,
+    out: IO[str],
+    processes: int = 1,
+    chunk_lines: int = CHUNK_LINES,
+) -> int:
     """Stream ``src`` through ``job`` chunk by chunk into the open text handle ``out``; returns lines.
 
     ``job`` maps a list of lines to a list of as many lines, each without ``\\n``.

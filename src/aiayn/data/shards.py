@@ -157,7 +157,8 @@ class ShardWriter:
             shard[f"{side}_tokens"] = self._offsets[side][-1]
         shard["files"] = {
             name: _sha256(self.tmp_dir / name)
-            for side in SIDES for name in (f"{side}.{k:03d}.bin", f"{side}.{k:03d}.idx")
+            for side in SIDES
+            for name in (f"{side}.{k:03d}.bin", f"{side}.{k:03d}.idx")
         }
         self.shards.append(shard)
 
@@ -177,8 +178,11 @@ class ShardWriter:
             for name in self.shards.pop()["files"]:
                 (self.tmp_dir / name).unlink()
         manifest = {
-            "format": "aiayn-shards", "version": VERSION, "dtype": self.dtype.name,
-            "vocab_size": self.vocab_size, "shards": self.shards,
+            "format": "aiayn-shards",
+            "version": VERSION,
+            "dtype": self.dtype.name,
+            "vocab_size": self.vocab_size,
+            "shards": self.shards,
             "sentences": sum(s["sentences"] for s in self.shards),
             "src_tokens": sum(s["src_tokens"] for s in self.shards),
             "tgt_tokens": sum(s["tgt_tokens"] for s in self.shards),
@@ -262,7 +266,7 @@ class ShardedCorpus:
         k = int(np.searchsorted(self._starts, index, side="right") - 1)
         local = index - self._starts[k]
         offsets = self._offsets[side][k]
-        return np.asarray(self._data[side][k][offsets[local]:offsets[local + 1]], dtype=np.int64)
+        return np.asarray(self._data[side][k][offsets[local] : offsets[local + 1]], dtype=np.int64)
 
     def src(self, index: int) -> np.ndarray:
         return self._get("src", index)

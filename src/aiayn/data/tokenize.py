@@ -125,15 +125,17 @@ class MosesPipeline:
             text = normalizer.normalize(text)
         if self.remove_non_printing and not text.isprintable():  # isprintable: a C-speed pre-check
             text = _NON_PRINTING.sub(" ", text)
-        return tokenizer.tokenize(text, aggressive_dash_splits=self.aggressive_dash_splits,
-                                  escape=self.escape, return_str=True).strip()
+        return tokenizer.tokenize(
+            text, aggressive_dash_splits=self.aggressive_dash_splits, escape=self.escape, return_str=True
+        ).strip()
 
     def __call__(self, lines: list[str]) -> list[str]:
         return [self.line(text) for text in lines]
 
 
-def tokenize_file(pipeline: MosesPipeline, input_path: str, output_path: str,
-                  threads: int = 1, chunk_lines: int = CHUNK_LINES) -> int:
+def tokenize_file(
+    pipeline: MosesPipeline, input_path: str, output_path: str, threads: int = 1, chunk_lines: int = CHUNK_LINES
+) -> int:
     """Tokenize ``input_path`` into ``output_path`` (atomically), line for line; returns the line count."""
     with atomic_output(output_path) as out:
         return map_file(pipeline, input_path, out, processes=threads, chunk_lines=chunk_lines)

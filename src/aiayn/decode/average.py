@@ -36,12 +36,16 @@ def _check_same_layout(reference: dict, ref_path: Path, state: dict, path: Path)
     """Raise unless ``state`` has the keys and shapes of ``reference``, naming both files."""
     missing, extra = sorted(set(reference) - set(state)), sorted(set(state) - set(reference))
     if missing or extra:
-        raise ValueError(f"{path} and {ref_path} hold different parameters: "
-                         f"missing from {path.name}: {missing[:5]}, extra in {path.name}: {extra[:5]}")
+        raise ValueError(
+            f"{path} and {ref_path} hold different parameters: "
+            f"missing from {path.name}: {missing[:5]}, extra in {path.name}: {extra[:5]}"
+        )
     for key, tensor in reference.items():
         if state[key].shape != tensor.shape:
-            raise ValueError(f"{path} and {ref_path} disagree on the shape of {key!r}: "
-                             f"{tuple(state[key].shape)} vs {tuple(tensor.shape)}")
+            raise ValueError(
+                f"{path} and {ref_path} disagree on the shape of {key!r}: "
+                f"{tuple(state[key].shape)} vs {tuple(tensor.shape)}"
+            )
 
 
 def average_states(states: list[tuple[Path, dict]]) -> dict[str, torch.Tensor]:
@@ -63,8 +67,7 @@ def average_states(states: list[tuple[Path, dict]]) -> dict[str, torch.Tensor]:
                 continue
             value = tensor.detach().to(torch.float64)
             sums[key] = value.clone() if key not in sums else sums[key].add_(value)
-    return {key: (sums[key] / len(states)).to(torch.float32) if key in sums else first[key].clone()
-            for key in first}
+    return {key: (sums[key] / len(states)).to(torch.float32) if key in sums else first[key].clone() for key in first}
 
 
 def average_checkpoints(train_dir: str | Path, last: int) -> Checkpoint:
@@ -83,8 +86,9 @@ def average_checkpoints(train_dir: str | Path, last: int) -> Checkpoint:
     loaded = {newest_file: load_checkpoint(newest_file, "cpu", mmap=True, step=newest_step)}  # verified
     chosen = select_spaced(available, loaded[newest_file])[-last:]
     if len(chosen) < last:
-        log.warning("%s: only %d checkpoints (asked for the last %d): averaging all of them",
-                    train_dir, len(chosen), last)
+        log.warning(
+            "%s: only %d checkpoints (asked for the last %d): averaging all of them", train_dir, len(chosen), last
+        )
     states, newest, newest_path = [], None, None
     for file_step, path in chosen:
         # verified: a corrupt input is refused
@@ -95,8 +99,9 @@ def average_checkpoints(train_dir: str | Path, last: int) -> Checkpoint:
         newest, newest_path = state, path
     steps = [step for step, _ in chosen]
     log.info("averaging %d checkpoints of %s: steps %s", len(steps), train_dir, steps)
-    return Checkpoint(model=average_states(states), settings=newest.settings, vocab=newest.vocab, step=steps[-1],
-                      averaged_steps=steps)
+    return Checkpoint(
+        model=average_states(states), settings=newest.settings, vocab=newest.vocab, step=steps[-1], averaged_steps=steps
+    )
 
 
 def select_spaced(available: list[tuple[int, Path]], newest: Checkpoint) -> list[tuple[int, Path]]:
@@ -105,13 +110,19 @@ def select_spaced(available: list[tuple[int, Path]], newest: Checkpoint) -> list
     try:
         spacing, final = newest.train_setting("checkpoint_steps"), newest.train_setting("train_steps")
     except (KeyError, TypeError, AttributeError):
-        raise ValueError(f"{available[-1][1]}: no settings.train in the checkpoint (not written by the trainer)") \
-            from None
+        raise ValueError(
+            f"{available[-1][1]}: no settings.train in the checkpoint (not written by the trainer)"
+        ) from None
     spaced = spaced_checkpoints(available, spacing, final)
     skipped = [step for step, path in available if (step, path) not in spaced]
     if skipped:
-        log.info("not averaged: %d checkpoint(s) off the %d-step spacing (written by the clock or when "
-                 "stopped, for resuming): steps %s", len(skipped), spacing, skipped)
+        log.info(
+            "not averaged: %d checkpoint(s) off the %d-step spacing (written by the clock or when "
+            "stopped, for resuming): steps %s",
+            len(skipped),
+            spacing,
+            skipped,
+        )
     return spaced
 
 

@@ -136,7 +136,7 @@ class _Beams:
     log_probs: torch.Tensor
     tokens: torch.Tensor
     max_len: torch.Tensor  # (n,) per active sentence
-    max_lp: torch.Tensor   # (n,) lp(max_len), the early-stop bound's denominator
+    max_lp: torch.Tensor  # (n,) lp(max_len), the early-stop bound's denominator
 
     def select(self, keep: torch.Tensor, log_probs: torch.Tensor, tokens: torch.Tensor) -> "_Beams":
         """The sentences ``keep`` (bool (n,)) with their new log-probabilities and tokens."""
@@ -183,8 +183,9 @@ def _to_device(parts: list[torch.Tensor], device: torch.device) -> list[torch.Te
     return list(packed.split([p.numel() for p in parts]))
 
 
-def _collect_finished(cand: _Candidates, beams: _Beams, finished: _Finished, length: int, alpha: float,
-                      eos: int) -> None:
+def _collect_finished(
+    cand: _Candidates, beams: _Beams, finished: _Finished, length: int, alpha: float, eos: int
+) -> None:
     """Move candidates ending in eos (with finite log P) into the finished sets."""
     hits = ((cand.token == eos) & torch.isfinite(cand.log_prob)).nonzero().tolist()
     lp, width = gnmt_length_penalty(length, alpha), beams.log_probs.size(1)
@@ -201,8 +202,9 @@ def _next_live(cand: _Candidates, eos: int, beam_size: int) -> tuple[_Candidates
     return _Candidates(live_lp, cand.beam.gather(1, pos), cand.token.gather(1, pos)), pos
 
 
-def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live: _Candidates, finished: _Finished,
-                       length: int, alpha: float) -> None:
+def _finish_at_max_len(
+    at_max: torch.Tensor, beams: _Beams, live: _Candidates, finished: _Finished, length: int, alpha: float
+) -> None:
     """Sentences at their length limit with nothing finished: their live hypotheses finish as they are."""
     lp, width = gnmt_length_penalty(length, alpha), beams.log_probs.size(1)
     for i in at_max.nonzero().flatten().tolist():
@@ -216,8 +218,9 @@ def _finish_at_max_len(at_max: torch.Tensor, beams: _Beams, live: _Candidates, f
                 finished.add(sentence, Hypothesis(prefix + [live.token[i, j].item()], log_prob / lp, log_prob))
 
 
-def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int,
-          early_stop: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _done(
+    beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int, early_stop: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(at_max, done) masks over active sentences after a step that generated ``length`` tokens.
 
     Done: at the length limit, or no live hypothesis left (all log P = -inf), or (early stop) the lowest
@@ -231,18 +234,27 @@ def _done(beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int
     return at_max, done
 
 
-def beam_search(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int],
-                **search: Any) -> list[Hypothesis]:
+def beam_search(
+    model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], **search: Any
+) -> list[Hypothesis]:
     """Best hypothesis of each source sentence: :func:`beam_search_n_best` with ``n_best=1``."""
     return [hyps[0] for hyps in beam_search_n_best(model, src, src_lengths, n_best=1, **search)]
 
 
 @torch.inference_mode()
-def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], *,
-                       n_best: int = 1, beam_size: int = DecodeConfig.beam_size,
-                       length_penalty: float = DecodeConfig.length_penalty, max_len_a: float = DecodeConfig.max_len_a,
-                       max_len_b: float = DecodeConfig.max_len_b, early_stop: bool = DecodeConfig.early_stop,
-                       ids: SpecialIds = SpecialIds()) -> list[list[Hypothesis]]:
+def beam_search_n_best(
+    model: IncrementalModel,
+    src: torch.Tensor,
+    src_lengths: Sequence[int],
+    *,
+    n_best: int = 1,
+    beam_size: int = DecodeConfig.beam_size,
+    length_penalty: float = DecodeConfig.length_penalty,
+    max_len_a: float = DecodeConfig.max_len_a,
+    max_len_b: float = DecodeConfig.max_len_b,
+    early_stop: bool = DecodeConfig.early_stop,
+    ids: SpecialIds = SpecialIds(),
+) -> list[list[Hypothesis]]:
     """The ``n_best`` best hypotheses of each source sentence, best first (``n_best <= beam_size``: the
     finished set holds K; fewer when fewer finished); ``src`` (B,S) holds ids + eos, right-padded with pad.
 
@@ -260,8 +272,13 @@ def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: 
     max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
     padded = min(src_lengths) != max(src_lengths)  # known on the host: the encoder need not read it back
     cache = model.new_cache(model.encode(src, padded), 1, int(max_len.max()))  # one row per sentence at first
-    beams = _Beams(torch.arange(batch), torch.zeros(batch, 1, device=device), torch.empty(batch, 0, dtype=torch.long),
-                   max_len, gnmt_length_penalty(max_len.double(), length_penalty).float())
+    beams = _Beams(
+        torch.arange(batch),
+        torch.zeros(batch, 1, device=device),
+        torch.empty(batch, 0, dtype=torch.long),
+        max_len,
+        gnmt_length_penalty(max_len.double(), length_penalty).float(),
+    )
     finished = _Finished(batch, beam_size)
     prev = torch.full((batch, 1), ids.bos, dtype=torch.long, device=device)
     length = 0
@@ -278,8 +295,15 @@ def beam_search_n_best(model: IncrementalModel, src: torch.Tensor, src_lengths: 
     return [finished.result(b, n_best) for b in range(batch)]
 
 
-def _advance(cache: DecoderCache, beams: _Beams, keep: torch.Tensor, live: _Candidates, pos: torch.Tensor,
-             top_lp: torch.Tensor, device: torch.device) -> tuple[torch.Tensor, _Beams]:
+def _advance(
+    cache: DecoderCache,
+    beams: _Beams,
+    keep: torch.Tensor,
+    live: _Candidates,
+    pos: torch.Tensor,
+    top_lp: torch.Tensor,
+    device: torch.device,
+) -> tuple[torch.Tensor, _Beams]:
     """Keep the live hypotheses of the sentences ``keep`` (bool (n,)): reorder the cache, and return
     the next step's input tokens (n' K, 1) and beams. log P stays on the device (``top_lp`` (n, W))."""
     beam_size, width = live.beam.size(1), beams.log_probs.size(1)
@@ -311,10 +335,16 @@ def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]
     return [hyps[0] for hyps in translate_sentences_n_best(model, sources, n_best=1, **kwargs)]
 
 
-def translate_sentences_n_best(model: IncrementalModel, sources: Sequence[Sequence[int]], *, max_sentences: int,
-                               device: torch.device | str = "cpu", ids: SpecialIds = SpecialIds(),
-                               on_batch: Callable[[int], None] | None = None,
-                               **search: Any) -> list[list[Hypothesis]]:
+def translate_sentences_n_best(
+    model: IncrementalModel,
+    sources: Sequence[Sequence[int]],
+    *,
+    max_sentences: int,
+    device: torch.device | str = "cpu",
+    ids: SpecialIds = SpecialIds(),
+    on_batch: Callable[[int], None] | None = None,
+    **search: Any,
+) -> list[list[Hypothesis]]:
     """Beam search over a corpus in batches of similar length; results in the order of ``sources``.
 
     Sentences are sorted by length (longest first) into batches of at most ``max_sentences``;
@@ -330,7 +360,7 @@ def translate_sentences_n_best(model: IncrementalModel, sources: Sequence[Sequen
     order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
     results: list[list[Hypothesis]] = [[] for _ in sources]
     for start in range(0, len(order), max_sentences):
-        chunk = order[start: start + max_sentences]
+        chunk = order[start : start + max_sentences]
         for i, best in zip(chunk, _search_within_memory(model, sources, chunk, ids, device, search)):
             results[i] = best
         if on_batch is not None:
@@ -343,13 +373,18 @@ class TooLong(MemoryError):
     memory does): ``index`` among the sources searched, ``length`` its subwords."""
 
     def __init__(self, index: int, length: int, cause: BaseException):
-        super().__init__(f"{length} subwords, too long to decode in the memory there is "
-                         f"({first_line(cause)})")
+        super().__init__(f"{length} subwords, too long to decode in the memory there is ({first_line(cause)})")
         self.index, self.length = index, length
 
 
-def _search_within_memory(model: IncrementalModel, sources: Sequence[Sequence[int]], chunk: list[int],
-                          ids: SpecialIds, device: torch.device | str, search: dict) -> list[list[Hypothesis]]:
+def _search_within_memory(
+    model: IncrementalModel,
+    sources: Sequence[Sequence[int]],
+    chunk: list[int],
+    ids: SpecialIds,
+    device: torch.device | str,
+    search: dict,
+) -> list[list[Hypothesis]]:
     """The hypotheses of the sources ``chunk`` searched together, or one at a time when they do not fit."""
     batch = [sources[i] for i in chunk]
     try:
@@ -360,8 +395,11 @@ def _search_within_memory(model: IncrementalModel, sources: Sequence[Sequence[in
         if len(chunk) == 1:
             raise TooLong(chunk[0], len(batch[0]), error) from None
         # out of the except block before searching again: the error's traceback holds the failed batch's tensors
-    log.warning("%d sentences of up to %d subwords do not fit in memory together: searched one at a time",
-                len(chunk), len(batch[0]))
+    log.warning(
+        "%d sentences of up to %d subwords do not fit in memory together: searched one at a time",
+        len(chunk),
+        len(batch[0]),
+    )
     return [_search_within_memory(model, sources, [i], ids, device, search)[0] for i in chunk]
 
 

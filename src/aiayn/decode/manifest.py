@@ -51,17 +51,20 @@ def stored_path(path: str, manifest_dir: str) -> str:
     return path if os.path.isabs(path) else os.path.relpath(path, manifest_dir)
 
 
-def write_manifest(output: str, kind: str, source_lang: str, target_lang: str, spm: str,
-                   tokenize: str | None) -> dict:
+def write_manifest(output: str, kind: str, source_lang: str, target_lang: str, spm: str, tokenize: str | None) -> dict:
     """Write ``output`` (atomically) and return its content."""
     if kind not in KINDS:
         raise ValueError(f"--kind must be one of {KINDS}, got {kind!r}")
     if (kind == "translation") != (tokenize is not None):
         raise ValueError("--tokenize is needed for a translation task and only for one")
     where = os.path.dirname(output) or "."
-    content = {"kind": kind, "source_lang": source_lang, "target_lang": target_lang,
-               "spm": stored_path(spm, where),
-               "tokenize": None if tokenize is None else stored_path(tokenize, where)}
+    content = {
+        "kind": kind,
+        "source_lang": source_lang,
+        "target_lang": target_lang,
+        "spm": stored_path(spm, where),
+        "tokenize": None if tokenize is None else stored_path(tokenize, where),
+    }
     write_json(output, content)
     return content
 
@@ -86,8 +89,9 @@ def read_run(run_dir: str | os.PathLike, which: str = "avg") -> RunFiles:
     run_dir = Path(run_dir)
     manifest = run_dir / MANIFEST
     if not manifest.exists():
-        raise ValueError(f"{manifest}: no such file; the workflow writes it for every run it trains "
-                         f"(snakemake ... {manifest})")
+        raise ValueError(
+            f"{manifest}: no such file; the workflow writes it for every run it trains (snakemake ... {manifest})"
+        )
     content = read_json(manifest)
     unknown = sorted(set(content) - {"kind", "source_lang", "target_lang", "spm", "tokenize"})
     if unknown or content.get("kind") not in KINDS:
@@ -98,8 +102,15 @@ def read_run(run_dir: str | os.PathLike, which: str = "avg") -> RunFiles:
     for what, path in files.items():
         if not path.exists():
             raise ValueError(f"{manifest}: its {what} file {path} does not exist")
-    return RunFiles(content["kind"], content["source_lang"], content["target_lang"], checkpoint_of(run_dir, which),
-                    files["spm"], files["decode"], files.get("tokenize"))
+    return RunFiles(
+        content["kind"],
+        content["source_lang"],
+        content["target_lang"],
+        checkpoint_of(run_dir, which),
+        files["spm"],
+        files["decode"],
+        files.get("tokenize"),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

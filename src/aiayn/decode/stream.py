@@ -40,7 +40,7 @@ class LineBatches:
         if end < 0 and not (self.eof and self.buffer):
             return None
         end = len(self.buffer) if end < 0 else end
-        line, self.buffer = self.buffer[:end], self.buffer[end + 1:]
+        line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
         self.number += 1
         return line
 

@@ -73,8 +73,13 @@ def read_sources(path: str, sp: spm.SentencePieceProcessor) -> Sources:
 
 def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.SentencePieceProcessor) -> SpecialIds:
     """The checkpoint's special ids, after checking they and the size agree with the sentencepiece model."""
-    ours = {"size": sp.get_piece_size(), "pad_id": sp.pad_id(), "unk_id": sp.unk_id(),
-            "bos_id": sp.bos_id(), "eos_id": sp.eos_id()}
+    ours = {
+        "size": sp.get_piece_size(),
+        "pad_id": sp.pad_id(),
+        "unk_id": sp.unk_id(),
+        "bos_id": sp.bos_id(),
+        "eos_id": sp.eos_id(),
+    }
     theirs = {key: vocab.get(key) for key in ours}
     if ours != theirs:
         raise ValueError(f"vocabulary of {checkpoint_path} {theirs} does not match {spm_path} {ours}")
@@ -83,21 +88,28 @@ def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.S
 
 def search_options(opts: DecodeConfig) -> dict[str, Any]:
     """The keyword arguments of :func:`~aiayn.decode.beam.translate_sentences` that ``opts`` sets."""
-    return {"max_sentences": opts.max_sentences, "beam_size": opts.beam_size,
-            "length_penalty": opts.length_penalty, "max_len_a": opts.max_len_a,
-            "max_len_b": opts.max_len_b, "early_stop": opts.early_stop}
+    return {
+        "max_sentences": opts.max_sentences,
+        "beam_size": opts.beam_size,
+        "length_penalty": opts.length_penalty,
+        "max_len_a": opts.max_len_a,
+        "max_len_b": opts.max_len_b,
+        "early_stop": opts.early_stop,
+    }
 
 
-def translate(model: Any, sources: list[list[int]], opts: DecodeConfig, ids: SpecialIds,
-              device: torch.device) -> list[Hypothesis | None]:
+def translate(
+    model: Any, sources: list[list[int]], opts: DecodeConfig, ids: SpecialIds, device: torch.device
+) -> list[Hypothesis | None]:
     """Best hypothesis per source in input order; ``None`` for an empty source (no decoding). A source
     that does not fit in memory even alone raises :class:`~aiayn.decode.beam.TooLong` with its
     ``index`` in ``sources``: skipping it would change the score unseen."""
     todo = [i for i, sentence in enumerate(sources) if sentence]
     with progress(len(todo), "beam search", "sent", unit_scale=False, logger=log) as bar:
         try:
-            hyps = translate_sentences(model, [sources[i] for i in todo], device=device, ids=ids,
-                                       on_batch=bar.update, **search_options(opts))
+            hyps = translate_sentences(
+                model, [sources[i] for i in todo], device=device, ids=ids, on_batch=bar.update, **search_options(opts)
+            )
         except TooLong as error:
             error.index = todo[error.index]
             raise
@@ -126,26 +138,46 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     sp = load_processor(args.spm)
     opts = settings.read(args.settings, DecodeConfig, "decode")
-    with inference_session(args.checkpoint, device=args.device, precision=opts.precision, threads=args.threads,
-                           cpu_matmul=opts.cpu_matmul, lock_dir=args.gpu_lock_dir) as session:
+    with inference_session(
+        args.checkpoint,
+        device=args.device,
+        precision=opts.precision,
+        threads=args.threads,
+        cpu_matmul=opts.cpu_matmul,
+        lock_dir=args.gpu_lock_dir,
+    ) as session:
         ids = check_vocabulary(args.checkpoint, session.checkpoint.vocab, args.spm, sp)
         sources = read_sources(args.input, sp)
         if sources.unknown_pieces:
             log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
-        log.info("decoding %d sentences of %s on %s (%s) with %s", len(sources.ids), args.input, session.device,
-                 session.precision, asdict(opts))
+        log.info(
+            "decoding %d sentences of %s on %s (%s) with %s",
+            len(sources.ids),
+            args.input,
+            session.device,
+            session.precision,
+            asdict(opts),
+        )
         start = time.perf_counter()
         with session.autocast():
             try:
                 hyps = translate(session.model, sources.ids, opts, ids, session.device)
             except TooLong as error:
-                raise MemoryError(f"{args.input}: line {error.index + 1}: {error}; the test set is not scored "
-                                  "without it: decode on a device with more memory, or with a smaller "
-                                  "decode.beam_size") from None
+                raise MemoryError(
+                    f"{args.input}: line {error.index + 1}: {error}; the test set is not scored "
+                    "without it: decode on a device with more memory, or with a smaller "
+                    "decode.beam_size"
+                ) from None
         seconds = max(time.perf_counter() - start, 1e-9)
     tokens = sum(len(h.tokens) for h in hyps if h is not None)
-    log.info("%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",
-             len(hyps), tokens, seconds, len(hyps) / seconds, tokens / seconds)
+    log.info(
+        "%d sentences, %d target subwords in %.1f s: %.1f sentences/s, %.1f tokens/s (subwords, no eos)",
+        len(hyps),
+        tokens,
+        seconds,
+        len(hyps) / seconds,
+        tokens / seconds,
+    )
     with atomic_output(args.output) as handle:
         for hyp in hyps:
             handle.write(("" if hyp is None else sp.decode(hyp.tokens)) + "\n")

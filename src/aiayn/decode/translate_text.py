@@ -106,8 +106,14 @@ class Decoder:
     def search(self, sources: list[list[int]], n_best: int) -> list[list[Hypothesis]]:
         """The ``n_best`` best hypotheses of each non-empty source, in order."""
         with self.session.autocast():
-            return translate_sentences_n_best(self.session.model, sources, device=self.session.device, ids=self.ids,
-                                              n_best=n_best, **search_options(self.opts))
+            return translate_sentences_n_best(
+                self.session.model,
+                sources,
+                device=self.session.device,
+                ids=self.ids,
+                n_best=n_best,
+                **search_options(self.opts),
+            )
 
 
 def decode_options(files: RunFiles, beam: int | None) -> DecodeConfig:
@@ -121,8 +127,9 @@ def make_decoder(files: RunFiles, session: InferenceSession, opts: DecodeConfig)
     sp = load_processor(files.spm)
     ids = check_vocabulary(str(files.checkpoint), session.checkpoint.vocab, str(files.spm), sp)
     longest = longest_source(ModelConfig.from_dict(session.checkpoint.model_settings), opts)
-    log.info("%s on %s (%s), decoding with %s", files.checkpoint, session.device, session.precision,
-             dataclasses.asdict(opts))
+    log.info(
+        "%s on %s (%s), decoding with %s", files.checkpoint, session.device, session.precision, dataclasses.asdict(opts)
+    )
     return Decoder(session, sp, SpmEncode(str(files.spm)), ids, opts, longest)
 
 
@@ -147,8 +154,9 @@ def prepare_line(number: int, raw: bytes, decoder: Decoder, pipeline: TextPipeli
     if unknown:
         log.warning("line %d: %d pieces not in the vocabulary, read as unk", number, unknown)
     if decoder.longest is not None and len(ids) > decoder.longest:
-        return Source(number, skipped=f"{len(ids)} subwords, more than the {decoder.longest} the model's "
-                                      f"learned positions allow")
+        return Source(
+            number, skipped=f"{len(ids)} subwords, more than the {decoder.longest} the model's learned positions allow"
+        )
     return Source(number, prepared, tuple(ids))
 
 
@@ -164,8 +172,9 @@ def search_within_memory(decoder: Decoder, sources: list[Source], n_best: int) -
     return {too_long.number: why, **(search_within_memory(decoder, rest, n_best) if rest else {})}
 
 
-def decode_batch(batch: list[tuple[int, bytes]], decoder: Decoder, pipeline: TextPipeline,
-                 n_best: int) -> list[tuple[int, list[tuple[float, str]] | None]]:
+def decode_batch(
+    batch: list[tuple[int, bytes]], decoder: Decoder, pipeline: TextPipeline, n_best: int
+) -> list[tuple[int, list[tuple[float, str]] | None]]:
     """``(line number, [(score, output)] best first)`` per input line; ``[]`` for an empty source,
     None for a skipped line (a warning names it)."""
     sources = [prepare_line(number, raw, decoder, pipeline) for number, raw in batch]
@@ -191,8 +200,10 @@ def format_result(number: int, outputs: list[tuple[float, str]] | None, n_best: 
             return [""]
         score, text = outputs[0]
         return [f"{score:.4f}\t{text}" if scores else text]
-    return [f"{number}\t{rank}\t{score:.4f}\t{text}" if scores else f"{number}\t{rank}\t{text}"
-            for rank, (score, text) in enumerate(outputs or [], start=1)]
+    return [
+        f"{number}\t{rank}\t{score:.4f}\t{text}" if scores else f"{number}\t{rank}\t{text}"
+        for rank, (score, text) in enumerate(outputs or [], start=1)
+    ]
 
 
 def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
@@ -207,8 +218,11 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
         parser.add_argument("--source-lang", help="source language code (Moses tokenizer)")
         parser.add_argument("--target-lang", help="target language code (Moses detokenizer)")
     else:
-        parser.add_argument("--tokenized", action="store_true",
-                            help="the input is already split into treebank words (default: raw text)")
+        parser.add_argument(
+            "--tokenized",
+            action="store_true",
+            help="the input is already split into treebank words (default: raw text)",
+        )
     parser.add_argument("--input", help="one sentence a line (default: standard input)")
     parser.add_argument("--output", help="written atomically at the end (default: standard output, as it goes)")
     add_option(parser, "--beam", DecodeConfig, "beam_size")
@@ -237,18 +251,26 @@ def run_files(args: argparse.Namespace, kind: str) -> RunFiles:
         except ValueError as error:
             raise ValueError(f"{error}; or give --checkpoint, --spm and --settings") from None
         if files.kind != kind:
-            raise ValueError(f"{args.run} is a {files.kind} run: use "
-                             f"{'aiayn-parse' if files.kind == 'parsing' else 'aiayn-translate'}")
+            raise ValueError(
+                f"{args.run} is a {files.kind} run: use "
+                f"{'aiayn-parse' if files.kind == 'parsing' else 'aiayn-translate'}"
+            )
     else:
         files = RunFiles(kind, "words", "tree", Path(args.checkpoint), Path(args.spm), None, None)
-    explicit = {"checkpoint": args.checkpoint, "spm": args.spm, "decode": args.settings,
-                "tokenize": getattr(args, "tokenize", None)}
+    explicit = {
+        "checkpoint": args.checkpoint,
+        "spm": args.spm,
+        "decode": args.settings,
+        "tokenize": getattr(args, "tokenize", None),
+    }
     files = dataclasses.replace(files, **{k: Path(v) for k, v in explicit.items() if v is not None})
     for key in ("source_lang", "target_lang"):
         files = dataclasses.replace(files, **{key: getattr(args, key, None) or getattr(files, key)})
     if kind == "translation" and args.run is None and not (args.source_lang and args.target_lang):
-        raise ValueError("without --run, give --source-lang and --target-lang (and --tokenize for the run's "
-                         "tokenizer settings; default: data.tokenize's defaults)")
+        raise ValueError(
+            "without --run, give --source-lang and --target-lang (and --tokenize for the run's "
+            "tokenizer settings; default: data.tokenize's defaults)"
+        )
     return files
 
 
@@ -288,25 +310,35 @@ def run(args: argparse.Namespace, kind: str, make_pipeline: Callable[[RunFiles],
     pipeline = make_pipeline(files)
     opts = decode_options(files, args.beam_size)
     try:
-        with inference_session(files.checkpoint, device=args.device, precision=opts.precision, threads=args.threads,
-                               cpu_matmul=opts.cpu_matmul) as session:
+        with inference_session(
+            files.checkpoint,
+            device=args.device,
+            precision=opts.precision,
+            threads=args.threads,
+            cpu_matmul=opts.cpu_matmul,
+        ) as session:
             decoder = make_decoder(files, session, opts)
             if args.n_best > decoder.opts.beam_size:
                 raise ValueError(f"--n-best {args.n_best} is more than the beam size {decoder.opts.beam_size}")
             lines, skipped = decode_stream(args, decoder, pipeline)
-    except KeyboardInterrupt:   # Ctrl-C ends an interactive session: what was answered stays answered
+    except KeyboardInterrupt:  # Ctrl-C ends an interactive session: what was answered stays answered
         log.info("interrupted")
         return 130
     log.info("%d lines, %d skipped (see the warnings above)", lines, skipped)
     return 0
 
 
-def parse_args(argv: list[str] | None, prog: str = "aiayn-translate", doc: str = __doc__,
-               translation: bool = True) -> argparse.Namespace:
+def parse_args(
+    argv: list[str] | None, prog: str = "aiayn-translate", doc: str = __doc__, translation: bool = True
+) -> argparse.Namespace:
     """The command line of aiayn-translate (or, with ``translation=False``, aiayn-parse), checked; the
     help shows ``doc``: its first paragraph above the options, from its third on below them."""
-    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0], epilog=doc.split("\n\n", 2)[2],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=doc.split("\n\n")[0],
+        epilog=doc.split("\n\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_arguments(parser, translation)
     args = parser.parse_args(argv)
     check_arguments(parser, args)

@@ -24,7 +24,7 @@ _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 class NP:
     head: Noun
     plural: bool = False
-    det: str = ""                       # "the" | "a" | "" (a bare plural, a name or city)
+    det: str = ""  # "the" | "a" | "" (a bare plural, a name or city)
     adj: Adjective | None = None
 
 
@@ -32,12 +32,12 @@ class NP:
 class Clause:
     subj: NP
     verb: Verb
-    tense: str = "pres"                 # "pres" | "past" | "will" | "can"
-    role: str = "main"                  # "main" | "sub": picks the template ("front" if ``front``)
+    tense: str = "pres"  # "pres" | "past" | "will" | "can"
+    role: str = "main"  # "main" | "sub": picks the template ("front" if ``front``)
     obj: NP | None = None
-    pp: tuple[str, NP] | None = None    # ("in" | "with" | "to", NP)
+    pp: tuple[str, NP] | None = None  # ("in" | "with" | "to", NP)
     time: dict[str, str] | None = None  # language -> the time adverbial
-    front: bool = False                 # the time adverbial comes first
+    front: bool = False  # the time adverbial comes first
     comp: tuple[str, Clause] | None = None  # ("that" | "0" | "quote", clause)
 
 
@@ -59,7 +59,7 @@ def sample_clause(rng: random.Random, lex: Lexicon, role: str = "main", top: boo
     subj, frame = sample_np(rng, lex, verb.subj), verb.obj
     tense = rng.choices(["pres", "past", "will", "can"], [0.4, 0.4, 0.12, 0.08])[0]
     if verb.en[0] == verb.en[1] and tense == "past" and subj.plural:
-        tense = "pres"                  # "men read": the English would not show the past
+        tense = "pres"  # "men read": the English would not show the past
     c = Clause(subj, verb, tense, role)
     if frame == "@":
         c.pp = ("to", sample_np(rng, lex, "pc"))
@@ -86,12 +86,12 @@ class Language:
     """Realizes clauses by filling templates. A subclass gives templates, tables and ``np`` (a noun phrase
     in a case); ``group`` here is German's and French's (the English past is not a perfect)."""
 
-    code, front_comma = "", ""         # front_comma: the template after a fronted time
-    templates: dict[str, str] = {}      # main; front and sub fall back to main
-    comps: dict[str, str] = {}          # that, 0, quote -> the template of what follows the verb
+    code, front_comma = "", ""  # front_comma: the template after a fronted time
+    templates: dict[str, str] = {}  # main; front and sub fall back to main
+    comps: dict[str, str] = {}  # that, 0, quote -> the template of what follows the verb
     aux: dict[str, tuple[str, str]] = {}  # will, can and the perfect's auxiliaries: (singular, plural)
-    prepositions: dict[str, str] = {}   # in, with, to; in-c, to-c before a city
-    quotes = ("", "")                   # opening and closing quotation marks, as tokens
+    prepositions: dict[str, str] = {}  # in, with, to; in-c, to-c before a city
+    quotes = ("", "")  # opening and closing quotation marks, as tokens
     rewrites: tuple[tuple[str, str], ...] = ()  # (regex, replacement) on the text: spacing, elision, contractions
 
     def fill(self, template: str, c: Clause) -> list:
@@ -117,13 +117,17 @@ class Language:
 
     def slots(self, c: Clause) -> dict[str, Callable[[], list]]:
         """What fills each slot of ``c`` (computed only where a template names the slot)."""
-        return {"subj": lambda: self.np(c.subj, 0), "fin": lambda: self.group(c)[0], "verb": lambda: self.group(c)[1],
-                "obj": lambda: self.np(c.obj, 1) if c.obj else [],
-                "pp": lambda: self.pp(*c.pp) if c.pp else [],
-                "time": lambda: self.fill(c.time[self.code], c) if c.time and not c.front else [],
-                "front": lambda: self.fill(f"{c.time[self.code]} {self.front_comma}", c) if c.time and c.front else [],
-                "comp": lambda: self.fill(self.comps[c.comp[0]], c) if c.comp else [],
-                "clause": lambda: self.realize(c.comp[1])}
+        return {
+            "subj": lambda: self.np(c.subj, 0),
+            "fin": lambda: self.group(c)[0],
+            "verb": lambda: self.group(c)[1],
+            "obj": lambda: self.np(c.obj, 1) if c.obj else [],
+            "pp": lambda: self.pp(*c.pp) if c.pp else [],
+            "time": lambda: self.fill(c.time[self.code], c) if c.time and not c.front else [],
+            "front": lambda: self.fill(f"{c.time[self.code]} {self.front_comma}", c) if c.time and c.front else [],
+            "comp": lambda: self.fill(self.comps[c.comp[0]], c) if c.comp else [],
+            "clause": lambda: self.realize(c.comp[1]),
+        }
 
     def group(self, c: Clause) -> tuple[list, list]:
         """(finite verb, rest): ([hat], [gekauft]), ([va], [acheter]), ([kauft], []); the past is a perfect."""
@@ -214,19 +218,32 @@ class English(Language):
 
 class German(Language):
     code = "de"
-    templates = {"main": "subj fin time obj pp verb comp", "front": "front fin subj obj pp verb comp",
-                 "sub": "subj time obj pp verb fin"}
+    templates = {
+        "main": "subj fin time obj pp verb comp",
+        "front": "front fin subj obj pp verb comp",
+        "sub": "subj time obj pp verb fin",
+    }
     comps = {"that": ", dass clause", "0": ", dass clause", "quote": ": „ clause"}
     prepositions = {"in": "in", "with": "mit", "to": "zu", "to-c": "nach"}
     quotes = ("„", "“")
-    rewrites = ((r" ([,.:“])", r"\1"), ("„ ", "„"), (r"\bin dem\b", "im"), (r"\bzu dem\b", "zum"),
-                (r"\bzu der\b", "zur"))
+    rewrites = (
+        (r" ([,.:“])", r"\1"),
+        ("„ ", "„"),
+        (r"\bin dem\b", "im"),
+        (r"\bzu dem\b", "zum"),
+        (r"\bzu der\b", "zur"),
+    )
     aux = {"will": ("wird", "werden"), "can": ("kann", "können"), "h": ("hat", "haben"), "s": ("ist", "sind")}
     # nominative, accusative, dative; each masculine, feminine, neuter, plural
-    ARTICLES = {"the": "der die das die den die das die dem der dem den",
-                "a": "ein eine ein - einen eine ein - einem einer einem -"}
-    ENDINGS = {"the": "e e e en en e e en en en en en", "a": "er e es - en e es - en en en -",  # weak, mixed,
-               "": "- - - e - - - e - - - en"}                                                # strong
+    ARTICLES = {
+        "the": "der die das die den die das die dem der dem den",
+        "a": "ein eine ein - einen eine ein - einem einer einem -",
+    }
+    ENDINGS = {
+        "the": "e e e en en e e en en en en en",
+        "a": "er e es - en e es - en en en -",  # weak, mixed,
+        "": "- - - e - - - e - - - en",
+    }  # strong
 
     def np(self, np_: NP, case: int) -> list[str]:
         """Words of ``np_`` in ``case`` (0 nominative, 1 accusative, 2 dative)."""
@@ -239,7 +256,7 @@ class German(Language):
         return tokens + [word + "n" if np_.plural and case == 2 and not word.endswith(("n", "s")) else word]
 
 
-VOWELS = "aeiouéèêâàîôûhAEIOUÉÈÊÂÀÎÔÛH"      # and mute h: l'homme, l'hôtel
+VOWELS = "aeiouéèêâàîôûhAEIOUÉÈÊÂÀÎÔÛH"  # and mute h: l'homme, l'hôtel
 
 
 def agree(forms: tuple[str, str, str], gender: str, plural: bool, before_vowel: bool = False) -> str:
@@ -255,8 +272,13 @@ class French(Language):
     comps = {"that": "que clause", "0": "que clause", "quote": ": « clause"}
     prepositions = {"in": "dans", "with": "avec", "to": "à", "in-c": "à"}
     quotes = ("«", "»")
-    rewrites = ((r" ([,.])", r"\1"), (rf"\b([lL])[ae] (?=[{VOWELS}])", r"\1'"),  # le, la, de, que before a vowel
-                (rf"\b(qu|[dD])e (?=[{VOWELS}])", r"\1'"), (r"\bà le\b", "au"), (r"\bà les\b", "aux"))
+    rewrites = (
+        (r" ([,.])", r"\1"),
+        (rf"\b([lL])[ae] (?=[{VOWELS}])", r"\1'"),  # le, la, de, que before a vowel
+        (rf"\b(qu|[dD])e (?=[{VOWELS}])", r"\1'"),
+        (r"\bà le\b", "au"),
+        (r"\bà les\b", "aux"),
+    )
     aux = {"will": ("va", "vont"), "can": ("peut", "peuvent"), "a": ("a", "ont"), "e": ("est", "sont")}
     DETERMINERS = {"the": ("le", "la", "les"), "a": ("un", "une", ""), "": ("", "", "des")}
 

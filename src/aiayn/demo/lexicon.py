@@ -72,7 +72,7 @@ Noun = namedtuple("Noun", "en de_gender de fr_gender fr cls proper")
 Verb = namedtuple("Verb", "en de fr subj obj")
 # fr: (masculine, feminine, masculine before a vowel); fr_before: French puts it before the noun
 Adjective = namedtuple("Adjective", "en de fr fr_before classes")
-Lexicon = namedtuple("Lexicon", "nouns verbs adjectives times")   # times: {"en", "de", "fr": text, "tenses"}
+Lexicon = namedtuple("Lexicon", "nouns verbs adjectives times")  # times: {"en", "de", "fr": text, "tenses"}
 
 
 def french_plural(word: str) -> str:
@@ -92,13 +92,21 @@ def _rows(table: str, fields: int) -> list[list[list[str]]]:
 @functools.lru_cache(maxsize=1)
 def lexicon() -> Lexicon:
     """Parse the tables; a malformed entry raises naming it."""
-    nouns = [Noun((en[0], (*en, en[0] + "s")[1]), dg, (ds, dp), fg, (fs, (*fp, french_plural(fs))[0]), cls, False)
-             for en, (dg, ds, dp), (fg, fs, *fp), (cls,) in _rows(NOUNS, 4)]
-    nouns += [Noun((*en, *en), "m" if cls == "c" else g, (*de, *de), g, (*fr, *fr), cls, True)
-              for en, de, fr, (g,), (cls,) in _rows(PROPER, 5)]
-    verbs = [Verb(tuple(en), (de[0], de[1], de[0], de[2], de[3]), tuple(fr), *frame[0].split(">"))  # sie kaufen
-             for en, de, fr, frame in _rows(VERBS, 4)]
-    adjectives = [Adjective(en, de, (*fr, fr[0])[:3], pos == "b", cls)
-                  for (en,), (de,), fr, (pos,), (cls,) in _rows(ADJECTIVES, 5)]
+    nouns = [
+        Noun((en[0], (*en, en[0] + "s")[1]), dg, (ds, dp), fg, (fs, (*fp, french_plural(fs))[0]), cls, False)
+        for en, (dg, ds, dp), (fg, fs, *fp), (cls,) in _rows(NOUNS, 4)
+    ]
+    nouns += [
+        Noun((*en, *en), "m" if cls == "c" else g, (*de, *de), g, (*fr, *fr), cls, True)
+        for en, de, fr, (g,), (cls,) in _rows(PROPER, 5)
+    ]
+    verbs = [
+        Verb(tuple(en), (de[0], de[1], de[0], de[2], de[3]), tuple(fr), *frame[0].split(">"))  # sie kaufen
+        for en, de, fr, frame in _rows(VERBS, 4)
+    ]
+    adjectives = [
+        Adjective(en, de, (*fr, fr[0])[:3], pos == "b", cls)
+        for (en,), (de,), fr, (pos,), (cls,) in _rows(ADJECTIVES, 5)
+    ]
     times = [dict(en=" ".join(en), de=" ".join(de), fr=" ".join(fr), tenses=t) for en, de, fr, (t,) in _rows(TIMES, 4)]
     return Lexicon(tuple(nouns), tuple(verbs), tuple(adjectives), tuple(times))

@@ -28,9 +28,9 @@ from aiayn.io import atomic_output, setup_logging, write_json
 from aiayn.options.sources import archive_name
 
 log = logging.getLogger(__name__)
-MTIME = 1388534400                      # 2014-01-01T00:00:00Z, the WMT14 release year
+MTIME = 1388534400  # 2014-01-01T00:00:00Z, the WMT14 release year
 MIN_WORDS, MAX_WORDS, DOC_SEGMENTS, FILE_TREES = 5, 20, 20, 25
-Sentence = namedtuple("Sentence", "clause tree en")     # the abstract clause, its English tree and text
+Sentence = namedtuple("Sentence", "clause tree en")  # the abstract clause, its English tree and text
 
 
 def rng_for(seed: int, purpose: str) -> random.Random:
@@ -50,8 +50,14 @@ def sample(rng: random.Random, n: int, exclude=(), unique: bool = False, what: s
             continue
         seen |= {text} if unique else set()
         out.append(Sentence(clause, tree, text))
-    log.info("%s: %d sentences, %d redrawn (outside %d-%d words, excluded or repeated)", what, n, redrawn,
-             MIN_WORDS, MAX_WORDS)
+    log.info(
+        "%s: %d sentences, %d redrawn (outside %d-%d words, excluded or repeated)",
+        what,
+        n,
+        redrawn,
+        MIN_WORDS,
+        MAX_WORDS,
+    )
     return out
 
 
@@ -69,12 +75,15 @@ def archive_bytes(file_name: str, members: dict[str, bytes]) -> bytes:
 
 def sgm_lines(lines: list[str], setid: str, langs: tuple[str, str], is_ref: bool) -> list[str]:
     """A WMT test set: ``<doc>`` blocks of 20 ``<seg>`` (text unescaped, as WMT's), ``origlang`` alternating."""
-    out = [f'<refset trglang="{langs[1]}" setid="{setid}" srclang="any">' if is_ref else
-           f'<srcset setid="{setid}" srclang="any">']
+    out = [
+        f'<refset trglang="{langs[1]}" setid="{setid}" srclang="any">'
+        if is_ref
+        else f'<srcset setid="{setid}" srclang="any">'
+    ]
     for start in range(0, len(lines), DOC_SEGMENTS):
         doc, sysid = start // DOC_SEGMENTS, 'sysid="ref" ' if is_ref else ""
         out.append(f'<doc {sysid}docid="{1001 + doc}-demo.{langs[doc % 2]}" genre="news" origlang="{langs[doc % 2]}">')
-        out += [f'<seg id="{i}">{line}</seg>' for i, line in enumerate(lines[start:start + DOC_SEGMENTS], 1)]
+        out += [f'<seg id="{i}">{line}</seg>' for i, line in enumerate(lines[start : start + DOC_SEGMENTS], 1)]
         out.append("</doc>")
     return out + ["</refset>" if is_ref else "</srcset>"]
 
@@ -88,7 +97,7 @@ def write_treebank(out_dir: Path, seed: int, trees: int) -> None:
     sizes = [rest // 23 + (i < rest % 23) for i in range(23)]
     for section, size in enumerate(sizes[:22] + [held, held] + sizes[22:]):
         for number, first in enumerate(range(start, start + size, FILE_TREES)):
-            text = "".join(f"( {s.tree} )\n" for s in sentences[first:min(first + FILE_TREES, start + size)])
+            text = "".join(f"( {s.tree} )\n" for s in sentences[first : min(first + FILE_TREES, start + size)])
             with atomic_output(wsj / f"{section:02d}/wsj_{section:02d}{number:02d}.mrg") as f:
                 f.write(text)
         start += size
@@ -96,10 +105,16 @@ def write_treebank(out_dir: Path, seed: int, trees: int) -> None:
 
 def corpus_sentences(config: dict, tasks: dict, seed: int, train_pairs: int, eval_pairs: int) -> dict:
     """(corpus, task) -> sentences; training corpora first, so that held-out sets can exclude them."""
-    jobs = [(corpus, name, train_pairs // len(task["train"]) + (i < train_pairs % len(task["train"])), False)
-            for name, task in sorted(tasks.items()) for i, corpus in enumerate(task["train"])]
-    jobs += [(corpus, name, eval_pairs, True)
-             for name, task in sorted(tasks.items()) for corpus in (task["dev"], task["test"])]
+    jobs = [
+        (corpus, name, train_pairs // len(task["train"]) + (i < train_pairs % len(task["train"])), False)
+        for name, task in sorted(tasks.items())
+        for i, corpus in enumerate(task["train"])
+    ]
+    jobs += [
+        (corpus, name, eval_pairs, True)
+        for name, task in sorted(tasks.items())
+        for corpus in (task["dev"], task["test"])
+    ]
     out, by_path, seen = {}, {}, set()
     for corpus, name, size, held_out in jobs:
         path = config["sources"][corpus]["members"][name]["en"]
@@ -118,8 +133,11 @@ def used_members(tasks: dict) -> set[tuple[str, str]]:
 def check(config: dict, tasks: dict, sizes: dict[str, tuple[int, int]]) -> None:
     """Bad sizes, languages or sources fail, all named, before anything is generated."""
     bad = [f"{flag} must be at least {least}, got {value}" for flag, (value, least) in sizes.items() if value < least]
-    bad += [f"tasks.{name}: the demo has en -> de and en -> fr, not {task['src']} -> {task['tgt']}"
-            for name, task in tasks.items() if task["src"] != "en" or task["tgt"] not in ("de", "fr")]
+    bad += [
+        f"tasks.{name}: the demo has en -> de and en -> fr, not {task['src']} -> {task['tgt']}"
+        for name, task in tasks.items()
+        if task["src"] != "en" or task["tgt"] not in ("de", "fr")
+    ]
     used = {corpus for corpus, _ in used_members(tasks)}
     for corpus, source in config["sources"].items():
         if corpus in used and not archive_name(source["url"]).endswith((".tgz", ".tar.gz", ".tar")):
@@ -157,8 +175,10 @@ def build(config: dict, out_dir: Path, seed: int, train_pairs: int, eval_pairs: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aiayn.demo.mirror",
-                                     description="Write the demo mirror: WMT14-layout archives, a WSJ-layout treebank.")
+    parser = argparse.ArgumentParser(
+        prog="python -m aiayn.demo.mirror",
+        description="Write the demo mirror: WMT14-layout archives, a WSJ-layout treebank.",
+    )
     parser.add_argument("--out-dir", required=True, type=Path)
     parser.add_argument("--seed", required=True, type=int)
     parser.add_argument("--train-pairs", type=int, default=20000, help="training pairs per translation task")

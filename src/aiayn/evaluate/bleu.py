@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 
 MAX_ORDER = 4
 # The double quotation marks straightened to ASCII '"' before tokenization (step 1 above).
-DOUBLE_QUOTES = "\u201e\u201c\u201d\u00ab\u00bb"   # „ “ ” « »
+DOUBLE_QUOTES = "\u201e\u201c\u201d\u00ab\u00bb"  # „ “ ” « »
 _STRAIGHTEN = str.maketrans({quote: '"' for quote in DOUBLE_QUOTES})
 # Perl reads bytes: its \s is ASCII whitespace only, every other byte (UTF-8 included) is \S.
 _COMPOUND = re.compile(r"(\S)-(\S)", flags=re.ASCII)
@@ -95,8 +95,7 @@ def perl_split(line: str) -> list[str]:
 def moses_tokenize(lines: list[str], lang: str) -> list[str]:
     """Moses ``tokenizer.perl -l lang``: no aggressive hyphen splitting, default escaping."""
     tokenizer = MosesTokenizer(lang=lang)
-    return [tokenizer.tokenize(line, aggressive_dash_splits=False, return_str=True, escape=True)
-            for line in lines]
+    return [tokenizer.tokenize(line, aggressive_dash_splits=False, return_str=True, escape=True) for line in lines]
 
 
 def paper_tokenize(lines: list[str], lang: str) -> list[list[str]]:
@@ -116,7 +115,7 @@ class MultiBleu:
 
 
 def _ngrams(tokens: list[str], n: int) -> Counter:
-    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    return Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def multi_bleu(hyps: list[list[str]], refs: list[list[str]]) -> MultiBleu:
@@ -153,10 +152,15 @@ def _brevity(hyp_len: int, ref_len: int) -> float:
 def paper_method(straighten: str) -> str:
     """One line naming the paper-method procedure, for the JSON output and the tables' footnotes."""
     sides = {"both": "hypothesis and reference", "reference": "the reference", "none": None}[straighten]
-    quotes = (f"double quotes {DOUBLE_QUOTES} straightened to \" in {sides} (tensor2tensor issue #317), "
-              if sides else "quotes as they are, ")
-    return (quotes + "Moses tokenizer.perl (escaped), a-b split as a ##AT##-##AT## b, multi-bleu.perl "
-            "(tensor2tensor get_ende_bleu.sh)")
+    quotes = (
+        f'double quotes {DOUBLE_QUOTES} straightened to " in {sides} (tensor2tensor issue #317), '
+        if sides
+        else "quotes as they are, "
+    )
+    return (
+        quotes + "Moses tokenizer.perl (escaped), a-b split as a ##AT##-##AT## b, multi-bleu.perl "
+        "(tensor2tensor get_ende_bleu.sh)"
+    )
 
 
 def score(hyp_lines: list[str], ref_lines: list[str], lang: str, straighten: str = "both") -> dict:
@@ -206,15 +210,23 @@ def main(argv: list[str] | None = None) -> int:
     straighten = overridden(settings.read(args.settings, BleuConfig, "bleu"), args).straighten_quotes
     hyp_lines, ref_lines = read_lines(args.hyp), read_lines(args.ref)
     if len(hyp_lines) != len(ref_lines):
-        raise SystemExit(f"line counts differ: {args.hyp} has {len(hyp_lines)} lines, "
-                         f"{args.ref} has {len(ref_lines)}")
+        raise SystemExit(f"line counts differ: {args.hyp} has {len(hyp_lines)} lines, {args.ref} has {len(ref_lines)}")
     if not hyp_lines:
         raise SystemExit(f"{args.hyp} and {args.ref} are empty: no line to score")
     result = score(hyp_lines, ref_lines, args.lang, straighten) | {"hyp": args.hyp, "ref": args.ref}
-    log.info("%s vs %s: sacreBLEU %.2f (%s), paper BLEU %.2f (%s; %d hypothesis and %d reference quotes "
-             "straightened), %d lines", args.hyp, args.ref, result["sacrebleu"], result["sacrebleu_signature"],
-             result["paper_bleu"], result["paper_bleu_method"], result["quotes_straightened"]["hypothesis"],
-             result["quotes_straightened"]["reference"], result["lines"])
+    log.info(
+        "%s vs %s: sacreBLEU %.2f (%s), paper BLEU %.2f (%s; %d hypothesis and %d reference quotes "
+        "straightened), %d lines",
+        args.hyp,
+        args.ref,
+        result["sacrebleu"],
+        result["sacrebleu_signature"],
+        result["paper_bleu"],
+        result["paper_bleu_method"],
+        result["quotes_straightened"]["hypothesis"],
+        result["quotes_straightened"]["reference"],
+        result["lines"],
+    )
     if args.output:
         write_json(args.output, result)
     json.dump(result, sys.stdout, sort_keys=True)

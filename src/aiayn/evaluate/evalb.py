@@ -27,8 +27,10 @@ from aiayn.evaluate.evalb_params import EvalbConfig, default_param_file, read_pa
 from aiayn.evaluate.evalb_score import Outcome, Row, evaluate_lines
 from aiayn.io import atomic_output, setup_logging, write_json
 
-HEADER = ("  Sent.                        Matched  Bracket   Cross        Correct Tag\n"
-          " ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy\n")
+HEADER = (
+    "  Sent.                        Matched  Bracket   Cross        Correct Tag\n"
+    " ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy\n"
+)
 RULE = "=" * 76 + "\n"
 
 
@@ -95,23 +97,27 @@ def format_row(row: Row) -> str:
     recall = 100.0 * row.match / row.gold if row.gold else 0.0
     precision = 100.0 * row.match / row.test if row.test else 0.0
     accuracy = 100.0 * row.correct_tags / row.words if row.words else 0.0
-    return (f"{row.line:4d}  {row.length:3d}    {row.status:d}  {_f(recall)} {_f(precision)}   {row.match:3d}"
-            f"    {row.gold:3d}  {row.test:3d}    {row.crossing:3d}   {row.words:4d}  {row.correct_tags:4d}"
-            f"   {_f(accuracy)}\n")
+    return (
+        f"{row.line:4d}  {row.length:3d}    {row.status:d}  {_f(recall)} {_f(precision)}   {row.match:3d}"
+        f"    {row.gold:3d}  {row.test:3d}    {row.crossing:3d}   {row.words:4d}  {row.correct_tags:4d}"
+        f"   {_f(accuracy)}\n"
+    )
 
 
 def format_block(title: str, t: Totals) -> str:
     """One summary block (``-- All --`` or ``-- len<=40 --``)."""
     accuracy = 100.0 * t.correct_tags / t.words if t.words > 0 else 0.0
-    return (f"\n-- {title} --\n"
-            f"Number of sentence        = {t.sentences:6d}\nNumber of Error sentence  = {t.errors:6d}\n"
-            f"Number of Skip  sentence  = {t.skipped:6d}\nNumber of Valid sentence  = {t.valid:6d}\n"
-            f"Bracketing Recall         = {_f(t.recall)}\nBracketing Precision      = {_f(t.precision)}\n"
-            f"Bracketing FMeasure       = {_f(t.f1)}\nComplete match            = {_f(t.ratio(t.complete))}\n"
-            f"Average crossing          = {_f(t.ratio(t.crossing, 1.0))}\n"
-            f"No crossing               = {_f(t.ratio(t.no_crossing))}\n"
-            f"2 or less crossing        = {_f(t.ratio(t.two_or_less))}\n"
-            f"Tagging accuracy          = {_f(accuracy)}\n")
+    return (
+        f"\n-- {title} --\n"
+        f"Number of sentence        = {t.sentences:6d}\nNumber of Error sentence  = {t.errors:6d}\n"
+        f"Number of Skip  sentence  = {t.skipped:6d}\nNumber of Valid sentence  = {t.valid:6d}\n"
+        f"Bracketing Recall         = {_f(t.recall)}\nBracketing Precision      = {_f(t.precision)}\n"
+        f"Bracketing FMeasure       = {_f(t.f1)}\nComplete match            = {_f(t.ratio(t.complete))}\n"
+        f"Average crossing          = {_f(t.ratio(t.crossing, 1.0))}\n"
+        f"No crossing               = {_f(t.ratio(t.no_crossing))}\n"
+        f"2 or less crossing        = {_f(t.ratio(t.two_or_less))}\n"
+        f"Tagging accuracy          = {_f(accuracy)}\n"
+    )
 
 
 def summarize(outcome: Outcome, cutoff_len: int) -> tuple[Totals, Totals]:
@@ -132,8 +138,10 @@ def format_report(outcome: Outcome, params: EvalbConfig) -> str:
     everything, short = summarize(outcome, params.cutoff_len)
     parts.append(RULE)
     if everything.gold > 0 and everything.test > 0:
-        parts.append(f"                {_f(everything.recall)} {_f(everything.precision)} {everything.match:6d} "
-                     f"{everything.gold:5d} {everything.test:5d}  {everything.crossing:5d}")
+        parts.append(
+            f"                {_f(everything.recall)} {_f(everything.precision)} {everything.match:6d} "
+            f"{everything.gold:5d} {everything.test:5d}  {everything.crossing:5d}"
+        )
     accuracy = 100.0 * everything.correct_tags / everything.words if everything.words > 0 else 0.0
     parts.append(f"  {everything.words:5d} {everything.correct_tags:5d}   {_f(accuracy)}\n=== Summary ===\n")
     parts.append(format_block("All", everything))
@@ -148,10 +156,16 @@ def metrics(outcome: Outcome, params: EvalbConfig) -> dict:
     def defined(value: float) -> float:
         return 0.0 if math.isnan(value) else value
 
-    return {"f1": defined(everything.f1), "recall": everything.recall, "precision": everything.precision,
-            "complete_match": everything.ratio(everything.complete), "sentences": everything.sentences,
-            "error_sentences": everything.errors, "skip_sentences": everything.skipped,
-            "f1_len40": defined(short.f1)}
+    return {
+        "f1": defined(everything.f1),
+        "recall": everything.recall,
+        "precision": everything.precision,
+        "complete_match": everything.ratio(everything.complete),
+        "sentences": everything.sentences,
+        "error_sentences": everything.errors,
+        "skip_sentences": everything.skipped,
+        "f1_len40": defined(short.f1),
+    }
 
 
 def read_lines(path: str | Path, role: str = "input") -> list[str]:

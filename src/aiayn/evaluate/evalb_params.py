@@ -59,7 +59,7 @@ def read_params(path: str | Path, params: EvalbConfig | None = None) -> EvalbCon
         if line.startswith("#") or len(line) < 3:
             continue
         keyword = re.split(f"[{SPACE}]", line, maxsplit=1)[0]
-        value = line[len(keyword):].lstrip(SPACE)
+        value = line[len(keyword) :].lstrip(SPACE)
         if not value:
             params.messages.append(f"Empty value in parameter file ({number})")
         _set_param(params, line, keyword, value)

@@ -67,8 +67,15 @@ def _char(line: str, pos: int) -> str:
     return line[pos] if pos < len(line) else "\0"
 
 
-def _terminal(line: str, pos: int, label: str, out: Parsed, params: EvalbConfig,
-              error: Callable[[str], None], open_brackets: Callable[[], list[int]]) -> int | None:
+def _terminal(
+    line: str,
+    pos: int,
+    label: str,
+    out: Parsed,
+    params: EvalbConfig,
+    error: Callable[[str], None],
+    open_brackets: Callable[[], list[int]],
+) -> int | None:
     """After ``(label`` at ``pos``: read ``word)`` as a terminal and return the position after it, or None.
 
     A deleted tag drops its word; any tag but ``DELETE_LABEL_FOR_LENGTH`` counts toward the length.
@@ -106,8 +113,9 @@ def scan(line: str, params: EvalbConfig, error: Callable[[str], None]) -> Parsed
             pos += 1
         elif char == "(":
             label, pos = _read_token(line, pos + 1)
-            after = _terminal(line, pos, label, out, params, error,
-                              lambda: [stack[k] for k in range(top) if k in stack])
+            after = _terminal(
+                line, pos, label, out, params, error, lambda: [stack[k] for k in range(top) if k in stack]
+            )
             if after is not None:
                 pos = after
                 continue
@@ -133,7 +141,7 @@ def scan(line: str, params: EvalbConfig, error: Callable[[str], None]) -> Parsed
 def _reinsert(quote: Quote, parsed: Parsed) -> None:
     """Put a deleted quote terminal back: later brackets shift right, enclosing ones grow by one."""
     parsed.terminals.insert(quote.index, [quote.word, quote.label, 9])
-    for bracket in parsed.brackets[quote.bracket:]:
+    for bracket in parsed.brackets[quote.bracket :]:
         bracket[0] += 1
         bracket[1] += 1
     for k in quote.ends:
@@ -199,8 +207,7 @@ def match_brackets(gold: Parsed, test: Parsed, params: EvalbConfig) -> int:
         if g[3] == 5:
             continue
         for t in test.brackets:
-            if t[3] == 0 and g[0] == t[0] and g[1] == t[1] and (
-                    params.labeled == 0 or label_equal(g[2], t[2], params)):
+            if t[3] == 0 and g[0] == t[0] and g[1] == t[1] and (params.labeled == 0 or label_equal(g[2], t[2], params)):
                 g[3] = t[3] = 1
                 matched += 1
                 break
@@ -273,8 +280,10 @@ def score_sentence(gold_line: str, test_line: str, params: EvalbConfig, errors: 
 
 def debug_dump(gold: Parsed, test: Parsed) -> str:
     """EVALB's ``DEBUG 1`` listing: terminals, then brackets, gold left and test right."""
-    lines = [f"-<1>---(wn1={len(gold.terminals):3d}, bn1={len(gold.brackets):3d})-           "
-             f"-<2>---(wn2={len(test.terminals):3d}, bn2={len(test.brackets):3d})-\n"]
+    lines = [
+        f"-<1>---(wn1={len(gold.terminals):3d}, bn1={len(gold.brackets):3d})-           "
+        f"-<2>---(wn2={len(test.terminals):3d}, bn2={len(test.brackets):3d})-\n"
+    ]
     for i in range(max(len(gold.terminals), len(test.terminals))):
         left, right = (side[i] if i < len(side) and side[i][0] else None for side in (gold.terminals, test.terminals))
         lines.append(f"{i:3d} : {left[2]:d} : {left[1]:<6s}  {left[0]:<16s}      " if left else " " * 40)
@@ -307,8 +316,7 @@ def _score(gold: Parsed, test: Parsed, params: EvalbConfig, errors: _Errors) -> 
     for g, t in zip(gold.terminals, test.terminals):
         g[2] = t[2] = int(label_equal(g[1], t[1], params))
     tags = sum(g[2] for g in gold.terminals)
-    return Row(errors.line, gold.length, errors.status, match, n_gold, n_test, crossing,
-               len(gold.terminals), tags)
+    return Row(errors.line, gold.length, errors.status, match, n_gold, n_test, crossing, len(gold.terminals), tags)
 
 
 def evaluate_lines(gold_lines: list[str], test_lines: list[str], params: EvalbConfig) -> Outcome:

@@ -42,9 +42,15 @@ log = logging.getLogger(__name__)
 
 
 @torch.no_grad()
-def corpus_nll(model: nn.Module, corpus: ShardedCorpus, tokens_per_batch: int, device: torch.device,
-               max_len: int | None = None, autocast: contextlib.AbstractContextManager | None = None,
-               drop_overlong: bool = False) -> dict:
+def corpus_nll(
+    model: nn.Module,
+    corpus: ShardedCorpus,
+    tokens_per_batch: int,
+    device: torch.device,
+    max_len: int | None = None,
+    autocast: contextlib.AbstractContextManager | None = None,
+    drop_overlong: bool = False,
+) -> dict:
     """Summed NLL over ``corpus`` in token-budget batches.
 
     Every pair counts; a pair longer than ``max_len`` (learned positions) is an error, or with
@@ -54,11 +60,21 @@ def corpus_nll(model: nn.Module, corpus: ShardedCorpus, tokens_per_batch: int, d
     """
     was_training = model.training
     model.eval()
-    batches, dropped = make_batches(corpus.src_lengths, corpus.tgt_lengths, tokens_per_batch, max_len,
-                                    drop_oversize=False, drop_overlong=drop_overlong)
+    batches, dropped = make_batches(
+        corpus.src_lengths,
+        corpus.tgt_lengths,
+        tokens_per_batch,
+        max_len,
+        drop_oversize=False,
+        drop_overlong=drop_overlong,
+    )
     if dropped:
-        log.warning("%s: %d sentence pair(s) longer than max_positions=%s left out of the perplexity",
-                    corpus.dir, dropped, max_len)
+        log.warning(
+            "%s: %d sentence pair(s) longer than max_positions=%s left out of the perplexity",
+            corpus.dir,
+            dropped,
+            max_len,
+        )
     pin = device.type == "cuda"  # pinned batches copy asynchronously
     nll = torch.zeros((), dtype=torch.float64, device=device)  # summed on the device: read once, at the end
     tokens = 0
@@ -77,14 +93,19 @@ def perplexity_report(totals: dict) -> dict:
     if totals["tokens"] == 0:
         raise ValueError("no target tokens to score (empty split)")
     per_token = totals["nll"] / totals["tokens"]
-    return {"ppl": math.exp(per_token), "nll_per_token": per_token, "tokens": totals["tokens"],
-            "sentences": totals["sentences"]}
+    return {
+        "ppl": math.exp(per_token),
+        "nll_per_token": per_token,
+        "tokens": totals["tokens"],
+        "sentences": totals["sentences"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aiayn.evaluate.perplexity", description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", required=True,
-                        help="checkpoint (.pt) written by training or by aiayn.decode.average")
+    parser.add_argument(
+        "--checkpoint", required=True, help="checkpoint (.pt) written by training or by aiayn.decode.average"
+    )
     parser.add_argument("--data", required=True, help="binarized split directory, e.g. data/bin/en-de/dev")
     parser.add_argument("--output", required=True, help="JSON file to write (ppl, nll_per_token, tokens, sentences)")
     add_settings(parser, "the perplexity section (default: the definitions')")
@@ -99,19 +120,38 @@ def main(argv: list[str] | None = None) -> int:
     opts = overridden(settings.read(args.settings, PerplexityConfig, "perplexity"), args)
     corpus = ShardedCorpus(args.data)
     # precision and cpu_matmul None: the checkpoint's train.precision and train.cpu_matmul
-    with inference_session(args.checkpoint, device=args.device, precision=None, threads=args.threads,
-                           cpu_matmul=None, lock_dir=args.gpu_lock_dir, matmul_key="train.cpu_matmul") as session:
+    with inference_session(
+        args.checkpoint,
+        device=args.device,
+        precision=None,
+        threads=args.threads,
+        cpu_matmul=None,
+        lock_dir=args.gpu_lock_dir,
+        matmul_key="train.cpu_matmul",
+    ) as session:
         vocab_size = session.checkpoint.vocab["size"]
         if corpus.vocab_size != vocab_size:
-            raise ValueError(f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
-                             f"{args.checkpoint} was trained with {vocab_size}")
+            raise ValueError(
+                f"{Path(args.data) / 'manifest.json'}: vocabulary of {corpus.vocab_size} ids, but "
+                f"{args.checkpoint} was trained with {vocab_size}"
+            )
         model = session.model
-        report = perplexity_report(corpus_nll(model, corpus, opts.tokens_per_batch, session.device,
-                                              model.cfg.position_limit, session.autocast()))
+        report = perplexity_report(
+            corpus_nll(
+                model, corpus, opts.tokens_per_batch, session.device, model.cfg.position_limit, session.autocast()
+            )
+        )
         report["precision"] = session.precision
     write_json(args.output, report)
-    log.info("%s on %s: ppl %.3f over %d tokens, %d sentences, %s", args.checkpoint, args.data,
-             report["ppl"], report["tokens"], report["sentences"], report["precision"])
+    log.info(
+        "%s on %s: ppl %.3f over %d tokens, %d sentences, %s",
+        args.checkpoint,
+        args.data,
+        report["ppl"],
+        report["tokens"],
+        report["sentences"],
+        report["precision"],
+    )
     return 0
 
 

@@ -42,12 +42,28 @@ def marian_config(model: Transformer):
 
     cfg = model.cfg
     return MarianConfig(
-        vocab_size=model.vocab_size, d_model=cfg.d_model, encoder_layers=cfg.n_layers, decoder_layers=cfg.n_layers,
-        encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads, encoder_ffn_dim=cfg.d_ff,
-        decoder_ffn_dim=cfg.d_ff, activation_function="relu", max_position_embeddings=cfg.max_positions,
-        scale_embedding=True, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-        pad_token_id=PAD, eos_token_id=EOS, bos_token_id=BOS, decoder_start_token_id=BOS,
-        forced_eos_token_id=EOS, share_encoder_decoder_embeddings=True, tie_word_embeddings=True)
+        vocab_size=model.vocab_size,
+        d_model=cfg.d_model,
+        encoder_layers=cfg.n_layers,
+        decoder_layers=cfg.n_layers,
+        encoder_attention_heads=cfg.n_heads,
+        decoder_attention_heads=cfg.n_heads,
+        encoder_ffn_dim=cfg.d_ff,
+        decoder_ffn_dim=cfg.d_ff,
+        activation_function="relu",
+        max_position_embeddings=cfg.max_positions,
+        scale_embedding=True,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+        bos_token_id=BOS,
+        decoder_start_token_id=BOS,
+        forced_eos_token_id=EOS,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+    )
 
 
 def marian_state(model: Transformer) -> dict[str, torch.Tensor]:
@@ -69,8 +85,11 @@ def marian_state(model: Transformer) -> dict[str, torch.Tensor]:
 
     def attention(prefix: str, attn, residual, norm_name: str, fused: bool):
         weights = attn.qkv.weight.split(n) if fused else (attn.q.weight, *attn.kv.weight.split(n))
-        biases = (attn.qkv.bias.split(n) if fused else (attn.q.bias, *attn.kv.bias.split(n))) \
-            if attn.out.bias is not None else (None, None, None)
+        biases = (
+            (attn.qkv.bias.split(n) if fused else (attn.q.bias, *attn.kv.bias.split(n)))
+            if attn.out.bias is not None
+            else (None, None, None)
+        )
         for name, weight, bias in zip(("q_proj", "k_proj", "v_proj"), weights, biases):
             linear(f"{prefix}.{name}", weight, bias, into_model=False, from_model=True)
         linear(f"{prefix}.out_proj", attn.out.weight, attn.out.bias, into_model=True, from_model=False)
@@ -96,8 +115,9 @@ def marian_state(model: Transformer) -> dict[str, torch.Tensor]:
     for i, layer in enumerate(model.decoder):
         prefix = f"model.decoder.layers.{i}"
         attention(f"{prefix}.self_attn", layer.self_attn, layer.res_self, f"{prefix}.self_attn_layer_norm", True)
-        attention(f"{prefix}.encoder_attn", layer.cross_attn, layer.res_cross, f"{prefix}.encoder_attn_layer_norm",
-                  False)
+        attention(
+            f"{prefix}.encoder_attn", layer.cross_attn, layer.res_cross, f"{prefix}.encoder_attn_layer_norm", False
+        )
         ffn(prefix, layer)
     state["final_logits_bias"] = torch.zeros(1, model.vocab_size)
     return state
@@ -121,11 +141,22 @@ def write(model: Transformer, vocab: list[str], out: Path, spm: Path | None = No
     ``vocab.json`` maps the pieces ``vocab`` to the model's ids)."""
     out = Path(out)
     marian_model(model).save_pretrained(out)
-    (out / "vocab.json").write_text(json.dumps({piece: i for i, piece in enumerate(vocab)}, ensure_ascii=False),
-                                    encoding="utf-8")
+    (out / "vocab.json").write_text(
+        json.dumps({piece: i for i, piece in enumerate(vocab)}, ensure_ascii=False), encoding="utf-8"
+    )
     if spm is not None:
         for name in ("source.spm", "target.spm"):
             shutil.copyfile(spm, out / name)
-        (out / "tokenizer_config.json").write_text(json.dumps({
-            "tokenizer_class": "MarianTokenizer", "separate_vocabs": False, "model_max_length": model.cfg.max_positions,
-            "eos_token": vocab[EOS], "unk_token": vocab[UNK], "pad_token": vocab[PAD]}), encoding="utf-8")
+        (out / "tokenizer_config.json").write_text(
+            json.dumps(
+                {
+                    "tokenizer_class": "MarianTokenizer",
+                    "separate_vocabs": False,
+                    "model_max_length": model.cfg.max_positions,
+                    "eos_token": vocab[EOS],
+                    "unk_token": vocab[UNK],
+                    "pad_token": vocab[PAD],
+                }
+            ),
+            encoding="utf-8",
+        )

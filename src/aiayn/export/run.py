@@ -46,8 +46,10 @@ def check_exportable(cfg: ModelConfig, engine: str) -> None:
     """Refuse, naming the key, a model the engine's architecture cannot hold."""
     problems = []
     if cfg.d_k * cfg.n_heads != cfg.d_model or cfg.d_v != cfg.d_k:
-        problems.append(f"model.d_k={cfg.d_k}, d_v={cfg.d_v} with n_heads={cfg.n_heads}: {engine} needs "
-                        f"d_k = d_v = d_model / n_heads = {cfg.d_model // cfg.n_heads}")
+        problems.append(
+            f"model.d_k={cfg.d_k}, d_v={cfg.d_v} with n_heads={cfg.n_heads}: {engine} needs "
+            f"d_k = d_v = d_model / n_heads = {cfg.d_model // cfg.n_heads}"
+        )
     if engine == "huggingface":
         if cfg.norm != "post":
             problems.append("model.norm=pre: MarianMT is post-norm")
@@ -74,12 +76,22 @@ def preprocessing(files: RunFiles, decode: DecodeConfig) -> dict:
     """``preprocessing.json``'s content (the module docstring)."""
     opts = settings.read(files.tokenize, TokenizeConfig, "data.tokenize")
     steps = {key: value for key, value in dataclasses.asdict(opts).items() if key != "chunk_lines"}
-    return {"source_lang": files.source_lang, "target_lang": files.target_lang, "moses_tokenize": steps,
-            "sentencepiece": "spm.model", "add_source_eos": True, "decoder_start_token": SPECIALS["bos"],
-            "moses_detokenize": {"lang": files.target_lang},
-            "decode": {"beam_size": decode.beam_size, "length_penalty": decode.length_penalty,
-                       "length_penalty_form": "GNMT: log P / ((5 + |Y|) / 6) ** length_penalty, |Y| with </s>",
-                       "max_len_a": decode.max_len_a, "max_len_b": decode.max_len_b}}
+    return {
+        "source_lang": files.source_lang,
+        "target_lang": files.target_lang,
+        "moses_tokenize": steps,
+        "sentencepiece": "spm.model",
+        "add_source_eos": True,
+        "decoder_start_token": SPECIALS["bos"],
+        "moses_detokenize": {"lang": files.target_lang},
+        "decode": {
+            "beam_size": decode.beam_size,
+            "length_penalty": decode.length_penalty,
+            "length_penalty_form": "GNMT: log P / ((5 + |Y|) / 6) ** length_penalty, |Y| with </s>",
+            "max_len_a": decode.max_len_a,
+            "max_len_b": decode.max_len_b,
+        },
+    }
 
 
 # engine -> writer(model, pieces, directory, sentencepiece model); each imports its library on use
@@ -108,8 +120,9 @@ def export(run_dir: Path, engine: str, out: Path, which: str = "avg") -> Path:
     try:
         WRITERS[engine](model, vocab, work, files.spm)
         shutil.copyfile(files.spm, work / "spm.model")
-        write_json(work / "preprocessing.json",
-                   preprocessing(files, settings.read(files.decode, DecodeConfig, "decode")))
+        write_json(
+            work / "preprocessing.json", preprocessing(files, settings.read(files.decode, DecodeConfig, "decode"))
+        )
         work.rename(out)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

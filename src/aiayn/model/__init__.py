@@ -6,8 +6,13 @@ torch. The model's hyperparameters are defined with every other option: :class:`
 
 import importlib
 
-_HOMES = {"DecoderCache": "cache", "EncoderOut": "cache", "count_parameters": "stats",
-          "flops_per_token": "stats", "Transformer": "transformer"}
+_HOMES = {
+    "DecoderCache": "cache",
+    "EncoderOut": "cache",
+    "count_parameters": "stats",
+    "flops_per_token": "stats",
+    "Transformer": "transformer",
+}
 __all__ = sorted(_HOMES)
 
 

@@ -38,8 +38,16 @@ class MultiHeadAttention(nn.Module):
     Initialisation: :mod:`aiayn.model.init`.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, attention_dropout: float,
-                 self_attention: bool, bias: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_k: int,
+        d_v: int,
+        attention_dropout: float,
+        self_attention: bool,
+        bias: bool = False,
+    ):
         super().__init__()
         self.n_heads, self.d_k, self.d_v = n_heads, d_k, d_v
         self.self_attention = self_attention
@@ -79,8 +87,9 @@ class MultiHeadAttention(nn.Module):
             y = _products_attention(q, k, v, mask, scale)
         else:
             p = self.attention_dropout if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal,
-                                               scale=scale)  # (B, h, T, d_v)
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=scale
+            )  # (B, h, T, d_v)
         b, _, t, _ = y.shape
         return self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * self.d_v))  # (B, T, d_model)
 

@@ -95,8 +95,9 @@ class DecoderCache:
         t = self.length
         for buffers in self._buffers:
             if rows.numel() > buffers[2].size(0):
-                buffers[2:] = [torch.empty(rows.numel(), *b.shape[1:], dtype=b.dtype, device=b.device)
-                               for b in buffers[2:]]
+                buffers[2:] = [
+                    torch.empty(rows.numel(), *b.shape[1:], dtype=b.dtype, device=b.device) for b in buffers[2:]
+                ]
             for i in (0, 1):
                 torch.index_select(buffers[i][:, :t], 0, rows, out=buffers[i + 2][: rows.numel(), :t])
             buffers[:] = [buffers[2], buffers[3], buffers[0], buffers[1]]

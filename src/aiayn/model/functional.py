@@ -112,8 +112,7 @@ ONEDNN_MIN_MACS = 2**26
 ONEDNN_MIN_MACS_NO_GRAD = 2**24
 
 
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False,
-           relu: bool = False) -> Tensor:
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, onednn: bool = False, relu: bool = False) -> Tensor:
     """x (..., K) W^T (K, M) + b, then max(0, .) if ``relu``: ``F.linear``, or oneDNN's product when
     ``onednn`` and x is a float32 CPU tensor (not under autocast) and the product has at least
     :data:`ONEDNN_MIN_MACS` multiply-adds (taking part in a gradient computation) or

@@ -70,9 +70,13 @@ class InitScheme:
     out_weight: str = "xavier"
 
     def __post_init__(self) -> None:
-        choices = {"qkv": ("separate", "fused"), "ffn_weight": ("xavier", "linear"),
-                   "ffn_bias": ("zero", "linear"), "attention_bias": ("zero", "linear"),
-                   "out_weight": ("xavier", "linear")}
+        choices = {
+            "qkv": ("separate", "fused"),
+            "ffn_weight": ("xavier", "linear"),
+            "ffn_bias": ("zero", "linear"),
+            "attention_bias": ("zero", "linear"),
+            "out_weight": ("xavier", "linear"),
+        }
         for key, allowed in choices.items():
             if getattr(self, key) not in allowed:
                 raise ValueError(f"InitScheme.{key} must be one of {allowed}, got {getattr(self, key)!r}")
@@ -84,7 +88,7 @@ class InitScheme:
 SCHEMES = {
     "t2t": InitScheme(qkv="fused"),
     "xavier": InitScheme(),
-    "fairseq": InitScheme(qkv_gain=2 ** -0.5, ffn_weight="linear", ffn_bias="linear", attention_bias="linear"),
+    "fairseq": InitScheme(qkv_gain=2**-0.5, ffn_weight="linear", ffn_bias="linear", attention_bias="linear"),
 }
 
 
@@ -117,7 +121,7 @@ def _projection(linear: nn.Linear, sizes: list[int], scheme: InitScheme) -> None
     blocks = sizes if scheme.qkv == "separate" else [sum(sizes)]
     start = 0
     for rows in blocks:
-        _uniform(linear.weight[start:start + rows], xavier_bound(fan_in, rows, scheme.qkv_gain))
+        _uniform(linear.weight[start : start + rows], xavier_bound(fan_in, rows, scheme.qkv_gain))
         start += rows
     if linear.bias is not None:
         _uniform(linear.bias, linear_bound(fan_in) if scheme.attention_bias == "linear" else 0.0)
@@ -149,7 +153,7 @@ def init_ffn(ffn: FeedForward, scheme: InitScheme) -> None:
 @torch.no_grad()
 def init_embedding(table: nn.Embedding, d_model: int, pad_id: int | None) -> None:
     """Normal with std d_model^-0.5; the padding row (if any) zero."""
-    nn.init.normal_(table.weight, std=d_model ** -0.5)
+    nn.init.normal_(table.weight, std=d_model**-0.5)
     if pad_id is not None:
         table.weight[pad_id].zero_()
 

@@ -55,8 +55,9 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True,
-                                       cfg.attention_bias)
+        self.attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True, cfg.attention_bias
+        )
         self.ffn = FeedForward(cfg)
         self.res_attn, self.res_ffn = Residual(cfg), Residual(cfg)
 
@@ -77,15 +78,23 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True,
-                                            cfg.attention_bias)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, False,
-                                             cfg.attention_bias)
+        self.self_attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, True, cfg.attention_bias
+        )
+        self.cross_attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v, cfg.attention_dropout, False, cfg.attention_bias
+        )
         self.ffn = FeedForward(cfg)
         self.res_self, self.res_cross, self.res_ffn = Residual(cfg), Residual(cfg), Residual(cfg)
 
-    def forward(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], mask: Tensor | None,
-                cache: DecoderCache | None = None, layer: int = 0) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        memory_kv: tuple[Tensor, Tensor],
+        mask: Tensor | None,
+        cache: DecoderCache | None = None,
+        layer: int = 0,
+    ) -> Tensor:
         """x (N, T, d_model); memory_kv: keys (B, h, S, d_k), values (B, h, S, d_v); mask (B, 1, 1, S) or None.
 
         Without a cache, N = B and self-attention is causal over the T positions of x. With a cache,

@@ -115,8 +115,9 @@ class Transformer(nn.Module):
         """
         if cache is not None:
             if tgt_in.shape[1] != 1:
-                raise ValueError("incremental decoding takes one token per step, "
-                                 f"got tgt_in of shape {tuple(tgt_in.shape)}")
+                raise ValueError(
+                    f"incremental decoding takes one token per step, got tgt_in of shape {tuple(tgt_in.shape)}"
+                )
             enc, memory_kv, start = cache.enc, cache.cross_kv, cache.length
         else:
             memory_kv, start = [layer.cross_attn.project_memory(enc.memory) for layer in self.decoder], 0
@@ -141,15 +142,15 @@ class Transformer(nn.Module):
         """Pre-softmax linear: (..., d_model) -> (..., V), logits = x :meth:`output_matrix`^T."""
         return linear(x, self.output_matrix(), onednn=self.onednn)
 
-    def states(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
-               rows: Tensor | None = None) -> Tensor:
+    def states(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None, rows: Tensor | None = None) -> Tensor:
         """Teacher-forced final decoder states: src (B, S), tgt_in (B, T) -> (B, T, d_model), or (R, d_model)
         at ``rows`` (R,) of the B * T positions (row-major): training and scoring take the positions with
         a gold target and spend nothing on padding. ``src_padded`` as in :meth:`encode`."""
         x = self.decoder_states(tgt_in, self.encode(src, src_padded))
         return x if rows is None else x.reshape(-1, x.shape[-1]).index_select(0, rows)
 
-    def forward(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None,
-                rows: Tensor | None = None) -> Tensor:
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None, rows: Tensor | None = None
+    ) -> Tensor:
         """Teacher-forced logits: :meth:`states` projected, (B, T, V) or (R, V) at ``rows``."""
         return self.project(self.states(src, tgt_in, src_padded, rows))

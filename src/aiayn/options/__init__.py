@@ -39,8 +39,27 @@ from aiayn.options.train import RunConfig, StepPlan, TrainConfig
 from aiayn.options.treebank import Silver, Splits, TreebankConfig
 from aiayn.options.workflow import Config
 
-__all__ = ["FiguresConfig", "AverageConfig", "BleuConfig", "Config", "DataConfig", "DecodeConfig",
-           "DownloadConfig", "FigureSpec", "Layer", "BpeConfig", "CleanConfig", "ModelConfig",
-           "PerplexityConfig", "RunConfig", "ShardsConfig", "Silver", "Splits", "StepPlan", "TokenizeConfig",
-           "TrainConfig", "TreebankConfig", "normalizes"]
-
+__all__ = [
+    "FiguresConfig",
+    "AverageConfig",
+    "BleuConfig",
+    "Config",
+    "DataConfig",
+    "DecodeConfig",
+    "DownloadConfig",
+    "FigureSpec",
+    "Layer",
+    "BpeConfig",
+    "CleanConfig",
+    "ModelConfig",
+    "PerplexityConfig",
+    "RunConfig",
+    "ShardsConfig",
+    "Silver",
+    "Splits",
+    "StepPlan",
+    "TokenizeConfig",
+    "TrainConfig",
+    "TreebankConfig",
+    "normalizes",
+]

@@ -53,8 +53,15 @@ class Option:
     resumable: bool = False
 
 
-def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices: tuple | None = None,
-           renamed_from: str | tuple[str, ...] = (), **constraints: Any) -> Any:
+def option(
+    default: Any = MISSING,
+    *,
+    help: str,
+    factory: Any = MISSING,
+    choices: tuple | None = None,
+    renamed_from: str | tuple[str, ...] = (),
+    **constraints: Any,
+) -> Any:
     """A dataclass field with its definition: ``default`` (or ``factory``), ``help``, ``choices``,
     ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum``, ``pattern`` and
     ``min_length`` (strings), ``min_items`` (lists, tuples, mappings), ``key_pattern`` (mapping keys),
@@ -67,8 +74,9 @@ def option(default: Any = MISSING, *, help: str, factory: Any = MISSING, choices
     are given), ``in_config=False`` (set by the workflow, not a config key) and
     ``resumable`` (a training run may change it and continue from its checkpoint: :mod:`aiayn.train.resume`)."""
     renamed = (renamed_from,) if isinstance(renamed_from, str) else tuple(renamed_from)
-    spec = Option(help=help, choices=tuple(choices) if choices is not None else None, renamed_from=renamed,
-                  **constraints)
+    spec = Option(
+        help=help, choices=tuple(choices) if choices is not None else None, renamed_from=renamed, **constraints
+    )
     return dataclasses.field(default=default, default_factory=factory, metadata={KEY: spec})
 
 
@@ -134,8 +142,11 @@ def value_problem(value: Any, kind: Any, opt: Option) -> str | None:
         if any(problem is None for problem in problems):
             return None
         typed = [p for member, p in zip(union, problems) if _is_instance(value, member)]
-        others = [" or ".join(map(repr, opt.choices)) if member is str and opt.choices else _name(member)
-                  for member in union if not _is_instance(value, member)]
+        others = [
+            " or ".join(map(repr, opt.choices)) if member is str and opt.choices else _name(member)
+            for member in union
+            if not _is_instance(value, member)
+        ]
         if not typed:
             return f"{_shown(value)} is not {' or '.join(others)}{_yaml_hint(value, union)}"
         return typed[0] + (f" (or {' or '.join(others)})" if others else "")
@@ -163,8 +174,11 @@ def _yaml_hint(value: Any, kinds: tuple) -> str:
     if match is None or not {int, float} & set(kinds):
         return ""
     number = decimal.Decimal(value)  # exact: 1e30 is 10**30, not float's 1000000000000000019884624838656
-    written = str(int(number)) if int in kinds and number == number.to_integral_value() else \
-        f"{match[1]}.{match[2] or 0}e{match[3] or '+'}{match[4]}"
+    written = (
+        str(int(number))
+        if int in kinds and number == number.to_integral_value()
+        else f"{match[1]}.{match[2] or 0}e{match[3] or '+'}{match[4]}"
+    )
     return f" (YAML reads {value} as text: write {written})"
 
 
@@ -203,10 +217,12 @@ def _name(kind: Any) -> str:
 
 
 # an Option's bounds: the field, the relation a value must have to it, and the words for a value without it
-BOUNDS = (("minimum", ">=", operator.ge, "less than the minimum of"),
-          ("exclusive_minimum", ">", operator.gt, "less than or equal to the minimum of"),
-          ("maximum", "<=", operator.le, "greater than the maximum of"),
-          ("exclusive_maximum", "<", operator.lt, "greater than or equal to the maximum of"))
+BOUNDS = (
+    ("minimum", ">=", operator.ge, "less than the minimum of"),
+    ("exclusive_minimum", ">", operator.gt, "less than or equal to the minimum of"),
+    ("maximum", "<=", operator.le, "greater than the maximum of"),
+    ("exclusive_maximum", "<", operator.lt, "greater than or equal to the maximum of"),
+)
 
 
 def _range_problem(value: float, opt: Option) -> str | None:
@@ -214,7 +230,7 @@ def _range_problem(value: float, opt: Option) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value!r} is not a finite number"
     # YAML's integers have any size; torch, NumPy and a settings file's readers hold 64 bits
-    if isinstance(value, int) and not -2**63 <= value < 2**63:
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
         return f"an integer of {len(str(abs(value)))} digits is more than 64 bits hold"
     for name, _, holds, words in BOUNDS:
         bound = getattr(opt, name)
@@ -298,8 +314,11 @@ def build(cls: type, values: Any, section: str, in_file: bool = False, partial: 
             kwargs[field.name] = value
     if partial:
         return dict(values)
-    missing = [f.name for f in dataclasses.fields(cls) if f.name not in kwargs and f.init
-               and f.default is MISSING and f.default_factory is MISSING]
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.name not in kwargs and f.init and f.default is MISSING and f.default_factory is MISSING
+    ]
     if missing:
         raise ValueError(f"{section or 'the config'}: missing {', '.join(missing)} (required: no default)")
     try:
@@ -307,7 +326,7 @@ def build(cls: type, values: Any, section: str, in_file: bool = False, partial: 
     except ValueError as error:  # a check across fields, which names its keys from the class's SECTION
         own, message = getattr(cls, "SECTION", ""), str(error)
         renamed = own and message.startswith((f"{own}.", f"{own}:"))
-        raise ValueError(section + message[len(own):] if renamed else message) from None
+        raise ValueError(section + message[len(own) :] if renamed else message) from None
 
 
 def _convert(value: Any, kind: Any, where: str, in_file: bool = False) -> Any:
@@ -358,8 +377,11 @@ def to_dict(obj: Any, in_file: bool = False) -> Any:
     """A dataclass instance as the plain mapping a settings file holds (tuples as lists); ``in_file``:
     as a config file holds it (no ``in_config=False`` field)."""
     if dataclasses.is_dataclass(obj):
-        return {f.name: to_dict(getattr(obj, f.name), in_file) for f in dataclasses.fields(obj)
-                if spec(f).in_config or not in_file}
+        return {
+            f.name: to_dict(getattr(obj, f.name), in_file)
+            for f in dataclasses.fields(obj)
+            if spec(f).in_config or not in_file
+        }
     if isinstance(obj, dict):
         return {name: to_dict(item, in_file) for name, item in obj.items()}
     if isinstance(obj, (list, tuple)):

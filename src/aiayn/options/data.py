@@ -31,13 +31,13 @@ class TokenizeConfig(Section):
 
     SECTION = "data.tokenize"
 
-    normalize_punctuation: bool | PerSide = option(False, help="Moses punctuation normalization, for both "
-                                                   "sides or per side of a task", source=WMT16)
+    normalize_punctuation: bool | PerSide = option(
+        False, help="Moses punctuation normalization, for both sides or per side of a task", source=WMT16
+    )
     remove_non_printing: bool = option(False, help="remove-non-printing-char.perl", source=WMT16)
     aggressive_dash_splits: bool = option(False, help="tokenizer.perl -a", source=WMT16)
     escape: bool = option(False, help="tokenizer.perl's entity escaping (the paper's data was escaped)")
     chunk_lines: int = option(20000, help="lines per work unit of the worker processes", minimum=1)
-
 
 
 def normalizes(setting: bool | PerSide | Mapping[str, bool], side: str) -> bool:
@@ -49,10 +49,15 @@ def normalizes(setting: bool | PerSide | Mapping[str, bool], side: str) -> bool:
         return setting
     if isinstance(setting, PerSide):
         return getattr(setting, side)
-    if not isinstance(setting, Mapping) or set(setting) != set(SIDES) or \
-            not all(isinstance(v, bool) for v in setting.values()):
-        raise ValueError(f"data.tokenize.normalize_punctuation must be true, false or {{source: bool, target: bool}}, "
-                         f"got {setting!r}")
+    if (
+        not isinstance(setting, Mapping)
+        or set(setting) != set(SIDES)
+        or not all(isinstance(v, bool) for v in setting.values())
+    ):
+        raise ValueError(
+            f"data.tokenize.normalize_punctuation must be true, false or {{source: bool, target: bool}}, "
+            f"got {setting!r}"
+        )
     return setting[side]
 
 
@@ -65,9 +70,9 @@ class CleanConfig(Section):
 
     min_len: int = option(1, help="fewest tokens of a side", source=WMT16, minimum=0)
     max_len: int | None = option(80, help="most tokens of a side (null: no limit)", source=WMT16, minimum=1)
-    max_ratio: float | None = option(9, help="largest length ratio of the sides (null: none)",
-                                     source="clean-corpus-n.perl's default", minimum=1)
-
+    max_ratio: float | None = option(
+        9, help="largest length ratio of the sides (null: none)", source="clean-corpus-n.perl's default", minimum=1
+    )
 
     def reason(self, n_src: int, n_tgt: int) -> str | None:
         shorter, longer = min(n_src, n_tgt), max(n_src, n_tgt)
@@ -88,17 +93,16 @@ class BpeConfig(Section):
 
     SECTION = "data.bpe"
 
-    vocab_size: int = option(37000, help="subword vocabulary size (the task's vocab_size)",
-                             source="paper 5.1", minimum=1, in_config=False)
+    vocab_size: int = option(
+        37000, help="subword vocabulary size (the task's vocab_size)", source="paper 5.1", minimum=1, in_config=False
+    )
     model_type: str = option("bpe", help="sentencepiece model type", choices=("bpe", "unigram", "word"))
-    character_coverage: float = option(1.0, help="sentencepiece character_coverage", exclusive_minimum=0.0,
-                                       maximum=1.0)
+    character_coverage: float = option(1.0, help="sentencepiece character_coverage", exclusive_minimum=0.0, maximum=1.0)
     sample_sentences: int = option(10_000_000, help="training sentences sentencepiece learns from", minimum=1)
     # sentencepiece's seed is an unsigned int, and 2**32 - 1 there means a random one (google/sentencepiece
     # src/util.cc at v0.2.0, 17d7580d: SetRandomGeneratorSeed, kDefaultSeed)
     seed: int = option(1, help="seed of the sentence sample and of sentencepiece", minimum=0, maximum=2**32 - 2)
     threads: int = option(1, help="sentencepiece threads (--threads)", minimum=1, in_config=False)
-
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,6 @@ class ShardsConfig(Section):
     SECTION = "data.shards"
 
     max_shard_mb: float = option(1024, help="largest size of one shard, in MiB", exclusive_minimum=0)
-
 
 
 @dataclass(frozen=True)

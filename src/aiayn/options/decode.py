@@ -28,9 +28,9 @@ class AverageConfig(Section):
 
     SECTION = "average"
 
-    last: int = option(5, help="checkpoints averaged, the last ones spaced by train.checkpoint_steps",
-                       source="paper 6.1", minimum=1)
-
+    last: int = option(
+        5, help="checkpoints averaged, the last ones spaced by train.checkpoint_steps", source="paper 6.1", minimum=1
+    )
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,20 @@ class DecodeConfig(Section):
     SECTION = "decode"
 
     beam_size: int = option(4, help="hypotheses kept per sentence", source="paper 6.1", minimum=1)
-    length_penalty: float = option(0.6, help="alpha of GNMT's length penalty ((5 + |Y|) / 6)^alpha",
-                                   source="paper 6.1", minimum=0.0)
-    max_len_a: float = option(1, help="target tokens at most max_len_a * |X| + max_len_b",
-                              source="paper 6.1 (input length + 50)", minimum=0.0)
-    max_len_b: int = option(50, help="target tokens at most max_len_a * |X| + max_len_b",
-                            source="paper 6.1 (input length + 50)", minimum=0)
-    early_stop: bool = option(True, help="end a sentence once no live hypothesis can beat the finished ones",
-                              source="paper 6.1 (\"terminate early when possible\")")
+    length_penalty: float = option(
+        0.6, help="alpha of GNMT's length penalty ((5 + |Y|) / 6)^alpha", source="paper 6.1", minimum=0.0
+    )
+    max_len_a: float = option(
+        1, help="target tokens at most max_len_a * |X| + max_len_b", source="paper 6.1 (input length + 50)", minimum=0.0
+    )
+    max_len_b: int = option(
+        50, help="target tokens at most max_len_a * |X| + max_len_b", source="paper 6.1 (input length + 50)", minimum=0
+    )
+    early_stop: bool = option(
+        True,
+        help="end a sentence once no live hypothesis can beat the finished ones",
+        source='paper 6.1 ("terminate early when possible")',
+    )
     max_sentences: int = option(128, help="sentences per batch of the decoding loop", minimum=1)
     precision: str = precision_option("arithmetic of decoding's forward passes")
     cpu_matmul: str = cpu_matmul_option("float32 CPU products of decoding: onednn or mkl")
-

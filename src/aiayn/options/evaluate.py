@@ -15,11 +15,13 @@ class BleuConfig(Section):
 
     SECTION = "bleu"
 
-    straighten_quotes: str = option("both", help="straighten double quotes in both files, the reference "
-                                    "only (as the paper), or none", choices=STRAIGHTEN_MODES,
-                                    source="tensor2tensor issue #317 (the reference's quotes straightened "
-                                    "by hand; double quotes only is our reading, aiayn.evaluate.bleu)")
-
+    straighten_quotes: str = option(
+        "both",
+        help="straighten double quotes in both files, the reference only (as the paper), or none",
+        choices=STRAIGHTEN_MODES,
+        source="tensor2tensor issue #317 (the reference's quotes straightened "
+        "by hand; double quotes only is our reading, aiayn.evaluate.bleu)",
+    )
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,6 @@ class PerplexityConfig(Section):
 
     SECTION = "perplexity"
 
-    tokens_per_batch: int = option(8000, help="padded tokens per side of one evaluation batch (the "
-                                   "perplexity does not depend on it)", minimum=1)
-
+    tokens_per_batch: int = option(
+        8000, help="padded tokens per side of one evaluation batch (the perplexity does not depend on it)", minimum=1
+    )

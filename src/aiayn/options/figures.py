@@ -16,10 +16,13 @@ from dataclasses import dataclass
 
 from aiayn.options.core import Section, option
 
-FIGURE3_SENTENCE = ("It is in this spirit that a majority of American governments have passed new laws since 2009 "
-                    "making the registration or voting process more difficult.")
-FIGURE4_SENTENCE = ("The Law will never be perfect, but its application should be just - this is what we are "
-                    "missing, in my opinion.")
+FIGURE3_SENTENCE = (
+    "It is in this spirit that a majority of American governments have passed new laws since 2009 "
+    "making the registration or voting process more difficult."
+)
+FIGURE4_SENTENCE = (
+    "The Law will never be perfect, but its application should be just - this is what we are missing, in my opinion."
+)
 FIGURES = ("figure3", "figure4", "figure5")
 NEEDS_WORD = ("figure3", "figure4")  # the figures that draw attention from one word
 APPENDIX = "paper appendix, visualizations.tex"
@@ -27,7 +30,7 @@ APPENDIX = "paper appendix, visualizations.tex"
 
 @dataclass(frozen=True)
 class Layer(Section):
-    """"Layer ``index`` of ``of``": a model of N layers draws layer round(index * N / of) (1-based,
+    """ "Layer ``index`` of ``of``": a model of N layers draws layer round(index * N / of) (1-based,
     halves up, at least 1), the same depth fraction; the paper's 5 of 6 is layer 5 of 6, 2 of 2, 3 of 4."""
 
     SECTION = "layer"
@@ -54,8 +57,13 @@ class FigureSpec(Section):
 
     sentence: str = option(help="the sentence drawn", source=APPENDIX, min_length=1)
     word: str | None = option(None, help="the word attention is drawn from (Figures 3 and 4)", min_length=1)
-    heads: str | tuple[int, ...] = option("auto", help="auto (count heads chosen from what the model does) "
-                                          "or 1-based head numbers", choices=("auto",), minimum=1, min_items=1)
+    heads: str | tuple[int, ...] = option(
+        "auto",
+        help="auto (count heads chosen from what the model does) or 1-based head numbers",
+        choices=("auto",),
+        minimum=1,
+        min_items=1,
+    )
     count: int = option(2, help="heads chosen with heads: auto", minimum=1)
 
     def __post_init__(self) -> None:

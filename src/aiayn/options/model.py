@@ -25,33 +25,49 @@ class ModelConfig(Section):
     SECTION = "model"
 
     n_layers: int = option(6, help="encoder and decoder layers, N", source="paper 3.1", **POSITIVE)
-    d_model: int = option(512, help="width of every sublayer's output and of the embeddings",
-                          source="paper 3.1", **POSITIVE)
-    d_ff: int = option(2048, help="inner width of the position-wise feed-forward network",
-                       source="paper 3.3", **POSITIVE)
+    d_model: int = option(
+        512, help="width of every sublayer's output and of the embeddings", source="paper 3.1", **POSITIVE
+    )
+    d_ff: int = option(
+        2048, help="inner width of the position-wise feed-forward network", source="paper 3.3", **POSITIVE
+    )
     n_heads: int = option(8, help="attention heads, h", source="paper 3.2.2", **POSITIVE)
     d_k: int = option(64, help="query and key width per head", source="paper 3.2.2", **POSITIVE)
     d_v: int = option(64, help="value width per head", source="paper 3.2.2", **POSITIVE)
-    dropout: float = option(0.1, help="P_drop on sublayer outputs and embedding sums",
-                            source="paper 5.4", **PROBABILITY)
-    attention_dropout: float = option(0.0, help="dropout on attention weights (the paper has none)",
-                                      **PROBABILITY)
+    dropout: float = option(
+        0.1, help="P_drop on sublayer outputs and embedding sums", source="paper 5.4", **PROBABILITY
+    )
+    attention_dropout: float = option(0.0, help="dropout on attention weights (the paper has none)", **PROBABILITY)
     relu_dropout: float = option(0.0, help="dropout after the FFN's ReLU (the paper has none)", **PROBABILITY)
-    positional: str = option("sinusoid", help="positional encodings: sinusoid or learned (Table 3 row E)",
-                             choices=("sinusoid", "learned"), source="paper 3.5")
+    positional: str = option(
+        "sinusoid",
+        help="positional encodings: sinusoid or learned (Table 3 row E)",
+        choices=("sinusoid", "learned"),
+        source="paper 3.5",
+    )
     max_positions: int = option(1024, help="longest sequence a learned positional table holds", **POSITIVE)
-    norm: str = option("post", help="layer norm after (post, the paper) or before (pre) each residual sum",
-                       choices=("post", "pre"), source="paper 3.1")
-    layer_norm_eps: float = option(1e-6, help="epsilon of layer normalization",
-                                   source="tensor2tensor layers/common_layers.py", exclusive_minimum=0)
-    share_embeddings: bool = option(True, help="source and target embeddings are one matrix",
-                                    source="paper 3.4")
-    share_softmax: bool = option(True, help="the pre-softmax projection is the target embedding matrix",
-                                 source="paper 3.4")
-    init: str = option("t2t", help="how parameters start (aiayn.model.init); the paper states none",
-                       choices=("t2t", "xavier", "fairseq"), source="tensor2tensor 1.0 transformer_base")
-    attention_bias: bool = option(False, help="biases on the attention projections (the paper's "
-                                  "equations have none)", source="paper 3.2.2")
+    norm: str = option(
+        "post",
+        help="layer norm after (post, the paper) or before (pre) each residual sum",
+        choices=("post", "pre"),
+        source="paper 3.1",
+    )
+    layer_norm_eps: float = option(
+        1e-6, help="epsilon of layer normalization", source="tensor2tensor layers/common_layers.py", exclusive_minimum=0
+    )
+    share_embeddings: bool = option(True, help="source and target embeddings are one matrix", source="paper 3.4")
+    share_softmax: bool = option(
+        True, help="the pre-softmax projection is the target embedding matrix", source="paper 3.4"
+    )
+    init: str = option(
+        "t2t",
+        help="how parameters start (aiayn.model.init); the paper states none",
+        choices=("t2t", "xavier", "fairseq"),
+        source="tensor2tensor 1.0 transformer_base",
+    )
+    attention_bias: bool = option(
+        False, help="biases on the attention projections (the paper's equations have none)", source="paper 3.2.2"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -115,12 +115,16 @@ def _cell(text: str) -> str:
 
 def markdown() -> str:
     """``docs/options.md``: one table per section of the config."""
-    lines = ["# Options", "",
-             "Every key of the config file, generated from the definitions in `src/aiayn/options/` by",
-             "`python -m aiayn.options.reference` (do not edit by hand; `tests/test_options_reference.py` fails",
-             "when this page is stale). A default is the paper's value where the paper gives one (**source**);",
-             "`aiayn-describe config.yaml --full` prints the same with a config's own values. **resumable**: a",
-             "training continues from its checkpoint after a change of this key (`aiayn.train.resume`).", ""]
+    lines = [
+        "# Options",
+        "",
+        "Every key of the config file, generated from the definitions in `src/aiayn/options/` by",
+        "`python -m aiayn.options.reference` (do not edit by hand; `tests/test_options_reference.py` fails",
+        "when this page is stale). A default is the paper's value where the paper gives one (**source**);",
+        "`aiayn-describe config.yaml --full` prints the same with a config's own values. **resumable**: a",
+        "training continues from its checkpoint after a change of this key (`aiayn.train.resume`).",
+        "",
+    ]
     for where, cls in sections():
         lines += [f"## `{where or '(top level)'}`: {cls.__name__}", ""]
         doc = (cls.__doc__ or "").strip().split("\n\n")[0]
@@ -135,9 +139,22 @@ def markdown() -> str:
             shown = "(required)" if default is NOT_GIVEN else f"`{json.dumps(default, ensure_ascii=False)}`"
             if isinstance(default, dict) and len(json.dumps(default)) > 60:
                 shown = "(its section's defaults)"
-            lines.append("| " + " | ".join(_cell(c) for c in (
-                f"`{field.name}`", type_name(hints(cls)[field.name]), shown, _range(field),
-                "yes" if opt.resumable else "", opt.source or "", opt.help)) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(c)
+                    for c in (
+                        f"`{field.name}`",
+                        type_name(hints(cls)[field.name]),
+                        shown,
+                        _range(field),
+                        "yes" if opt.resumable else "",
+                        opt.source or "",
+                        opt.help,
+                    )
+                )
+                + " |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -146,11 +163,14 @@ def schema() -> dict:
     """The JSON Schema (2020-12) of the config file."""
     definitions: dict[str, dict] = {}
     root = _object_schema(Config, definitions)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": "https://aiayn.invalid/workflow/schemas/config.schema.json",
-            "title": "aiayn config (config.yaml and its overlays)",
-            "description": "Generated from src/aiayn/options by python -m aiayn.options.reference.",
-            **root, "$defs": dict(sorted(definitions.items()))}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://aiayn.invalid/workflow/schemas/config.schema.json",
+        "title": "aiayn config (config.yaml and its overlays)",
+        "description": "Generated from src/aiayn/options by python -m aiayn.options.reference.",
+        **root,
+        "$defs": dict(sorted(definitions.items())),
+    }
 
 
 def _object_schema(cls: type, definitions: dict) -> dict:
@@ -212,9 +232,12 @@ def _constraints(field: dataclasses.Field, kind: Any) -> dict:
     if not leaf:
         return container
     # numbers and strings inside a union or a tuple take the constraint; other members (null) do not
-    return container | {"allOf": [{"if": {"type": ["number", "string"]}, "then": leaf},
-                                  {"if": {"type": "array"}, "then": {"items": {"if": {"type": ["number", "string"]},
-                                                                               "then": leaf}}}]}
+    return container | {
+        "allOf": [
+            {"if": {"type": ["number", "string"]}, "then": leaf},
+            {"if": {"type": "array"}, "then": {"items": {"if": {"type": ["number", "string"]}, "then": leaf}}},
+        ]
+    }
 
 
 def rendered() -> dict[Path, str]:

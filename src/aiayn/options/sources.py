@@ -37,8 +37,12 @@ class Archive:
 class Files:
     """A source of plain files."""
 
-    files: dict[str, str] = option(help="one plain file per language: a local path or a URL (.txt, .gz, "
-                                   ".xz, .bz2, .sgm)", min_items=1, key_pattern=LANG, min_length=1)
+    files: dict[str, str] = option(
+        help="one plain file per language: a local path or a URL (.txt, .gz, .xz, .bz2, .sgm)",
+        min_items=1,
+        key_pattern=LANG,
+        min_length=1,
+    )
 
 
 def archive_name(url: str) -> str:
@@ -70,8 +74,10 @@ def file_problem(url: str) -> str | None:
         return f"unsupported URL scheme {scheme!r} in {url!r} (a local path, file://, http:// or https://)"
     name = archive_name(url).lower()
     if name.endswith(ARCHIVES):
-        return (f"{url!r} is an archive, not a plain file: give the source `url` and `members` "
-                "(the path of each side inside the archive) instead of `files`")
+        return (
+            f"{url!r} is an archive, not a plain file: give the source `url` and `members` "
+            "(the path of each side inside the archive) instead of `files`"
+        )
     if is_local(url) and not local_path(url).is_file():
         return f"no such file {str(local_path(url))!r} (a local path is relative to the working directory)"
     return None

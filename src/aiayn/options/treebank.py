@@ -44,12 +44,16 @@ class TreebankConfig(Section):
 
     SECTION = "treebank"
 
-    splits: Splits = option(help="WSJ sections per split",
-                            factory=lambda: Splits(train=(2, 21), dev=(22, 22), test=(23, 23)))
-    linearization: str = option("xx", help="tags as XX (Vinyals et al.), the real tags in the same brackets (pos), "
-                                "or tensor2tensor's bare labels with /X closes (t2t)", choices=("xx", "pos", "t2t"))
+    splits: Splits = option(
+        help="WSJ sections per split", factory=lambda: Splits(train=(2, 21), dev=(22, 22), test=(23, 23))
+    )
+    linearization: str = option(
+        "xx",
+        help="tags as XX (Vinyals et al.), the real tags in the same brackets (pos), "
+        "or tensor2tensor's bare labels with /X closes (t2t)",
+        choices=("xx", "pos", "t2t"),
+    )
     silver: Silver | None = option(None, help="silver trees (null: WSJ only)", source="paper 6.3")
-
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +62,5 @@ class ParsingTask(TreebankConfig):
 
     kind: str = option(help="the kind of task", choices=("parsing",))
     vocab_size: int = option(help="word-piece vocabulary, WSJ only (paper 6.3: 16K)", minimum=1)
-    semi_supervised_vocab_size: int = option(help="word-piece vocabulary with silver trees (paper 6.3: 32K)",
-                                             minimum=1)
+    semi_supervised_vocab_size: int = option(help="word-piece vocabulary with silver trees (paper 6.3: 32K)", minimum=1)
     treebank: str | None = option(help="the LDC99T42 treebank directory (null: none yet)")

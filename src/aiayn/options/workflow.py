@@ -44,8 +44,7 @@ class TranslationTask:
     """``tasks.<task>`` of ``kind: translation``."""
 
     kind: str = option(help="the kind of task", choices=("translation",))
-    vocab_size: int = option(help="shared subword vocabulary (paper 5.1: about 37000 EN-DE, 32000 EN-FR)",
-                             minimum=1)
+    vocab_size: int = option(help="shared subword vocabulary (paper 5.1: about 37000 EN-DE, 32000 EN-FR)", minimum=1)
     src: str = option(help="source language code", pattern=LANG)
     tgt: str = option(help="target language code", pattern=LANG)
     train: list[str] = option(help="the sources of the training corpus", min_items=1)
@@ -100,8 +99,9 @@ class Experiment(Overrides):
     tables: list[str] = option(help="the paper tables reporting it", choices=("table2", "table3", "table4"))
     seeds: int | None = option(None, help=SEEDS_HELP + " (absent: defaults.seeds)", minimum=1)
     task_overrides: dict[str, Overrides] = option(help="overrides on one task", factory=dict)
-    semi_supervised: Overrides = option(help="overrides for a parsing task trained with silver trees "
-                                        "(tasks.<task>.silver set)", factory=Overrides)
+    semi_supervised: Overrides = option(
+        help="overrides for a parsing task trained with silver trees (tasks.<task>.silver set)", factory=Overrides
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,13 +114,16 @@ class Config:
     demo: Demo | None = option(None, help=Demo.__doc__.splitlines()[0])
     data: DataConfig = option(help="data preparation", factory=DataConfig)
     bleu: BleuConfig = option(help="the paper-method BLEU (aiayn.evaluate.bleu)", factory=BleuConfig)
-    perplexity: PerplexityConfig = option(help="dev perplexity (aiayn.evaluate.perplexity)",
-                                          factory=PerplexityConfig)
+    perplexity: PerplexityConfig = option(help="dev perplexity (aiayn.evaluate.perplexity)", factory=PerplexityConfig)
     tasks: dict[str, TranslationTask | ParsingTask] = option(help="translation and parsing tasks", min_items=1)
-    sources: dict[str, Archive | Files] = option(help="an archive (url, members per task and language) or "
-                                                 "plain files (files per language)")
+    sources: dict[str, Archive | Files] = option(
+        help="an archive (url, members per task and language) or plain files (files per language)"
+    )
     run: Run | None = option(None, help=Run.__doc__.splitlines()[0])
-    figures: FigureRun | None = option(None, help="the paper's attention figures 3-5 (aiayn.report.attention): "
-                                       "the run drawn and the figures; null draws none")
+    figures: FigureRun | None = option(
+        None,
+        help="the paper's attention figures 3-5 (aiayn.report.attention): "
+        "the run drawn and the figures; null draws none",
+    )
     defaults: Defaults = option(help=Defaults.__doc__.splitlines()[0], factory=Defaults)
     experiments: dict[str, Experiment] = option(help="paper rows and your own experiments", min_items=1)

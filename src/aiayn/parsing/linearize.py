@@ -84,4 +84,3 @@ def linearize(tree: Tree, mode: str = "xx") -> list[str]:
             stack.append(("/" if mode == "t2t" else ")") + item.label)
             stack.extend(reversed(item.children))
     return tokens
-

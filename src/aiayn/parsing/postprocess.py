@@ -43,8 +43,9 @@ def postprocess(hyp_path: Path, words_path: Path, gold_path: Path, output: Path)
     """Write the repaired, re-tagged trees; return (sentences, repairs by kind, sentences repaired)."""
     hyps, sentences, golds = read_lines(hyp_path), read_lines(words_path), read_lines(gold_path)
     if not len(hyps) == len(sentences) == len(golds):
-        raise ValueError(f"line counts differ: {hyp_path} {len(hyps)}, {words_path} {len(sentences)}, "
-                         f"{gold_path} {len(golds)}")
+        raise ValueError(
+            f"line counts differ: {hyp_path} {len(hyps)}, {words_path} {len(sentences)}, {gold_path} {len(golds)}"
+        )
     total: Counter = Counter()
     repaired = 0
     with atomic_output(output) as handle:
@@ -73,8 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         log.error("%s", error)
         return 1
-    log.info("%d sentences, %d needed a repair; repairs by kind: %s", count, repaired,
-             ", ".join(f"{kind} {n}" for kind, n in sorted(repairs.items())) or "none")
+    log.info(
+        "%d sentences, %d needed a repair; repairs by kind: %s",
+        count,
+        repaired,
+        ", ".join(f"{kind} {n}" for kind, n in sorted(repairs.items())) or "none",
+    )
     return 0
 
 

@@ -75,8 +75,9 @@ def cleaned(trees: Iterable[tuple[Tree, str]], stats: SplitStats) -> Iterator[Tr
         yield clean
 
 
-def write_split(trees: Iterable[Tree], out_dir: Path, split: str, mode: str, gold: bool,
-                stats: SplitStats, source: str) -> None:
+def write_split(
+    trees: Iterable[Tree], out_dir: Path, split: str, mode: str, gold: bool, stats: SplitStats, source: str
+) -> None:
     """Write ``split.words``, ``split.tree`` (and ``split.gold``) atomically, counting into ``stats``."""
     names = ["words", "tree"] + (["gold"] if gold else [])
     with contextlib.ExitStack() as stack:
@@ -115,8 +116,11 @@ def silver_trees(path: Path, wanted: int, seed: int, stats: SplitStats) -> Itera
         wanted = total
     keep = np.zeros(total, dtype=bool)
     keep[np.random.default_rng(seed).choice(total, size=wanted, replace=False)] = True
-    chosen = ((parse_tree(line, str(path), number), f"{path}:{number}")
-              for i, (number, line) in enumerate(_tree_lines(path)) if keep[i])
+    chosen = (
+        (parse_tree(line, str(path), number), f"{path}:{number}")
+        for i, (number, line) in enumerate(_tree_lines(path))
+        if keep[i]
+    )
     for tree in cleaned(chosen, stats):
         stats.trees += 1
         stats.words += len(tree.preterminals())
@@ -135,19 +139,34 @@ def describe_sources(treebank: Path, sections: dict[str, tuple[int, int]]) -> di
         if not files:
             raise ValueError(f"split {split!r} is empty: no .mrg file in {sources[split]}")
         if missing:
-            log.warning("%s: sections %s have no .mrg files (%d files in the others)", split, " ".join(missing),
-                        len(files))
+            log.warning(
+                "%s: sections %s have no .mrg files (%d files in the others)", split, " ".join(missing), len(files)
+            )
     return sources
 
 
-def prepare(treebank: Path, out_dir: Path, sections: dict[str, tuple[int, int]], mode: str = "xx",
-            silver: Path | None = None, silver_ratio: float = 0.0, seed: int = 1) -> dict[str, SplitStats]:
+def prepare(
+    treebank: Path,
+    out_dir: Path,
+    sections: dict[str, tuple[int, int]],
+    mode: str = "xx",
+    silver: Path | None = None,
+    silver_ratio: float = 0.0,
+    seed: int = 1,
+) -> dict[str, SplitStats]:
     """Write every split of ``treebank`` to ``out_dir``; returns the counts per split."""
     sources = describe_sources(treebank, sections)
     stats = {split: SplitStats() for split in SPLITS}
     for split in ("dev", "test"):
-        write_split(cleaned(read_split(treebank, split, sections[split]), stats[split]), out_dir, split, mode,
-                    True, stats[split], sources[split])
+        write_split(
+            cleaned(read_split(treebank, split, sections[split]), stats[split]),
+            out_dir,
+            split,
+            mode,
+            True,
+            stats[split],
+            sources[split],
+        )
     gold_train = list(cleaned(read_split(treebank, "train", sections["train"]), stats["train"]))
     trees: Iterable[Tree] = gold_train
     if silver is not None:
@@ -182,14 +201,27 @@ def main(argv: list[str] | None = None) -> int:
         opts = settings.read(args.settings, TreebankConfig, "tasks.<parsing task>")
         sections = {split: tuple(getattr(opts.splits, split)) for split in SPLITS}
         silver = Path(opts.silver.path) if opts.silver else None
-        stats = prepare(args.treebank, args.out_dir, sections, opts.linearization,
-                        silver, opts.silver.ratio if opts.silver else 0.0, args.seed)
+        stats = prepare(
+            args.treebank,
+            args.out_dir,
+            sections,
+            opts.linearization,
+            silver,
+            opts.silver.ratio if opts.silver else 0.0,
+            args.seed,
+        )
     except (OSError, ValueError) as error:  # TreeError is a ValueError: it names the file and line
         log.error("%s", error)
         return 1
     for split, s in stats.items():
-        log.info("%s: %d trees, %d words, %d dropped (only empty elements)%s", split, s.trees, s.words,
-                 s.dropped, " (silver included in train)" if split == "silver" else "")
+        log.info(
+            "%s: %d trees, %d words, %d dropped (only empty elements)%s",
+            split,
+            s.trees,
+            s.words,
+            s.dropped,
+            " (silver included in train)" if split == "silver" else "",
+        )
     return 0
 
 

@@ -23,24 +23,27 @@ import re
 
 BRACKETS = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 
-_RULES: list[tuple[re.Pattern, str]] = [(re.compile(pattern), replacement) for pattern, replacement in [
-    (r'^"', "`` "),                                   # an opening double quote at the start
-    (r'(?<=[\s(\[{<])"', " `` "),                     # ... or after a space or an opening bracket
-    (r'"', " '' "),                                   # every other double quote closes
-    (r"\.\.\.", " ... "),
-    (r"[;?!#]", r" \g<0> "),
-    (r"(?<![A-Za-z])\$", " $ "),
-    (r"(?<=[A-Za-z])\$", "$ "),                       # US$ stays one word: US$ 5
-    (r"%(?![\w-])", " % "),                           # 62%-owned stays one word
-    (r"(?<!\d),|,(?!\d)", " , "),                     # 1,000 stays one word
-    (r"(?<!\d):|:(?!\d)", " : "),                     # 10:30 stays one word
-    (r"(?<![A-Za-z])&|&(?![A-Za-z])", " & "),         # AT&T stays one word
-    (r"[()\[\]{}]", r" \g<0> "),
-    (r"(?i)\b(can)(not)\b", r"\1 \2"),
-    (r"(?i)(\w)(n't)\b", r"\1 \2"),
-    (r"(?i)(\w)('(?:s|m|d|ll|re|ve))\b", r"\1 \2"),
-    (r"(?i)(s)'(?=\s|$)", r"\1 '"),                  # the plural genitive: dogs '
-]]
+_RULES: list[tuple[re.Pattern, str]] = [
+    (re.compile(pattern), replacement)
+    for pattern, replacement in [
+        (r'^"', "`` "),  # an opening double quote at the start
+        (r'(?<=[\s(\[{<])"', " `` "),  # ... or after a space or an opening bracket
+        (r'"', " '' "),  # every other double quote closes
+        (r"\.\.\.", " ... "),
+        (r"[;?!#]", r" \g<0> "),
+        (r"(?<![A-Za-z])\$", " $ "),
+        (r"(?<=[A-Za-z])\$", "$ "),  # US$ stays one word: US$ 5
+        (r"%(?![\w-])", " % "),  # 62%-owned stays one word
+        (r"(?<!\d),|,(?!\d)", " , "),  # 1,000 stays one word
+        (r"(?<!\d):|:(?!\d)", " : "),  # 10:30 stays one word
+        (r"(?<![A-Za-z])&|&(?![A-Za-z])", " & "),  # AT&T stays one word
+        (r"[()\[\]{}]", r" \g<0> "),
+        (r"(?i)\b(can)(not)\b", r"\1 \2"),
+        (r"(?i)(\w)(n't)\b", r"\1 \2"),
+        (r"(?i)(\w)('(?:s|m|d|ll|re|ve))\b", r"\1 \2"),
+        (r"(?i)(s)'(?=\s|$)", r"\1 '"),  # the plural genitive: dogs '
+    ]
+]
 # The sentence-final period, before any closing quotes and brackets: split off, and written twice
 # after an abbreviation (``in the U.S.`` -> ``U.S. .``), as the treebank does.
 _FINAL_PERIOD = re.compile(r"(\S*?)\.(?=[\s')\]}]*$)")

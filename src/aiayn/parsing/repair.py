@@ -30,8 +30,16 @@ from aiayn.parsing.clean import ROOT
 from aiayn.parsing.linearize import XX, is_close, is_label_close, is_leaf, is_open
 from aiayn.parsing.trees import Tree
 
-KINDS = ("garbage", "extra_close", "mismatched_close", "extra_leaf", "missing_leaf", "unclosed",
-         "empty_constituent", "empty_output")
+KINDS = (
+    "garbage",
+    "extra_close",
+    "mismatched_close",
+    "extra_leaf",
+    "missing_leaf",
+    "unclosed",
+    "empty_constituent",
+    "empty_output",
+)
 
 
 class _Slot:
@@ -70,12 +78,18 @@ def repair(tokens: list[str], words: list[str]) -> tuple[Tree, Counter]:
             stack.pop()
         elif is_label_close(token):
             label = token[1:]
-            at = next((i for i in range(len(children) - 1, -1, -1)
-                       if isinstance(children[i], _Slot) and children[i].tag == label), None)
+            at = next(
+                (
+                    i
+                    for i in range(len(children) - 1, -1, -1)
+                    if isinstance(children[i], _Slot) and children[i].tag == label
+                ),
+                None,
+            )
             if at is None:
                 repairs["extra_close"] += 1
                 continue
-            children[at:] = [Tree(label, children[at + 1:])]
+            children[at:] = [Tree(label, children[at + 1 :])]
         elif is_leaf(token):
             children.append(_Slot(token))
         else:

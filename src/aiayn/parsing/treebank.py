@@ -40,8 +40,9 @@ def find_wsj(root: Path) -> Path:
     for path in candidates:
         if _has_sections(path):
             return path
-    raise FileNotFoundError(f"{root}: no LDC99T42 treebank (parsed/mrg/wsj/NN/*.mrg) and no "
-                            f"train.trees/dev.trees/test.trees files")
+    raise FileNotFoundError(
+        f"{root}: no LDC99T42 treebank (parsed/mrg/wsj/NN/*.mrg) and no train.trees/dev.trees/test.trees files"
+    )
 
 
 def section_files(wsj: Path, first: int, last: int) -> tuple[list[Path], list[str]]:

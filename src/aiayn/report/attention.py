@@ -148,9 +148,12 @@ def distinct_heads(attn: np.ndarray, count: int) -> list[int]:
 
 
 # How each figure's heads are chosen under `heads: auto`: (chooser(attn, word, count), what the figure says).
-CHOOSERS = {"figure3": (reach_heads, "furthest reach from the word"),
-            "figure4": (sharp_heads, "sharpest attention from the word"),
-            "figure5": (lambda attn, _, count: distinct_heads(attn, count), "most different attentions")}
+CHOOSERS = {
+    "figure3": (reach_heads, "furthest reach from the word"),
+    "figure4": (sharp_heads, "sharpest attention from the word"),
+    "figure5": (lambda attn, _, count: distinct_heads(attn, count), "most different attentions"),
+}
+
 
 @dataclass(frozen=True)
 class Drawn:
@@ -175,6 +178,7 @@ def choose(name: str, spec: FigureSpec, words: list[str], attn: np.ndarray) -> D
     chooser, how = CHOOSERS[name]
     return Drawn(words, attn, query, chooser(attn, query, spec.count), how)
 
+
 def layer_attention(model, sentence: Sentence, layer: int) -> np.ndarray:
     """Word attention (h, W, W) of the 1-based encoder ``layer`` for one sentence."""
     with torch.no_grad():
@@ -191,19 +195,33 @@ def draw_all(model, sp, pipeline: MosesPipeline, opts: FiguresConfig, out_dir: P
         sentence = encode(spec.sentence, pipeline, sp)
         drawn = choose(name, spec, sentence.words, layer_attention(model, sentence, layer))
         path = save(attention_plot.FIGURES[name](drawn, layer, n_layers), out_dir / f"{name}.png")
-        log.info("%s: layer %d of %d, heads %s (%s): %s", name, layer, n_layers,
-                 [h + 1 for h in drawn.heads], drawn.chosen, path)
+        log.info(
+            "%s: layer %d of %d, heads %s (%s): %s",
+            name,
+            layer,
+            n_layers,
+            [h + 1 for h in drawn.heads],
+            drawn.chosen,
+            path,
+        )
         record["figures"][name] = summary(spec, sentence, drawn)
     return record
 
 
 def summary(spec: FigureSpec, sentence: Sentence, drawn: Drawn) -> dict:
     """What ``figures.json`` records of one figure: heads 1-based, weights to 4 decimals."""
-    entry = {"sentence": spec.sentence, "pieces": sentence.pieces, "words": drawn.words,
-             "heads": [h + 1 for h in drawn.heads], "chosen": drawn.chosen, "word": spec.word}
+    entry = {
+        "sentence": spec.sentence,
+        "pieces": sentence.pieces,
+        "words": drawn.words,
+        "heads": [h + 1 for h in drawn.heads],
+        "chosen": drawn.chosen,
+        "word": spec.word,
+    }
     if drawn.query is not None:
-        entry["attention_from_word"] = {str(h + 1): np.round(drawn.attn[h, drawn.query], 4).tolist()
-                                        for h in drawn.heads}
+        entry["attention_from_word"] = {
+            str(h + 1): np.round(drawn.attn[h, drawn.query], 4).tolist() for h in drawn.heads
+        }
     return entry
 
 

@@ -48,8 +48,13 @@ def panel(ax, drawn, heads: list[int], query: int | None, title: str) -> None:
     ax.set_ylim(0.0, 1.0)
     ax.axis("off")
     ax.set_title(title, pad=62, fontsize=10)
-    ax.legend(handles=[Patch(color=colour(h), label=f"head {h + 1}") for h in heads], loc="center left",
-              bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=9)
+    ax.legend(
+        handles=[Patch(color=colour(h), label=f"head {h + 1}") for h in heads],
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        frameon=False,
+        fontsize=9,
+    )
 
 
 def _figure(drawn, panels: int) -> tuple[Figure, list]:
@@ -67,9 +72,14 @@ def figure3(drawn, layer: int, n_layers: int) -> Figure:
     """Figure 3: attention from one word, every chosen head in its colour."""
     figure, (ax,) = _figure(drawn, 1)
     word = drawn.words[drawn.query]
-    panel(ax, drawn, drawn.heads, drawn.query,
-          f"Encoder self-attention, layer {layer} of {n_layers}: from '{word}' only, heads {_heads(drawn)} "
-          f"({drawn.chosen})")
+    panel(
+        ax,
+        drawn,
+        drawn.heads,
+        drawn.query,
+        f"Encoder self-attention, layer {layer} of {n_layers}: from '{word}' only, heads {_heads(drawn)} "
+        f"({drawn.chosen})",
+    )
     return figure
 
 
@@ -78,8 +88,13 @@ def figure4(drawn, layer: int, n_layers: int) -> Figure:
     figure, (top, bottom) = _figure(drawn, 2)
     word, first = drawn.words[drawn.query], drawn.heads[0]
     panel(top, drawn, [first], None, f"Layer {layer} of {n_layers}: full attentions for head {first + 1}")
-    panel(bottom, drawn, drawn.heads, drawn.query,
-          f"Isolated attentions from just '{word}' for heads {_heads(drawn)} ({drawn.chosen})")
+    panel(
+        bottom,
+        drawn,
+        drawn.heads,
+        drawn.query,
+        f"Isolated attentions from just '{word}' for heads {_heads(drawn)} ({drawn.chosen})",
+    )
     return figure
 
 

@@ -51,8 +51,16 @@ COLUMNS = [
 ]
 SEEDS_COLUMN = Column("seeds", "Seeds", "int")  # after "changes", in a seeded table
 SUMMARY_EXTRA = ("steps", "tokens_tgt")
-SPREAD_KEYS = ("dev_ppl", "dev_bleu", "dev_sacrebleu", "test_bleu", "test_sacrebleu", "test_f1",
-               "train_seconds", "tokens_per_second")
+SPREAD_KEYS = (
+    "dev_ppl",
+    "dev_bleu",
+    "dev_sacrebleu",
+    "test_bleu",
+    "test_sacrebleu",
+    "test_f1",
+    "train_seconds",
+    "tokens_per_second",
+)
 
 
 def table_runs(config: dict) -> list[tuple[str, str]]:
@@ -74,8 +82,12 @@ def _paths(config: dict, directory: Path, task: str, exp: str) -> dict[str, Path
 
 def inputs(config: dict, results_dir: Path) -> list[Path]:
     """Every metric file the experiments table reads, of every seed of every run."""
-    return [path for task, exp in table_runs(config) for directory in seed_dirs(config, results_dir, task, exp)
-            for path in _paths(config, directory, task, exp).values()]
+    return [
+        path
+        for task, exp in table_runs(config)
+        for directory in seed_dirs(config, results_dir, task, exp)
+        for path in _paths(config, directory, task, exp).values()
+    ]
 
 
 def build(config: dict, results_dir: Path) -> Table:
@@ -85,31 +97,45 @@ def build(config: dict, results_dir: Path) -> Table:
     seeded = any(row["seeds"] > 1 for row in rows)
     at = [c.key for c in COLUMNS].index("changes") + 1
     columns = [*COLUMNS[:at], SEEDS_COLUMN, *COLUMNS[at:]] if seeded else COLUMNS
-    return Table("experiments", "Every run: its settings, scores and cost", columns, rows, [
-        "Settings: the keys of model, train, average and decode whose values differ from the config's "
-        "defaults (the base model), as the run trained (its summary) and decoded.",
-        "Dev: the last checkpoint, no averaging. Test: the average of the last checkpoints (average.last); "
-        "left blank for runs reported only in Table 3, which the paper scored on dev alone.",
-        "Training time: wall clock of the training job(s), resumed runs summed; tokens/s: target tokens "
-        "per second over that time, all GPUs together.",
-        *([SEED_NOTE] if seeded else []),
-        *notes.lines(),
-    ], seeded=seeded)
+    return Table(
+        "experiments",
+        "Every run: its settings, scores and cost",
+        columns,
+        rows,
+        [
+            "Settings: the keys of model, train, average and decode whose values differ from the config's "
+            "defaults (the base model), as the run trained (its summary) and decoded.",
+            "Dev: the last checkpoint, no averaging. Test: the average of the last checkpoints (average.last); "
+            "left blank for runs reported only in Table 3, which the paper scored on dev alone.",
+            "Training time: wall clock of the training job(s), resumed runs summed; tokens/s: target tokens "
+            "per second over that time, all GPUs together.",
+            *([SEED_NOTE] if seeded else []),
+            *notes.lines(),
+        ],
+        seeded=seeded,
+    )
 
 
-SEED_NOTE = ("Scores, training time and tokens/s: mean ± sample standard deviation (n - 1 in the "
-             "denominator) over the Seeds column's n models, seed i = train.seed + i (a run of one seed: "
-             "its value); settings, steps, params and hardware: the first seed's, whose train.seed is the one listed.")
+SEED_NOTE = (
+    "Scores, training time and tokens/s: mean ± sample standard deviation (n - 1 in the "
+    "denominator) over the Seeds column's n models, seed i = train.seed + i (a run of one seed: "
+    "its value); settings, steps, params and hardware: the first seed's, whose train.seed is the one listed."
+)
 
 
 def _row(config: dict, results_dir: Path, task: str, exp: str, notes: BleuNotes) -> dict[str, Any]:
     """One run's row: its first seed's settings and cost, every seed's scores as mean and sd."""
-    per_seed = [_seed_values(config, directory, task, exp, notes)
-                for directory in seed_dirs(config, results_dir, task, exp)]
+    per_seed = [
+        _seed_values(config, directory, task, exp, notes) for directory in seed_dirs(config, results_dir, task, exp)
+    ]
     summary = per_seed[0].pop("summary")
     row: dict[str, Any] = {
-        "task": task, "experiment": exp, "changes": changes(config, task, exp, summary["settings"]),
-        "seeds": len(per_seed), "steps": summary["steps"], "params_m": number(summary, "params") / 1e6,
+        "task": task,
+        "experiment": exp,
+        "changes": changes(config, task, exp, summary["settings"]),
+        "seeds": len(per_seed),
+        "steps": summary["steps"],
+        "params_m": number(summary, "params") / 1e6,
         "hardware": f"{summary['world_size']} x {summary['gpu_model']}",
     }
     for key in SPREAD_KEYS:
@@ -124,7 +150,9 @@ def _seed_values(config: dict, directory: Path, task: str, exp: str, notes: Bleu
     summary = read_metrics(paths["summary"], SUMMARY_KEYS + SUMMARY_EXTRA)
     seconds = number(summary, "wall_seconds")
     values: dict[str, Any] = {
-        "summary": summary, "dev_ppl": number(read_metrics(paths["ppl"], PPL_KEYS), "ppl"), "train_seconds": seconds,
+        "summary": summary,
+        "dev_ppl": number(read_metrics(paths["ppl"], PPL_KEYS), "ppl"),
+        "train_seconds": seconds,
         "tokens_per_second": number(summary, "tokens_tgt") / seconds if seconds > 0 else float("nan"),
     }
     scores = [("dev", paths.get("dev_bleu")), ("test", paths.get("test"))]
@@ -144,10 +172,18 @@ def changes(config: dict, task: str, exp: str, trained: dict) -> str:
     ``average`` and ``decode`` the config's for the run.
     """
     resolved = aiayn_runs.resolve(config, exp, task)
-    sections = {"model": trained.get("model", {}), "train": trained.get("train", {}),
-                "average": resolved["average"], "decode": resolved["decode"]}
-    differ = [f"{section}.{key}={_text(value)}" for section, values in sections.items()
-              for key, value in values.items() if config["defaults"][section].get(key) != value]
+    sections = {
+        "model": trained.get("model", {}),
+        "train": trained.get("train", {}),
+        "average": resolved["average"],
+        "decode": resolved["decode"],
+    }
+    differ = [
+        f"{section}.{key}={_text(value)}"
+        for section, values in sections.items()
+        for key, value in values.items()
+        if config["defaults"][section].get(key) != value
+    ]
     return ", ".join(differ) or "(defaults)"
 
 

@@ -29,11 +29,11 @@ NA = "n/a"
 # kind -> how a number is shown in Markdown and LaTeX
 _FORMATS = {
     "text": "{}",
-    "paper": "{}",           # the paper's own digits, kept as text, right-aligned
+    "paper": "{}",  # the paper's own digits, kept as text, right-aligned
     "int": "{:d}",
-    "score": "{:.2f}",       # BLEU, F1, perplexity
-    "delta": "{:+.2f}",      # ours - paper
-    "millions": "{:.3g}",    # parameters in millions: 63.1, 213, 0.412 (tiny test models)
+    "score": "{:.2f}",  # BLEU, F1, perplexity
+    "delta": "{:+.2f}",  # ours - paper
+    "millions": "{:.3g}",  # parameters in millions: 63.1, 213, 0.412 (tiny test models)
     "dropout": "{:g}",
 }
 
@@ -44,9 +44,9 @@ class Column:
 
     key: str
     header: str
-    kind: str = "text"       # one of _FORMATS, "flops" or "duration" (seconds); only "text" is left-aligned
-    tex: str | None = None   # LaTeX header; default: ``header`` escaped
-    spread: bool = False     # a mean over seeds: ``<key>_sd`` in the row is its sample sd
+    kind: str = "text"  # one of _FORMATS, "flops" or "duration" (seconds); only "text" is left-aligned
+    tex: str | None = None  # LaTeX header; default: ``header`` escaped
+    spread: bool = False  # a mean over seeds: ``<key>_sd`` in the row is its sample sd
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Table:
     rows: list[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
     footer: str = ""
-    seeded: bool = False     # some run has several seeds: spread columns show ± sd, the CSV a _sd column
+    seeded: bool = False  # some run has several seeds: spread columns show ± sd, the CSV a _sd column
 
 
 def is_nan(value: Any) -> bool:
@@ -115,8 +115,7 @@ def reader_cell(table: Table, row: dict[str, Any], column: Column, tex: bool = F
 
 def csv_keys(table: Table) -> list[str]:
     """The CSV header: every column's key, each spread column followed by ``<key>_sd`` when seeded."""
-    return [key for c in table.columns
-            for key in ([c.key, f"{c.key}_sd"] if c.spread and table.seeded else [c.key])]
+    return [key for c in table.columns for key in ([c.key, f"{c.key}_sd"] if c.spread and table.seeded else [c.key])]
 
 
 def csv_cell(value: Any) -> str:
@@ -159,12 +158,28 @@ def render_csv(table: Table) -> str:
     return buffer.getvalue()
 
 
-_TEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                 "Δ": r"$\Delta$", "×": r"$\times$", "≤": r"$\leq$",
-                 # the quotes the BLEU notes name (T1 font encoding)
-                 '"': r"\textquotedbl{}", "„": r"\quotedblbase{}", "“": r"\textquotedblleft{}",
-                 "”": r"\textquotedblright{}", "«": r"\guillemotleft{}", "»": r"\guillemotright{}"}
+_TEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "Δ": r"$\Delta$",
+    "×": r"$\times$",
+    "≤": r"$\leq$",
+    # the quotes the BLEU notes name (T1 font encoding)
+    '"': r"\textquotedbl{}",
+    "„": r"\quotedblbase{}",
+    "“": r"\textquotedblleft{}",
+    "”": r"\textquotedblright{}",
+    "«": r"\guillemotleft{}",
+    "»": r"\guillemotright{}",
+}
 
 
 def tex_escape(text: str) -> str:
@@ -177,10 +192,18 @@ def render_latex(table: Table) -> str:
     small paragraph under it."""
     spec = "".join("l" if c.kind == "text" else "r" for c in table.columns)
     headers = [c.tex if c.tex is not None else tex_escape(c.header) for c in table.columns]
-    lines = ["% needs \\usepackage{booktabs,graphicx}", "\\begin{table}[t]", "\\centering",
-             f"\\caption{{{tex_escape(table.title)}}}", f"\\label{{tab:{table.name}}}",
-             "\\resizebox{\\textwidth}{!}{%", f"\\begin{{tabular}}{{{spec}}}", "\\toprule",
-             " & ".join(headers) + " \\\\", "\\midrule"]
+    lines = [
+        "% needs \\usepackage{booktabs,graphicx}",
+        "\\begin{table}[t]",
+        "\\centering",
+        f"\\caption{{{tex_escape(table.title)}}}",
+        f"\\label{{tab:{table.name}}}",
+        "\\resizebox{\\textwidth}{!}{%",
+        f"\\begin{{tabular}}{{{spec}}}",
+        "\\toprule",
+        " & ".join(headers) + " \\\\",
+        "\\midrule",
+    ]
     for row in table.rows:
         cells = [reader_cell(table, row, c, tex=True) for c in table.columns]
         lines.append(" & ".join(cells) + " \\\\")
@@ -192,24 +215,33 @@ def render_latex(table: Table) -> str:
     return "\n".join(lines)
 
 
-_CSS = ("body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse}"
-        "th,td{border:1px solid #bbb;padding:3px 6px}th{background:#eee}td.num{text-align:right}"
-        "li,p{color:#333;font-size:12px}")
+_CSS = (
+    "body{font-family:sans-serif;font-size:14px;margin:1em}table{border-collapse:collapse}"
+    "th,td{border:1px solid #bbb;padding:3px 6px}th{background:#eee}td.num{text-align:right}"
+    "li,p{color:#333;font-size:12px}"
+)
 
 
 def render_html(table: Table) -> str:
     """A standalone HTML page (what the Snakemake report shows): the title, the table, its notes, the footer."""
     header = "".join(f"<th>{html.escape(c.header)}</th>" for c in table.columns)
     body = "".join(
-        "<tr>" + "".join(f'<td{"" if c.kind == "text" else " class=num"}>'
-                         f"{html.escape(reader_cell(table, row, c))}</td>" for c in table.columns) + "</tr>\n"
-        for row in table.rows)
+        "<tr>"
+        + "".join(
+            f"<td{'' if c.kind == 'text' else ' class=num'}>{html.escape(reader_cell(table, row, c))}</td>"
+            for c in table.columns
+        )
+        + "</tr>\n"
+        for row in table.rows
+    )
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in table.notes)
     footer = f"<p><i>{html.escape(table.footer)}</i></p>" if table.footer else ""
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(table.title)}</title>"
-            f"<style>{_CSS}</style></head><body>\n<h2>{html.escape(table.title)}</h2>\n"
-            f"<table><thead><tr>{header}</tr></thead><tbody>\n{body}</tbody></table>\n"
-            f"<ul>{notes}</ul>{footer}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(table.title)}</title>'
+        f"<style>{_CSS}</style></head><body>\n<h2>{html.escape(table.title)}</h2>\n"
+        f"<table><thead><tr>{header}</tr></thead><tbody>\n{body}</tbody></table>\n"
+        f"<ul>{notes}</ul>{footer}\n</body></html>\n"
+    )
 
 
 RENDERERS = {"md": render_markdown, "csv": render_csv, "tex": render_latex, "html": render_html}

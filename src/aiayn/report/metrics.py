@@ -96,8 +96,10 @@ def number(data: dict[str, Any], key: str) -> float:
 # The two BLEU kinds every translation table reports, labelled as the reader needs them.
 PAPER_BLEU_LABEL = "BLEU (paper method: tokenized, ##AT## compound split)"
 SACREBLEU_LABEL = "sacreBLEU (detokenized)"
-NO_METHOD = ("not recorded (scored before the method was written into the BLEU file; rerun the bleu step): "
-             "quotes as they are, Moses tokenizer.perl, ##AT## split, multi-bleu.perl")
+NO_METHOD = (
+    "not recorded (scored before the method was written into the BLEU file; rerun the bleu step): "
+    "quotes as they are, Moses tokenizer.perl, ##AT## split, multi-bleu.perl"
+)
 
 
 class BleuNotes:
@@ -115,8 +117,10 @@ class BleuNotes:
         self.signatures.setdefault(signature if isinstance(signature, str) else "n/a", []).append(run)
 
     def lines(self) -> list[str]:
-        return [*_grouped(PAPER_BLEU_LABEL, self.methods),
-                *_grouped(f"{SACREBLEU_LABEL} on the untouched reference, signature", self.signatures)]
+        return [
+            *_grouped(PAPER_BLEU_LABEL, self.methods),
+            *_grouped(f"{SACREBLEU_LABEL} on the untouched reference, signature", self.signatures),
+        ]
 
 
 def _grouped(label: str, groups: dict[str, list[str]]) -> list[str]:

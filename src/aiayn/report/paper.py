@@ -16,8 +16,28 @@ from importlib import resources
 TABLE2_ROWS = {"base": "Transformer (base model)", "big": "Transformer (big)"}
 TABLE4_ROWS = {"parser": "Transformer (4 layers)"}
 # Table 3 rows, in the paper's order.
-TABLE3_ORDER = ("base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6", "C7",
-                "D1", "D2", "D3", "D4", "E", "big")
+TABLE3_ORDER = (
+    "base",
+    "A1",
+    "A2",
+    "A3",
+    "A4",
+    "B1",
+    "B2",
+    "C1",
+    "C2",
+    "C3",
+    "C4",
+    "C5",
+    "C6",
+    "C7",
+    "D1",
+    "D2",
+    "D3",
+    "D4",
+    "E",
+    "big",
+)
 # Table 4's "Training" for a parser trained on the treebank alone or with silver trees (config tasks.<t>.silver).
 WSJ_ONLY = "WSJ only, discriminative"
 SEMI_SUPERVISED = "semi-supervised"

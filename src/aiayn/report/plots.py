@@ -81,7 +81,7 @@ def table3_chart(rows: list[dict]) -> Figure:
     bleu_ax, ppl_ax = figure.subplots(2, 1, sharex=True)
     for ax, metric, label in ((bleu_ax, "bleu", "dev BLEU"), (ppl_ax, "ppl", "dev PPL")):
         ours = [np.nan if row.get(f"{metric}_ours") is None else row[f"{metric}_ours"] for row in rows]
-        spread = [row.get(f"{metric}_ours_sd") or 0.0 for row in rows]   # sample sd over seeds; 0 for one
+        spread = [row.get(f"{metric}_ours_sd") or 0.0 for row in rows]  # sample sd over seeds; 0 for one
         theirs = [paper.as_float(row.get(f"{metric}_paper")) for row in rows]
         ax.bar(x - 0.2, [np.nan if v is None else v for v in theirs], 0.4, label="paper", color="0.6")
         ax.bar(x + 0.2, ours, 0.4, yerr=spread if any(spread) else None, capsize=2, label="ours", color="tab:blue")
@@ -116,8 +116,12 @@ def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return report_parser("python -m aiayn.report.plots", __doc__.splitlines()[0], "where the PNGs go",
-                         "plot the runs reported in these tables (default: all)").parse_args(argv)
+    return report_parser(
+        "python -m aiayn.report.plots",
+        __doc__.splitlines()[0],
+        "where the PNGs go",
+        "plot the runs reported in these tables (default: all)",
+    ).parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

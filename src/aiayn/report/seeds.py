@@ -45,10 +45,10 @@ def resolvable_at(a: Spread, b: Spread, level: float = LEVEL) -> float | None:
     either has one seed (no spread to judge by), 0.0 when both spreads are 0 (then any difference shows)."""
     if a.sd is None or b.sd is None or math.isnan(a.sd) or math.isnan(b.sd):
         return None
-    va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
+    va, vb = a.sd**2 / a.n, b.sd**2 / b.n
     if va + vb == 0:
         return 0.0
-    dof = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    dof = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1))
     # imported here: the Snakefile imports this module when parsed, and scipy.stats takes about a second
     from scipy import stats
 

@@ -91,22 +91,25 @@ def build(config: dict, results_dir: Path) -> Table:
         rows += _task_rows(results_dir, task, experiments, bleu_notes, costs)
     notes = [
         *bleu_notes.lines(),
-        "Ours: newstest2014 (full), the average of the last checkpoints (settings average.last). "
-        "Δ = ours - paper.",
+        "Ours: newstest2014 (full), the average of the last checkpoints (settings average.last). Δ = ours - paper.",
         "Training cost, paper's method: training time × GPUs × the GPU's dense peak FLOP/s in the "
         "precision the run trained in (the GPU's data sheet, as listed in src/aiayn/runtime/gpus.py; for fp32 on "
-        "the paper's GPUs, the paper's own 2.8/3.7/6.0/9.5 TFLOPS for K80/K40/M40/P100): " + "; ".join(costs)
+        "the paper's GPUs, the paper's own 2.8/3.7/6.0/9.5 TFLOPS for K80/K40/M40/P100): "
+        + "; ".join(costs)
         + ". Measured: model "
         "FLOPs per target token × target tokens seen (summary train_flops), in any precision.",
     ]
     if "en-fr" in tasks_and_experiments(config):
-        notes.append("Paper EN-FR big: 41.8 as in the paper's Table 2; its text (section 6.1) says 41.0 in some "
-                     "versions of the paper.")
+        notes.append(
+            "Paper EN-FR big: 41.8 as in the paper's Table 2; its text (section 6.1) says 41.0 in some "
+            "versions of the paper."
+        )
     return Table("table2", "Table 2: BLEU on newstest2014 and training cost", COLUMNS, rows, notes)
 
 
-def _task_rows(results_dir: Path, task: str, experiments: list[str], bleu_notes: BleuNotes,
-               costs: list[str]) -> list[dict[str, Any]]:
+def _task_rows(
+    results_dir: Path, task: str, experiments: list[str], bleu_notes: BleuNotes, costs: list[str]
+) -> list[dict[str, Any]]:
     """The paper's rows for ``task`` with ours filled in, then our other experiments, then the baseline."""
     label = task.upper()
     matched = {paper.TABLE2_ROWS[e]: e for e in experiments if e in paper.TABLE2_ROWS}
@@ -125,8 +128,13 @@ def _task_rows(results_dir: Path, task: str, experiments: list[str], bleu_notes:
     for exp in experiments:
         if exp not in paper.TABLE2_ROWS:
             rows.append({"model": exp, "task": label, **_ours(results_dir, task, exp, bleu_notes, costs)})
-    rows.append({"model": BASELINE, "task": label, **_bleu(run_dir(results_dir, task, "baseline") /
-                                                         "test-copy.bleu.json", f"{task}/baseline", bleu_notes)})
+    rows.append(
+        {
+            "model": BASELINE,
+            "task": label,
+            **_bleu(run_dir(results_dir, task, "baseline") / "test-copy.bleu.json", f"{task}/baseline", bleu_notes),
+        }
+    )
     return rows
 
 
@@ -136,8 +144,7 @@ def _bleu(path: Path, run: str, bleu_notes: BleuNotes) -> dict[str, float]:
     return {"bleu_ours": number(metrics, "paper_bleu"), "sacrebleu_ours": number(metrics, "sacrebleu")}
 
 
-def _ours(results_dir: Path, task: str, exp: str, bleu_notes: BleuNotes,
-          costs: list[str]) -> dict[str, float]:
+def _ours(results_dir: Path, task: str, exp: str, bleu_notes: BleuNotes, costs: list[str]) -> dict[str, float]:
     """Our BLEU (both kinds), training cost (both ways) and parameters for one run."""
     row = _bleu(run_dir(results_dir, task, exp) / "test-avg.bleu.json", f"{task}/{exp}", bleu_notes)
     path = summary_path(results_dir, task, exp)
@@ -167,8 +174,12 @@ def paper_method_cost(summary: dict[str, Any], source: Path | str) -> tuple[floa
     world = number(summary, "world_size")
     tflops = NOMINAL_CPU_TFLOPS if model == "cpu" else peak_tflops(model, precision)
     if tflops is None:
-        log.warning("%s: no %s peak for gpu_model %r in aiayn.runtime.gpus.CARDS; training cost (paper's "
-                    "method) is n/a", source, precision, model)
+        log.warning(
+            "%s: no %s peak for gpu_model %r in aiayn.runtime.gpus.CARDS; training cost (paper's method) is n/a",
+            source,
+            precision,
+            model,
+        )
         return math.nan, f"{world:g} × {model} {precision}, no peak FLOP/s"
     cost = number(summary, "wall_seconds") * world * tflops * 1e12
     return cost, f"{world:g} × {model} {precision} at {tflops:g} TFLOPS"

@@ -62,9 +62,11 @@ SEEDS_COLUMN = Column("seeds", "Seeds", "int")  # after "positional", in a seede
 RESOLVE_COLUMNS = [
     Column(f"{metric}_{key}", header.format(name), kind)
     for metric, name in (("ppl", "PPL"), ("bleu", "BLEU"))
-    for key, header, kind in (("paper_diff", "Paper Δ {} vs base", "delta"),
-                              ("resolvable_at", "Smallest Δ {} our seeds resolve (95%)", "score"),
-                              ("resolved", "Paper Δ {} resolved", "text"))
+    for key, header, kind in (
+        ("paper_diff", "Paper Δ {} vs base", "delta"),
+        ("resolvable_at", "Smallest Δ {} our seeds resolve (95%)", "score"),
+        ("resolved", "Paper Δ {} resolved", "text"),
+    )
 ]
 PAPER_METRICS = {"ppl": "ppl_dev", "bleu": "bleu_dev"}
 MODEL_KEYS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "positional")
@@ -103,8 +105,10 @@ def build(config: dict, results_dir: Path) -> Table:
     by_name = {row["row"]: row for row in paper.load("table3")}
     bleu_notes = BleuNotes()
     values = {exp: _values(config, results_dir, task, exp, bleu_notes) for task, exp in rows_in_order(config)}
-    rows = [_row(results_dir, task, exp, values[exp], by_name) if exp in values
-            else _not_run(config, task, exp, by_name) for task, exp in all_rows(config)]
+    rows = [
+        _row(results_dir, task, exp, values[exp], by_name) if exp in values else _not_run(config, task, exp, by_name)
+        for task, exp in all_rows(config)
+    ]
     seeded = any(len(v["ppl"]) > 1 for v in values.values())
     if seeded:
         mark_resolution(rows, values, by_name)
@@ -117,8 +121,9 @@ def build(config: dict, results_dir: Path) -> Table:
         *(SEED_NOTES if seeded else []),
         *bleu_notes.lines(),
     ]
-    return Table("table3", "Table 3: variations on the Transformer (EN-DE dev)", columns(seeded), rows, notes,
-                 seeded=seeded)
+    return Table(
+        "table3", "Table 3: variations on the Transformer (EN-DE dev)", columns(seeded), rows, notes, seeded=seeded
+    )
 
 
 SEED_NOTES = [
@@ -154,29 +159,34 @@ def _values(config: dict, results_dir: Path, task: str, exp: str, bleu_notes: Bl
     return values
 
 
-def _row(results_dir: Path, task: str, exp: str, values: dict[str, list[float]],
-         by_name: dict[str, dict[str, str]]) -> dict[str, Any]:
+def _row(
+    results_dir: Path, task: str, exp: str, values: dict[str, list[float]], by_name: dict[str, dict[str, str]]
+) -> dict[str, Any]:
     summary = read_metrics(summary_path(results_dir, task, exp), SUMMARY_KEYS)
     row: dict[str, Any] = {"row": exp, **settings_columns(summary["settings"], summary_path(results_dir, task, exp))}
     prow = by_name.get(exp, {})
-    row.update({
-        "seeds": len(values["ppl"]),
-        **seeds.cells("ppl_ours", values["ppl"]),
-        **seeds.cells("bleu_ours", values["bleu"]),
-        **seeds.cells("sacrebleu_ours", values["sacrebleu"]),
-        "ppl_paper": paper.or_none(prow.get("ppl_dev")),
-        "bleu_paper": paper.or_none(prow.get("bleu_dev")),
-        "params_paper": paper.or_none(prow.get("params_millions") or (by_name["base"]["params_millions"]
-                                                                     if prow else None)),
-        "params_ours": number(summary, "params") / 1e6,
-    })
+    row.update(
+        {
+            "seeds": len(values["ppl"]),
+            **seeds.cells("ppl_ours", values["ppl"]),
+            **seeds.cells("bleu_ours", values["bleu"]),
+            **seeds.cells("sacrebleu_ours", values["sacrebleu"]),
+            "ppl_paper": paper.or_none(prow.get("ppl_dev")),
+            "bleu_paper": paper.or_none(prow.get("bleu_dev")),
+            "params_paper": paper.or_none(
+                prow.get("params_millions") or (by_name["base"]["params_millions"] if prow else None)
+            ),
+            "params_ours": number(summary, "params") / 1e6,
+        }
+    )
     row["ppl_delta"] = paper.delta(row["ppl_ours"], row["ppl_paper"])
     row["bleu_delta"] = paper.delta(row["bleu_ours"], row["bleu_paper"])
     return row
 
 
-def mark_resolution(rows: list[dict[str, Any]], values: dict[str, dict[str, list[float]]],
-                    by_name: dict[str, dict[str, str]]) -> None:
+def mark_resolution(
+    rows: list[dict[str, Any]], values: dict[str, dict[str, list[float]]], by_name: dict[str, dict[str, str]]
+) -> None:
     """Fill the resolution columns of every row that ran, but base, against the base row (in place):
     the paper's difference, the smallest difference our seeds resolve, and whether it is resolved."""
     if "base" not in values:
@@ -186,20 +196,29 @@ def mark_resolution(rows: list[dict[str, Any]], values: dict[str, dict[str, list
         if exp == "base" or exp not in values:
             continue
         for metric, paper_key in PAPER_METRICS.items():
-            difference = paper.delta(paper.as_float(by_name.get(exp, {}).get(paper_key)),
-                                     by_name["base"][paper_key])
+            difference = paper.delta(paper.as_float(by_name.get(exp, {}).get(paper_key)), by_name["base"][paper_key])
             bound = seeds.resolvable_at(seeds.spread(values[exp][metric]), seeds.spread(values["base"][metric]))
-            row.update({f"{metric}_paper_diff": difference, f"{metric}_resolvable_at": bound,
-                        f"{metric}_resolved": seeds.resolved(difference, bound)})
+            row.update(
+                {
+                    f"{metric}_paper_diff": difference,
+                    f"{metric}_resolvable_at": bound,
+                    f"{metric}_resolved": seeds.resolved(difference, bound),
+                }
+            )
 
 
 def _not_run(config: dict, task: str, exp: str, by_name: dict[str, dict[str, str]]) -> dict[str, Any]:
     """A row that did not run: the settings it would train with and the paper's numbers; ours blank."""
     prow = by_name.get(exp, {})
-    return {"row": exp, **settings_columns(aiayn_runs.resolve(config, exp, task), Path("config")),
-            "ppl_paper": paper.or_none(prow.get("ppl_dev")), "bleu_paper": paper.or_none(prow.get("bleu_dev")),
-            "params_paper": paper.or_none(prow.get("params_millions") or (by_name["base"]["params_millions"]
-                                                                         if prow else None))}
+    return {
+        "row": exp,
+        **settings_columns(aiayn_runs.resolve(config, exp, task), Path("config")),
+        "ppl_paper": paper.or_none(prow.get("ppl_dev")),
+        "bleu_paper": paper.or_none(prow.get("bleu_dev")),
+        "params_paper": paper.or_none(
+            prow.get("params_millions") or (by_name["base"]["params_millions"] if prow else None)
+        ),
+    }
 
 
 def settings_columns(settings: Any, source: Path) -> dict[str, Any]:

@@ -58,12 +58,16 @@ def build(config: dict, results_dir: Path) -> Table:
         rows.append(row)
     for task, exp in runs:
         if (task, exp) not in placed:
-            rows.append({"parser": exp, "training": training(config, task),
-                         "f1_ours": _f1(results_dir, task, exp, notes)})
+            rows.append(
+                {"parser": exp, "training": training(config, task), "f1_ours": _f1(results_dir, task, exp, notes)}
+            )
     for task in dict.fromkeys(task for task, _ in runs):
         rows.append({"parser": BASELINE, "training": "-", "f1_ours": _f1(results_dir, task, "baseline", notes)})
-    notes.insert(0, "F1: EVALB with COLLINS.prm, all sentence lengths (the \"All\" block); ours from the "
-                    "average of the last checkpoints. Δ = ours - paper.")
+    notes.insert(
+        0,
+        'F1: EVALB with COLLINS.prm, all sentence lengths (the "All" block); ours from the '
+        "average of the last checkpoints. Δ = ours - paper.",
+    )
     return Table("table4", "Table 4: English constituency parsing (WSJ 23 F1)", COLUMNS, rows, notes)
 
 

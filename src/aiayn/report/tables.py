@@ -31,9 +31,12 @@ BUILDERS = {"table2": table2, "table3": table3, "table4": table4, "experiments":
 def git_commit(directory: Path) -> str | None:
     """The commit checked out in ``directory`` (here: the package's source), ``+dirty`` with local changes;
     ``None`` outside git."""
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=directory, capture_output=True, text=True, check=True,
-                              timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", *args], cwd=directory, capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+
     try:
         commit = git("rev-parse", "--short=12", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no")
@@ -44,14 +47,17 @@ def git_commit(directory: Path) -> str | None:
 
 def provenance(config_path: Path, commit: str | None, when: datetime.datetime) -> str:
     """The footer under every table: what produced its numbers."""
-    return (f"Produced by aiayn.report.tables from config {config_path}, "
-            f"git commit {commit or 'unknown (not a git checkout)'}, {when:%Y-%m-%d %H:%M} UTC.")
+    return (
+        f"Produced by aiayn.report.tables from config {config_path}, "
+        f"git commit {commit or 'unknown (not a git checkout)'}, {when:%Y-%m-%d %H:%M} UTC."
+    )
 
 
 def inputs(config: dict, results_dir: Path, names: list[str] | None = None) -> list[Path]:
     """Every metric file tables ``names`` (default: all) read; the workflow's tables rule takes them."""
-    return list(dict.fromkeys(path for name in (names or BUILDERS)
-                              for path in BUILDERS[name].inputs(config, results_dir)))
+    return list(
+        dict.fromkeys(path for name in (names or BUILDERS) for path in BUILDERS[name].inputs(config, results_dir))
+    )
 
 
 def build_tables(config: dict, results_dir: Path, footer: str, names: list[str] | None = None) -> list[Table]:
@@ -77,8 +83,12 @@ def write_tables(tables: list[Table], out_dir: Path) -> list[Path]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return report_parser("python -m aiayn.report.tables", __doc__.splitlines()[0],
-                         "where <table>.{md,csv,tex} go", "which tables to write (default: all)").parse_args(argv)
+    return report_parser(
+        "python -m aiayn.report.tables",
+        __doc__.splitlines()[0],
+        "where <table>.{md,csv,tex} go",
+        "which tables to write (default: all)",
+    ).parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

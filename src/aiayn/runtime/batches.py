@@ -58,11 +58,19 @@ class Batch:
 
     def to(self, device: torch.device) -> "Batch":
         """The tensors on ``device``; from pinned memory the copies are asynchronous."""
+
         def move(t: torch.Tensor) -> torch.Tensor:
             return t.to(device, non_blocking=device.type == "cuda" and t.is_pinned())
 
-        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.src_tokens, self.tgt_tokens,
-                     self.src_padded, move(self.gold_rows))
+        return Batch(
+            move(self.src),
+            move(self.tgt_in),
+            move(self.tgt_out),
+            self.src_tokens,
+            self.tgt_tokens,
+            self.src_padded,
+            move(self.gold_rows),
+        )
 
 
 def _empty(rows: int, width: int, pin: bool) -> tuple[torch.Tensor, np.ndarray]:
@@ -92,7 +100,7 @@ def collate(corpus: ShardedCorpus, indices, pin: bool = False, shape: Shape | No
     src_np[:n, :s], src_np[:n, s:], src_np[n:] = src_ids, PAD, PAD
     src_np[real, src_len] = EOS
     src_np[n:, 0] = EOS
-    tgt_in_np[:, 0], tgt_in_np[:n, 1:t + 1], tgt_in_np[:n, t + 1:], tgt_in_np[n:, 1:] = BOS, tgt_ids, PAD, PAD
+    tgt_in_np[:, 0], tgt_in_np[:n, 1 : t + 1], tgt_in_np[:n, t + 1 :], tgt_in_np[n:, 1:] = BOS, tgt_ids, PAD, PAD
     tgt_out_np[:n, :t], tgt_out_np[:n, t:], tgt_out_np[n:] = tgt_ids, PAD, PAD
     tgt_out_np[real, tgt_len] = EOS
     padded = bool(rows > n or (n and (src_len.min() != src_len.max() or s + 1 < width_src)))
@@ -101,8 +109,14 @@ def collate(corpus: ShardedCorpus, indices, pin: bool = False, shape: Shape | No
     return Batch(src, tgt_in, tgt_out, int(src_len.sum()) + n, int(tgt_len.sum()) + n, padded, gold_rows)
 
 
-def _kept(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_len: int | None,
-          drop_oversize: bool, drop_overlong: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def _kept(
+    src_lengths: np.ndarray,
+    tgt_lengths: np.ndarray,
+    tokens_per_batch: int,
+    max_len: int | None,
+    drop_oversize: bool,
+    drop_overlong: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(pairs kept, ordered by source length, target length, index; source and target lengths with eos /
     bos; pairs dropped): the dropping rules of :func:`make_batches`."""
     src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
@@ -110,16 +124,23 @@ def _kept(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: in
     too_long = longest > max_len if max_len else np.zeros(len(longest), dtype=bool)
     if not drop_overlong and too_long.any():
         first = int(np.flatnonzero(too_long)[0])
-        raise ValueError(f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's "
-                         f"max_positions={max_len}")
+        raise ValueError(
+            f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's max_positions={max_len}"
+        )
     oversize = longest > tokens_per_batch
     drop = too_long | (oversize if drop_oversize else False)
     order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
     return order[~drop[order]], src_need, tgt_need, int(drop.sum())
 
 
-def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_len: int | None = None,
-                 drop_oversize: bool = True, drop_overlong: bool = True) -> tuple[list[np.ndarray], int]:
+def make_batches(
+    src_lengths: np.ndarray,
+    tgt_lengths: np.ndarray,
+    tokens_per_batch: int,
+    max_len: int | None = None,
+    drop_oversize: bool = True,
+    drop_overlong: bool = True,
+) -> tuple[list[np.ndarray], int]:
     """Pack sentence indices into token-budget batches; returns (batches, number of dropped pairs).
 
     Pairs are ordered by source length, then target length, then index (deterministic), and packed
@@ -128,13 +149,15 @@ def make_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_ba
     and counted when ``drop_oversize``, else (evaluation) it gets a batch of its own. One longer than
     ``max_len`` (the model's positions) is dropped and counted when ``drop_overlong``, else it is an error.
     """
-    order, src_need, tgt_need, dropped = _kept(src_lengths, tgt_lengths, tokens_per_batch, max_len, drop_oversize,
-                                               drop_overlong)
+    order, src_need, tgt_need, dropped = _kept(
+        src_lengths, tgt_lengths, tokens_per_batch, max_len, drop_oversize, drop_overlong
+    )
     return _pack(order, src_need[order], tgt_need[order], tokens_per_batch), dropped
 
 
-def ladder_batches(src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_shapes: int,
-                   max_len: int | None = None) -> tuple[list[np.ndarray], list[Shape], int]:
+def ladder_batches(
+    src_lengths: np.ndarray, tgt_lengths: np.ndarray, tokens_per_batch: int, max_shapes: int, max_len: int | None = None
+) -> tuple[list[np.ndarray], list[Shape], int]:
     """Token-budget batches padded to at most ``max_shapes`` shapes chosen for these lengths
     (:mod:`aiayn.runtime.shapes`); returns (batches, each batch's (rows, S, T), dropped pairs). Pairs
     are dropped and counted as by :func:`make_batches` in training."""
@@ -160,6 +183,6 @@ def _pack(order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, tokens_
         width = np.maximum(src_need[start:stop], np.maximum.accumulate(tgt_need[start:stop]))
         fits = np.arange(1, window + 1) * width <= tokens_per_batch
         size = max(1, int(np.argmin(fits)) if not fits.all() else window)
-        batches.append(order[start:start + size].astype(np.int64))
+        batches.append(order[start : start + size].astype(np.int64))
         start += size
     return batches

@@ -120,9 +120,11 @@ def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     """
     bad = non_finite(checkpoint.model)
     if bad:
-        raise NonFiniteWeights(f"step {checkpoint.step}: weights {bad[:3]} are not finite; {path} is not "
-                               "written, the newest checkpoint is the last good one (the model diverged: "
-                               "lower train.lr_scale or set train.clip_norm)")
+        raise NonFiniteWeights(
+            f"step {checkpoint.step}: weights {bad[:3]} are not finite; {path} is not "
+            "written, the newest checkpoint is the last good one (the model diverged: "
+            "lower train.lr_scale or set train.clip_norm)"
+        )
     with atomic_path(path) as tmp:
         torch.save(checkpoint.to_dict(), tmp)
 

@@ -119,8 +119,11 @@ def check_cuda(gpus: int, index: int = 0, what: str | None = None) -> None:
             cause = f"this torch ({torch.__version__}) was built without CUDA"
         else:
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-            cause = ("CUDA is not usable (no driver, or no GPU visible"
-                     + ("" if visible is None else f": CUDA_VISIBLE_DEVICES={visible!r}") + ")")
+            cause = (
+                "CUDA is not usable (no driver, or no GPU visible"
+                + ("" if visible is None else f": CUDA_VISIBLE_DEVICES={visible!r}")
+                + ")"
+            )
         raise GpuUnavailableError(f"{what} but {cause}; set train.gpus: 0 (or --device cpu) to use the CPU")
     count = torch.cuda.device_count()
     if gpus > count:

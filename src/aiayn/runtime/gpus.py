@@ -40,10 +40,16 @@ CARDS = {
     "H100 NVL": Card(r"H100 NVL", 835.5, 417.5, 60.0, f"{H100_SHEET}, H100 NVL: 1,671* / 835* / 60"),
     "H200": Card(r"H200( SXM)?( \d+GB HBM3e)?", 989.5, 494.5, 67.0, f"{H200_SHEET}, H200 SXM: 1,979* / 989* / 67"),
     "H200 NVL": Card(r"H200 NVL", 835.5, 417.5, 60.0, f"{H200_SHEET}, H200 NVL: 1,671* / 835* / 60"),
-    "GH200": Card(r"GH200( .+)?", 989.5, 494.5, 67.0,
-                  "NVIDIA GH200 Grace Hopper Superchip datasheet: 1,979* / 989* / 67"),
-    "A100": Card(r"A100[- ](SXM4?-\d+GB|PCIE-\d+GB|\d+GB PCIe)", 312.0, 156.0, 19.5,
-                 "NVIDIA A100 Tensor Core GPU datasheet, SXM and PCIe alike: 312 / 156 / 19.5"),
+    "GH200": Card(
+        r"GH200( .+)?", 989.5, 494.5, 67.0, "NVIDIA GH200 Grace Hopper Superchip datasheet: 1,979* / 989* / 67"
+    ),
+    "A100": Card(
+        r"A100[- ](SXM4?-\d+GB|PCIE-\d+GB|\d+GB PCIe)",
+        312.0,
+        156.0,
+        19.5,
+        "NVIDIA A100 Tensor Core GPU datasheet, SXM and PCIe alike: 312 / 156 / 19.5",
+    ),
     "L40S": Card(r"L40S", 362.05, 183.0, 91.6, "NVIDIA L40S datasheet: 362.05 / 183 / 91.6"),
     "L40": Card(r"L40", 181.05, 90.5, 90.5, "NVIDIA L40 datasheet: 181.05 / 90.5 / 90.5"),
     "L4": Card(r"L4", 121.0, 60.0, 30.3, "NVIDIA L4 Tensor Core GPU datasheet: 242* / 120* / 30.3"),

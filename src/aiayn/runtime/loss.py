@@ -41,8 +41,9 @@ from torch.autograd.function import once_differentiable
 BLOCK_ELEMENTS = {"cpu": 2**21, "cuda": 2**28}
 
 
-def _block(x: Tensor, target: Tensor, keep: Tensor, smoothing: float, pad_id: int,
-           scratch: Tensor, grad: Tensor | None) -> tuple[Tensor, Tensor]:
+def _block(
+    x: Tensor, target: Tensor, keep: Tensor, smoothing: float, pad_id: int, scratch: Tensor, grad: Tensor | None
+) -> tuple[Tensor, Tensor]:
     """Loss and NLL sums of one block x (c, V) float32; writes d loss / d x into ``grad`` (c, V) if given.
 
     With m = max_c x_c, e = exp(x - m), s = sum_c e_c:  log p_c = x_c - m - log s, and
@@ -98,8 +99,15 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         for start in range(0, logits.shape[0], rows):
             end = min(start + rows, logits.shape[0])
             block_grad = None if grad is None else grad[start:end]
-            block_loss, block_nll = _block(logits[start:end].float(), target[start:end], keep[start:end],
-                                           smoothing, pad_id, scratch[: end - start], block_grad)
+            block_loss, block_nll = _block(
+                logits[start:end].float(),
+                target[start:end],
+                keep[start:end],
+                smoothing,
+                pad_id,
+                scratch[: end - start],
+                block_grad,
+            )
             loss += block_loss
             nll += block_nll
         ctx.grad = grad
@@ -142,8 +150,9 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
             h = hidden[start:end]  # (c, d)
             x = torch.mm(h, weight.t(), out=logits[: end - start])  # (c, V)
             g = None if grad_logits is None else grad_logits[: end - start]
-            block_loss, block_nll = _block(x, target[start:end], keep[start:end], smoothing, pad_id,
-                                           scratch[: end - start], g)
+            block_loss, block_nll = _block(
+                x, target[start:end], keep[start:end], smoothing, pad_id, scratch[: end - start], g
+            )
             loss += block_loss
             nll += block_nll
             if grad_hidden is not None:
@@ -161,25 +170,32 @@ class _ProjectedSmoothedCrossEntropy(torch.autograd.Function):
         return *_times_upstream(grad_loss, *grads), None, None, None, None
 
 
-def projected_label_smoothed_loss(hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float,
-                                  pad_id: int = 0, block_rows: int = PROJECTION_BLOCK_ROWS
-                                  ) -> tuple[Tensor, Tensor, Tensor]:
+def projected_label_smoothed_loss(
+    hidden: Tensor,
+    weight: Tensor,
+    target: Tensor,
+    smoothing: float,
+    pad_id: int = 0,
+    block_rows: int = PROJECTION_BLOCK_ROWS,
+) -> tuple[Tensor, Tensor, Tensor]:
     """:func:`label_smoothed_loss` of the logits ``hidden`` (R, d) ``weight`` (V, d)^T, without forming
     them whole: ``block_rows`` rows at a time (module docstring). float32 tensors; the gradients reach
     ``hidden`` and ``weight`` as if the logits had been formed and passed to :func:`label_smoothed_loss`
     (equal up to float32 rounding). Returns float32 scalars (loss, nll, n); the loss's backward may run
     once."""
     if hidden.dtype != torch.float32 or weight.dtype != torch.float32:
-        raise TypeError(f"the blocked projection takes float32 states and matrix, got {hidden.dtype} "
-                        f"and {weight.dtype}")
-    loss, nll = _ProjectedSmoothedCrossEntropy.apply(hidden.reshape(-1, hidden.shape[-1]), weight,
-                                                     target.reshape(-1), float(smoothing), int(pad_id),
-                                                     int(block_rows))
+        raise TypeError(
+            f"the blocked projection takes float32 states and matrix, got {hidden.dtype} and {weight.dtype}"
+        )
+    loss, nll = _ProjectedSmoothedCrossEntropy.apply(
+        hidden.reshape(-1, hidden.shape[-1]), weight, target.reshape(-1), float(smoothing), int(pad_id), int(block_rows)
+    )
     return loss, nll, target.ne(pad_id).sum()
 
 
-def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id: int = 0,
-                        chunk_rows: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def label_smoothed_loss(
+    logits: Tensor, target: Tensor, smoothing: float, pad_id: int = 0, chunk_rows: int | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
     """Summed label-smoothed cross entropy, summed NLL and the number of non-pad targets.
 
     logits (..., V) (any float dtype; the arithmetic is float32), target (...) ids: (B, T, V) and (B, T),
@@ -199,8 +215,9 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id
     return loss, nll, target.ne(pad_id).sum()
 
 
-def fused_label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float, pad_id: int = 0
-                              ) -> tuple[Tensor, Tensor, Tensor]:
+def fused_label_smoothed_loss(
+    logits: Tensor, target: Tensor, smoothing: float, pad_id: int = 0
+) -> tuple[Tensor, Tensor, Tensor]:
     """:func:`label_smoothed_loss` in plain operations that ``torch.compile`` fuses: the compiled step's loss.
 
     The same sums, written so that a compiler makes one pass over the logits forward and one backward,

@@ -33,16 +33,23 @@ def native_bf16(device: torch.device) -> bool:
 def resolve_precision(precision: str, device: torch.device) -> str:
     """``bf16`` or ``fp32`` for a setting of :data:`PRECISIONS` on ``device`` (see the module docstring)."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r} is not supported: use {', '.join(PRECISIONS)} "
-                         "(fp16 would need loss scaling; bf16 has fp32's range)")
+        raise ValueError(
+            f"precision {precision!r} is not supported: use {', '.join(PRECISIONS)} "
+            "(fp16 would need loss scaling; bf16 has fp32's range)"
+        )
     if device.type == "cuda" and precision != "fp32" and not native_bf16(device):
         major, minor = torch.cuda.get_device_capability(device)
         if precision == "auto":
-            log.info("precision auto: fp32 on this GPU (compute capability %d.%d has no bf16 tensor cores)",
-                     major, minor)
+            log.info(
+                "precision auto: fp32 on this GPU (compute capability %d.%d has no bf16 tensor cores)", major, minor
+            )
             return "fp32"
-        log.warning("precision bf16 on a GPU of compute capability %d.%d: bf16 is emulated there and slower "
-                    "than fp32 (precision auto picks fp32)", major, minor)
+        log.warning(
+            "precision bf16 on a GPU of compute capability %d.%d: bf16 is emulated there and slower "
+            "than fp32 (precision auto picks fp32)",
+            major,
+            minor,
+        )
     if precision == "auto":
         return "bf16" if device.type == "cuda" else "fp32"
     return precision
@@ -91,8 +98,9 @@ def autocast_for(resolved: str, device: torch.device) -> contextlib.AbstractCont
     return contextlib.nullcontext()
 
 
-def set_up_arithmetic(model, precision: str, cpu_matmul: str, device: torch.device, compiled: bool = False,
-                      key: str = "train.cpu_matmul") -> str:
+def set_up_arithmetic(
+    model, precision: str, cpu_matmul: str, device: torch.device, compiled: bool = False, key: str = "train.cpu_matmul"
+) -> str:
     """What every stage that runs ``model`` on ``device`` sets up: TF32 as ``precision`` says
     (:func:`enable_tf32`), attention off cuDNN's kernel (:func:`avoid_cudnn_attention`) and the
     model's float32 CPU products through oneDNN as ``cpu_matmul`` says (:func:`use_onednn`); returns

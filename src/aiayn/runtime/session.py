@@ -57,10 +57,15 @@ class InferenceSession:
 
 
 @contextlib.contextmanager
-def inference_session(checkpoint_path: str | os.PathLike, device: str = "auto",
-                      precision: str | None = DecodeConfig.precision, threads: int | None = None,
-                      cpu_matmul: str | None = DecodeConfig.cpu_matmul, lock_dir: Path | None = None,
-                      matmul_key: str = "decode.cpu_matmul") -> Iterator[InferenceSession]:
+def inference_session(
+    checkpoint_path: str | os.PathLike,
+    device: str = "auto",
+    precision: str | None = DecodeConfig.precision,
+    threads: int | None = None,
+    cpu_matmul: str | None = DecodeConfig.cpu_matmul,
+    lock_dir: Path | None = None,
+    matmul_key: str = "decode.cpu_matmul",
+) -> Iterator[InferenceSession]:
     """The model of ``checkpoint_path`` on ``device`` (see the module docstring).
 
     ``precision`` and ``cpu_matmul``: as ``decode.precision`` and ``decode.cpu_matmul`` say; None takes

@@ -35,13 +35,15 @@ Shape = tuple[int, int, int]
 def _cells(src_need: np.ndarray, tgt_need: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The distinct (s, t) of the pairs: (s, t, count) per cell and each pair's cell index."""
     width = int(tgt_need.max()) + 1
-    keys, inverse, counts = np.unique(src_need.astype(np.int64) * width + tgt_need, return_inverse=True,
-                                      return_counts=True)
+    keys, inverse, counts = np.unique(
+        src_need.astype(np.int64) * width + tgt_need, return_inverse=True, return_counts=True
+    )
     return keys // width, keys % width, counts, inverse
 
 
-def choose_shapes(src_need: np.ndarray, tgt_need: np.ndarray, max_shapes: int,
-                  min_saving: int) -> list[tuple[int, int]]:
+def choose_shapes(
+    src_need: np.ndarray, tgt_need: np.ndarray, max_shapes: int, min_saving: int
+) -> list[tuple[int, int]]:
     """At most ``max_shapes`` shapes (S, T) that cover every pair (s, t) = (``src_need``, ``tgt_need``)
     and pad them to few positions (module docstring); each shape after the first saves at least
     ``min_saving`` padded positions. Deterministic; sorted by S + T, then S."""
@@ -83,8 +85,9 @@ def assign(src_need: np.ndarray, tgt_need: np.ndarray, shapes: list[tuple[int, i
     return np.where(fits.any(0), best, -1)[inverse]
 
 
-def pack(order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, shapes: list[tuple[int, int]],
-         tokens_per_batch: int) -> tuple[list[np.ndarray], list[Shape]]:
+def pack(
+    order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, shapes: list[tuple[int, int]], tokens_per_batch: int
+) -> tuple[list[np.ndarray], list[Shape]]:
     """Batches of the pairs ``order`` (indices into the length arrays) padded to ``shapes``, and each
     batch's (rows, S, T): tokens_per_batch // max(S, T) rows.
 
@@ -106,7 +109,7 @@ def pack(order: np.ndarray, src_need: np.ndarray, tgt_need: np.ndarray, shapes: 
         rows = max(1, tokens_per_batch // max(S, T))
         full = len(members) - len(members) % rows
         for start in range(0, full, rows):
-            batches.append(members[start:start + rows])
+            batches.append(members[start : start + rows])
             batch_shapes.append((rows, S, T))
         rest = members[full:]
         if len(rest) and parents[k] is not None:
@@ -124,8 +127,9 @@ def _parent(k: int, ladder: list[tuple[int, int]]) -> int | None:
     return min(later, key=lambda j: (sum(ladder[j]), j)) if later else None
 
 
-def padding_share(batches: list[np.ndarray], shapes: list[Shape] | None, src_need: np.ndarray,
-                  tgt_need: np.ndarray) -> tuple[float, float]:
+def padding_share(
+    batches: list[np.ndarray], shapes: list[Shape] | None, src_need: np.ndarray, tgt_need: np.ndarray
+) -> tuple[float, float]:
     """The share of the batches' tensor positions that hold padding: (source, target). Without
     ``shapes`` a batch is as long as its longest pair (greedy packing)."""
     real = np.zeros(2)

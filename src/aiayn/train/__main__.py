@@ -66,10 +66,12 @@ def check_data(data: Path) -> None:
 def memory_exhausted(error: RuntimeError, step: int, device: torch.device, tokens_per_pass: int) -> MemoryError:
     """The user's error for memory that ran out after ``step`` (the last step done), naming the key that
     sizes a forward pass and the size it had."""
-    return MemoryError(f"out of memory on {device} after step {step} ({first_line(error)}): a "
-                       f"forward pass holds up to train.tokens_per_pass={tokens_per_pass} tokens a side; with a "
-                       "smaller value, train.tokens_per_step is made up of more passes, and the same command "
-                       "resumes from the newest checkpoint")
+    return MemoryError(
+        f"out of memory on {device} after step {step} ({first_line(error)}): a "
+        f"forward pass holds up to train.tokens_per_pass={tokens_per_pass} tokens a side; with a "
+        "smaller value, train.tokens_per_step is made up of more passes, and the same command "
+        "resumes from the newest checkpoint"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,12 +79,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
     add_settings(parser, "the run's model and train sections (settings/train.json)", required=True, type=Path)
     parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="CPUs of the job, shared by its ranks on this node (default: train.threads)")
-    parser.add_argument("--max-steps-this-run", type=int, default=None,
-                        help="stop with a checkpoint after this many steps (resume later with the same --out-dir)")
-    parser.add_argument("--gpu-lock-dir", type=Path, default=None,
-                        help="where GPU claim locks live (default: <tmp>/aiayn-gpu-locks-<uid>)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPUs of the job, shared by its ranks on this node (default: train.threads)",
+    )
+    parser.add_argument(
+        "--max-steps-this-run",
+        type=int,
+        default=None,
+        help="stop with a checkpoint after this many steps (resume later with the same --out-dir)",
+    )
+    parser.add_argument(
+        "--gpu-lock-dir",
+        type=Path,
+        default=None,
+        help="where GPU claim locks live (default: <tmp>/aiayn-gpu-locks-<uid>)",
+    )
     add_log(parser)
     return parser
 

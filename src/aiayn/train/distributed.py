@@ -71,12 +71,15 @@ def rendezvous_endpoint(configured: str, environ: dict | None = None) -> str:
         return configured
     if environ.get("SLURM_JOB_NODELIST"):
         return f"{first_host(environ['SLURM_JOB_NODELIST'])}:{RENDEZVOUS_PORT}"
-    raise ValueError("train.nodes > 1 outside a SLURM allocation needs train.rendezvous: HOST:PORT "
-                     "(a machine and free port every node reaches; the same on every node)")
+    raise ValueError(
+        "train.nodes > 1 outside a SLURM allocation needs train.rendezvous: HOST:PORT "
+        "(a machine and free port every node reaches; the same on every node)"
+    )
 
 
-def torchrun_command(argv: list[str], nproc: int, nodes: int = 1, endpoint: str = "",
-                     run_id: str = "aiayn") -> list[str]:
+def torchrun_command(
+    argv: list[str], nproc: int, nodes: int = 1, endpoint: str = "", run_id: str = "aiayn"
+) -> list[str]:
     """``python -m torch.distributed.run ... -m aiayn.train -- ARGV``: ``--standalone`` on one node,
     else one agent of ``nodes`` meeting at the c10d rendezvous ``endpoint`` under ``run_id``.
 
@@ -85,10 +88,22 @@ def torchrun_command(argv: list[str], nproc: int, nodes: int = 1, endpoint: str 
     worker's ``--log`` as an ambiguous abbreviation of ``--log-dir``/``--logs-specs`` and exits 2, and
     a worker flag that abbreviates exactly one torchrun option would be taken silently.
     """
-    where = ["--standalone"] if nodes == 1 else [f"--nnodes={nodes}", "--rdzv-backend=c10d",
-                                                  f"--rdzv-endpoint={endpoint}", f"--rdzv-id={run_id}"]
-    return [sys.executable, "-m", "torch.distributed.run", *where, f"--nproc-per-node={nproc}",
-            "-m", "aiayn.train", "--", *argv]
+    where = (
+        ["--standalone"]
+        if nodes == 1
+        else [f"--nnodes={nodes}", "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", f"--rdzv-id={run_id}"]
+    )
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *where,
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "aiayn.train",
+        "--",
+        *argv,
+    ]
 
 
 def relaunch_under_torchrun(argv: list[str], nproc: int, nodes: int = 1, rendezvous: str = "") -> int:
@@ -145,8 +160,9 @@ def die_with_parent() -> bool:
     parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        log.warning("prctl(PR_SET_PDEATHSIG) failed (errno %d): this rank outlives a killed torchrun",
-                    ctypes.get_errno())
+        log.warning(
+            "prctl(PR_SET_PDEATHSIG) failed (errno %d): this rank outlives a killed torchrun", ctypes.get_errno()
+        )
         return False
     if os.getppid() != parent:  # the parent died before the request was made
         os.kill(os.getpid(), signal.SIGKILL)
@@ -181,11 +197,16 @@ def rank_lost(error: BaseException, world_size: int, checkpoints: list[tuple[int
     if world_size < 2 or not isinstance(error, RuntimeError) or not PEER_GONE.search(str(error)):
         return None
     cause = first_line(error, limit=None)
-    resume = (f"run the same command again to resume from {checkpoints[-1][1]} (step {checkpoints[-1][0]})"
-              if checkpoints else "run the same command again to start over (no checkpoint was written yet)")
-    return RankLost(f"lost another rank of this {world_size}-rank training ({cause}): a rank's process, its "
-                    f"node or the network between them went away; where that rank's own error (in this log or "
-                    f"its node's) names a cause, mend that, then {resume}")
+    resume = (
+        f"run the same command again to resume from {checkpoints[-1][1]} (step {checkpoints[-1][0]})"
+        if checkpoints
+        else "run the same command again to start over (no checkpoint was written yet)"
+    )
+    return RankLost(
+        f"lost another rank of this {world_size}-rank training ({cause}): a rank's process, its "
+        f"node or the network between them went away; where that rank's own error (in this log or "
+        f"its node's) names a cause, mend that, then {resume}"
+    )
 
 
 @dataclass(frozen=True)
@@ -221,8 +242,9 @@ def init_from_environment(gpus: int) -> DistEnv:
     return DistEnv(0, 1, torch.device("cuda", 0) if gpus >= 1 else torch.device("cpu"))
 
 
-def wrap_model(model: nn.Module, env: DistEnv, compile: bool,
-               mode: str = "default") -> tuple[nn.Module, nn.Module | None]:
+def wrap_model(
+    model: nn.Module, env: DistEnv, compile: bool, mode: str = "default"
+) -> tuple[nn.Module, nn.Module | None]:
     """(the module to call, the DDP wrapper or None): DDP first, then ``torch.compile(dynamic=True, mode=mode)``.
 
     Compiling the DDP module lets the compiler split graphs at gradient buckets (the order PyTorch

@@ -45,12 +45,16 @@ class TrainingLoss(nn.Module):
             raise ValueError(f"no training loss way {way!r}: one of {WAYS}")
         self.model, self.smoothing, self.way, self.autocast_dtype = model, smoothing, way, autocast_dtype
 
-    def forward(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, gold_rows: Tensor,
-                src_padded: bool) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor, gold_rows: Tensor, src_padded: bool
+    ) -> tuple[Tensor, Tensor, Tensor]:
         everywhere = self.way == "fused"
         rows = None if everywhere else gold_rows  # (R,) positions of tgt_out.view(-1) with a target
-        arithmetic = (torch.autocast(src.device.type, dtype=self.autocast_dtype) if self.autocast_dtype
-                      else contextlib.nullcontext())
+        arithmetic = (
+            torch.autocast(src.device.type, dtype=self.autocast_dtype)
+            if self.autocast_dtype
+            else contextlib.nullcontext()
+        )
         with arithmetic:  # the blocked loss forms the logits itself, from the states
             run = self.model.states if self.way == "blocked" else self.model
             out = run(src, tgt_in, src_padded, rows)

@@ -25,8 +25,9 @@ HEADROOM = 0.85
 PROBE_TOKENS = (2048, 4096)
 
 
-def tokens_that_fit(peak_bytes: Callable[[int], int], available: int, state_bytes: int,
-                    probes: tuple[int, int] = PROBE_TOKENS) -> int:
+def tokens_that_fit(
+    peak_bytes: Callable[[int], int], available: int, state_bytes: int, probes: tuple[int, int] = PROBE_TOKENS
+) -> int:
     """The most tokens a side whose pass fits in ``HEADROOM * available`` bytes, beside ``state_bytes``
     allocated later (optimizer moments, gradient buckets): extrapolated linearly from
     ``peak_bytes(tokens)`` at the two ``probes``. At least the smaller probe."""
@@ -48,6 +49,7 @@ def device_bytes(device: torch.device) -> int:
 
 def probe_peak(run_pass: Callable[[int], None], device: torch.device) -> Callable[[int], int]:
     """``peak_bytes(tokens)`` of :func:`tokens_that_fit` for a pass ``run_pass(tokens)`` on a GPU."""
+
     def peak_bytes(tokens: int) -> int:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)

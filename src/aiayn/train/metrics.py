@@ -15,8 +15,19 @@ import torch
 
 from aiayn.io import atomic_output
 
-COLUMNS = ("step", "lr", "loss", "nll", "grad_norm", "tokens_per_s", "mfu", "elapsed", "dev_ppl", "rss_mb",
-           "gpu_peak_mb")
+COLUMNS = (
+    "step",
+    "lr",
+    "loss",
+    "nll",
+    "grad_norm",
+    "tokens_per_s",
+    "mfu",
+    "elapsed",
+    "dev_ppl",
+    "rss_mb",
+    "gpu_peak_mb",
+)
 log = logging.getLogger(__name__)
 
 
@@ -34,10 +45,17 @@ class Progress:
 
     def summary(self, flops_per_token: float) -> dict:
         """The counters as ``summary.json`` names them, with the training FLOPs they imply."""
-        return {"steps": self.step, "wall_seconds": self.wall_seconds, "tokens_src": self.tokens_src,
-                "tokens_tgt": self.tokens_tgt, "flops_per_token": flops_per_token,
-                "train_flops": flops_per_token * self.tokens_tgt, "skipped_steps": self.skipped_steps,
-                "final_train_loss": self.train_loss, "final_dev_ppl": self.dev_ppl}
+        return {
+            "steps": self.step,
+            "wall_seconds": self.wall_seconds,
+            "tokens_src": self.tokens_src,
+            "tokens_tgt": self.tokens_tgt,
+            "flops_per_token": flops_per_token,
+            "train_flops": flops_per_token * self.tokens_tgt,
+            "skipped_steps": self.skipped_steps,
+            "final_train_loss": self.train_loss,
+            "final_dev_ppl": self.dev_ppl,
+        }
 
 
 @dataclass
@@ -72,8 +90,9 @@ class MetricsLog:
         rows = []
         if self.path.exists() and resume_step > 0:
             with open(self.path, encoding="utf-8", newline="") as handle:
-                rows = [r for r in csv.DictReader(handle)
-                        if r.get("step", "").isdigit() and int(r["step"]) <= resume_step]
+                rows = [
+                    r for r in csv.DictReader(handle) if r.get("step", "").isdigit() and int(r["step"]) <= resume_step
+                ]
         with atomic_output(self.path) as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n", extrasaction="ignore")
             writer.writeheader()
@@ -88,11 +107,22 @@ class MetricsLog:
         seconds = result.queued_at - window.start
         tokens_per_s = window.timed_tokens / seconds if seconds > 0 else 0.0
         loss = window.loss / max(window.tokens, 1.0)
-        self.write({"step": result.step, "lr": result.lr, "loss": loss, "nll": window.nll / max(window.tokens, 1.0),
-                    "grad_norm": result.grad_norm, "tokens_per_s": tokens_per_s, "mfu": mfu(tokens_per_s),
-                    "elapsed": elapsed, **memory_mb(device)})
-        log.info("%s", progress_line(result.step, train_steps, tokens_per_s, loss, result.lr,
-                                     seconds / max(window.steps, 1)))
+        self.write(
+            {
+                "step": result.step,
+                "lr": result.lr,
+                "loss": loss,
+                "nll": window.nll / max(window.tokens, 1.0),
+                "grad_norm": result.grad_norm,
+                "tokens_per_s": tokens_per_s,
+                "mfu": mfu(tokens_per_s),
+                "elapsed": elapsed,
+                **memory_mb(device),
+            }
+        )
+        log.info(
+            "%s", progress_line(result.step, train_steps, tokens_per_s, loss, result.lr, seconds / max(window.steps, 1))
+        )
         return loss
 
     def write(self, row: dict) -> None:
@@ -106,7 +136,8 @@ class MetricsLog:
         """A row holding only the step and its dev perplexity (the other cells stay empty)."""
         with open(self.path, "a", encoding="utf-8", newline="") as handle:
             csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n").writerow(
-                {key: "" for key in COLUMNS} | {"step": str(step), "dev_ppl": _format(ppl)})
+                {key: "" for key in COLUMNS} | {"step": str(step), "dev_ppl": _format(ppl)}
+            )
         self.scalars(step, {"ppl": ppl}, "dev")
 
     def scalars(self, step: int, values: dict, prefix: str) -> None:
@@ -151,6 +182,7 @@ def progress_line(step: int, total: int, tokens_per_s: float, loss: float, lr: f
     ``(total - step) x seconds_per_step`` (the mean over the steps since the last line)."""
     remaining = max(total - step, 0) * seconds_per_step
     eta = f"{int(remaining // 3600)}:{int(remaining % 3600 // 60):02d}:{int(remaining % 60):02d}"
-    return (f"step {step}/{total} ({100.0 * step / total:.1f}%) | {tokens_per_s:.0f} tokens/s | loss {loss:.4f} | "
-            f"lr {lr:.2e} | ETA {eta}")
-
+    return (
+        f"step {step}/{total} ({100.0 * step / total:.1f}%) | {tokens_per_s:.0f} tokens/s | loss {loss:.4f} | "
+        f"lr {lr:.2e} | ETA {eta}"
+    )

@@ -25,10 +25,12 @@ def check_at_least_one_batch(where: str, tgt_lengths: np.ndarray, batches: list,
     end symbols): a near-empty corpus after cleaning, found before any training step."""
     tokens = int(tgt_lengths.sum()) + len(tgt_lengths)
     if not batches or tokens < tokens_per_batch:
-        raise ValueError(f"{where}: {len(tgt_lengths)} sentence pairs, {tokens} target tokens: less than one "
-                         f"batch of {tokens_per_batch} (from train.tokens_per_step and train.tokens_per_pass); the "
-                         "corpus is (nearly) empty: see the cleaning counts (clean/<task>/train.stats.json) and "
-                         "which data.clean rule dropped the pairs")
+        raise ValueError(
+            f"{where}: {len(tgt_lengths)} sentence pairs, {tokens} target tokens: less than one "
+            f"batch of {tokens_per_batch} (from train.tokens_per_step and train.tokens_per_pass); the "
+            "corpus is (nearly) empty: see the cleaning counts (clean/<task>/train.stats.json) and "
+            "which data.clean rule dropped the pairs"
+        )
 
 
 class BatchSampler:
@@ -40,8 +42,15 @@ class BatchSampler:
     permutation changes every epoch, different batches sit out each time (logged once).
     """
 
-    def __init__(self, batches: list[np.ndarray], seed: int, rank: int = 0, world_size: int = 1, shuffle: bool = True,
-                 shapes: list[Shape] | None = None):
+    def __init__(
+        self,
+        batches: list[np.ndarray],
+        seed: int,
+        rank: int = 0,
+        world_size: int = 1,
+        shuffle: bool = True,
+        shapes: list[Shape] | None = None,
+    ):
         """``shapes``: each batch's (rows, S, T) when the batches are padded to a ladder
         (:func:`aiayn.runtime.batches.ladder_batches`), else None."""
         if len(batches) < world_size:
@@ -50,14 +59,19 @@ class BatchSampler:
         self.shapes = shapes
         self.per_rank = len(batches) // world_size
         if len(batches) % world_size:
-            log.info("%d of %d batches sit out each epoch so that %d ranks get %d batches each",
-                     len(batches) % world_size, len(batches), world_size, self.per_rank)
+            log.info(
+                "%d of %d batches sit out each epoch so that %d ranks get %d batches each",
+                len(batches) % world_size,
+                len(batches),
+                world_size,
+                self.per_rank,
+            )
 
     def order(self, epoch: int) -> np.ndarray:
         """Indices into ``batches`` this rank visits in ``epoch`` (length ``per_rank``)."""
         n = len(self.batches)
         perm = np.random.default_rng([self.seed, epoch]).permutation(n) if self.shuffle else np.arange(n)
-        return perm[: n - n % self.world_size][self.rank::self.world_size]
+        return perm[: n - n % self.world_size][self.rank :: self.world_size]
 
 
 class BatchStream:
@@ -97,8 +111,9 @@ def load_corpora(data_dir: Path) -> tuple[ShardedCorpus, ShardedCorpus]:
     return train, dev
 
 
-def training_batches(data: ShardedCorpus, plan: StepPlan, cfg: TrainConfig, max_positions: int | None,
-                     shapes: int = 0) -> tuple[list[np.ndarray], list[Shape] | None]:
+def training_batches(
+    data: ShardedCorpus, plan: StepPlan, cfg: TrainConfig, max_positions: int | None, shapes: int = 0
+) -> tuple[list[np.ndarray], list[Shape] | None]:
     """Token-budget batches of the training pairs, and each batch's (rows, S, T) when they are padded to a
     ladder of at most ``shapes`` shapes (0: none; :mod:`aiayn.runtime.shapes`). Pairs with a side over
     ``train.max_length`` (or the learned positions' limit ``max_positions``) or over the batch budget are
@@ -112,11 +127,24 @@ def training_batches(data: ShardedCorpus, plan: StepPlan, cfg: TrainConfig, max_
     check_at_least_one_batch(str(data.dir), data.tgt_lengths, batches, budget)
     too_long = int((np.maximum(data.src_lengths, data.tgt_lengths) + 1 > limit).sum()) if limit else 0
     keys = f"train.max_length={cfg.max_length}" + (f", max_positions={max_positions}" if max_positions else "")
-    log.info("%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped: %d with a "
-             "side longer than %s, %d longer than the batch budget", len(batches), budget,
-             dropped, len(data), too_long, f"{limit} tokens ({keys})" if limit else "no limit", dropped - too_long)
+    log.info(
+        "%d training batches of at most %d tokens per side; %d of %d sentence pairs dropped: %d with a "
+        "side longer than %s, %d longer than the batch budget",
+        len(batches),
+        budget,
+        dropped,
+        len(data),
+        too_long,
+        f"{limit} tokens ({keys})" if limit else "no limit",
+        dropped - too_long,
+    )
     src, tgt = padding_share(batches, batch_shapes, data.src_lengths + 1, data.tgt_lengths + 1)
-    log.info("%s; padding: %.1f%% of source and %.1f%% of target positions",
-             f"{len(set(batch_shapes))} batch shapes (train.batch_shapes={shapes})" if shapes
-             else "each batch as long as its longest pair (train.batch_shapes=0)", 100 * src, 100 * tgt)
+    log.info(
+        "%s; padding: %.1f%% of source and %.1f%% of target positions",
+        f"{len(set(batch_shapes))} batch shapes (train.batch_shapes={shapes})"
+        if shapes
+        else "each batch as long as its longest pair (train.batch_shapes=0)",
+        100 * src,
+        100 * tgt,
+    )
     return batches, batch_shapes

@@ -58,8 +58,9 @@ def rotate(out_dir: Path, keep: int, checkpoint_steps: int = 0, final_step: int 
     """Delete all but the newest ``keep`` spaced checkpoints and the newest one of any kind (the one
     a resumed run starts from); returns the deleted paths. ``checkpoint_steps == 0``: the newest ``keep``."""
     found = list_checkpoints(out_dir)
-    kept = ({path for _, path in spaced_checkpoints(found, checkpoint_steps, final_step)[-keep:]}
-            | {path for _, path in found[-1:]})
+    kept = {path for _, path in spaced_checkpoints(found, checkpoint_steps, final_step)[-keep:]} | {
+        path for _, path in found[-1:]
+    }
     old = [path for _, path in found if path not in kept]
     for path in old:
         with contextlib.suppress(FileNotFoundError):
@@ -90,8 +91,13 @@ def rng_state() -> dict:
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     state = {
         "python": [version, list(internal), gauss],
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -117,8 +123,9 @@ def set_rng_state(state: dict) -> None:
         for index, generator in enumerate(saved[:visible]):
             torch.cuda.set_rng_state(generator.cpu(), index)
         if len(saved) > visible:
-            log.warning("restored %d of %d saved CUDA generator states (%d GPU(s) visible now)",
-                     visible, len(saved), visible)
+            log.warning(
+                "restored %d of %d saved CUDA generator states (%d GPU(s) visible now)", visible, len(saved), visible
+            )
 
 
 def trajectory_changes(checkpoint: Checkpoint, settings: dict, vocab: dict) -> list[str]:
@@ -159,8 +166,12 @@ def choose(out_dir: Path, settings: dict, vocab: dict) -> tuple[tuple[str, int] 
     changed = trajectory_changes(checkpoint, settings, vocab)
     if changed:
         aside = set_aside(Path(out_dir) / "checkpoints")
-        log.warning("%s was trained with other %s; moved the old checkpoints to %s and training from "
-                    "scratch", path, ", ".join(changed), aside)
+        log.warning(
+            "%s was trained with other %s; moved the old checkpoints to %s and training from scratch",
+            path,
+            ", ".join(changed),
+            aside,
+        )
         return None, None
     return (str(path), step), checkpoint
 
@@ -181,8 +192,16 @@ def data_state(checkpoint: Checkpoint, world_size: int, per_rank: int) -> dict:
     data = dict(checkpoint.data_state)
     if (old_world, old_per_rank) != (world_size, per_rank):
         data["position"] = min(per_rank, round(data["position"] * per_rank / old_per_rank))
-        log.warning("the checkpoint's batches were packed for %d rank(s), %d a rank an epoch; this run's for %d, "
-                    "%d: epoch %d continues at batch %d of %d per rank (another batch order and other dropout "
-                    "masks from here)", old_world, old_per_rank, world_size, per_rank, data["epoch"],
-                    data["position"], per_rank)
+        log.warning(
+            "the checkpoint's batches were packed for %d rank(s), %d a rank an epoch; this run's for %d, "
+            "%d: epoch %d continues at batch %d of %d per rank (another batch order and other dropout "
+            "masks from here)",
+            old_world,
+            old_per_rank,
+            world_size,
+            per_rank,
+            data["epoch"],
+            data["position"],
+            per_rank,
+        )
     return data

@@ -12,4 +12,4 @@ def learning_rate(step: int, d_model: int, warmup_steps: int, lr_scale: float = 
     """
     if step < 1:
         raise ValueError(f"learning-rate steps count from 1, got {step}")
-    return lr_scale * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+    return lr_scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)

@@ -17,9 +17,13 @@ def stop_on_signals(request_stop: Callable[[], None]) -> Iterator[None]:
     boundary with a checkpoint); a second SIGINT interrupts at once, as Ctrl-C does elsewhere. The
     previous handlers afterwards, so that a process that trains and goes on (a test, a notebook) does
     not keep a stop flag's handler."""
+
     def handler(signum, frame):
-        log.warning("signal %d: stopping after this step with a checkpoint%s", signum,
-                    " (Ctrl-C again to stop at once, without one)" if signum == signal.SIGINT else "")
+        log.warning(
+            "signal %d: stopping after this step with a checkpoint%s",
+            signum,
+            " (Ctrl-C again to stop at once, without one)" if signum == signal.SIGINT else "",
+        )
         request_stop()
         if signum == signal.SIGINT:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -60,8 +60,9 @@ def flags(stop: bool, save: bool, device: torch.device) -> Tensor:
     return out
 
 
-def apply_update(params: list[Tensor], optimizer: torch.optim.Optimizer, stats: Tensor, world_size: int,
-                 clip_norm: float, lr: float) -> tuple[Tensor, Tensor]:
+def apply_update(
+    params: list[Tensor], optimizer: torch.optim.Optimizer, stats: Tensor, world_size: int, clip_norm: float, lr: float
+) -> tuple[Tensor, Tensor]:
     """Scale, clip and apply the gradients of one step; returns (gradient norm, skipped) as device scalars.
 
     stats: the all-reduced :data:`STATS`. DDP averaged the gradients of summed losses over ranks, so
@@ -138,7 +139,9 @@ class Skips:
         progress.skipped_steps += 1
         self.in_a_row += 1
         if self.in_a_row > self.limit:
-            raise NonFiniteError(f"{message}; {self.in_a_row} steps in a row were not finite, "
-                                 "the model has diverged (lower train.lr_scale or set train.clip_norm)")
+            raise NonFiniteError(
+                f"{message}; {self.in_a_row} steps in a row were not finite, "
+                "the model has diverged (lower train.lr_scale or set train.clip_norm)"
+            )
         log.warning("%s; no update applied (%d so far, train.nan_policy: skip)", message, progress.skipped_steps)
         return True

@@ -49,8 +49,14 @@ log = logging.getLogger(__name__)
 class Trainer:
     """Trains one model on ``<data_dir>/{train,dev}`` into ``out_dir`` (see the module docstring)."""
 
-    def __init__(self, run: RunConfig | Mapping[str, Any], data_dir: Path, out_dir: Path, env: DistEnv,
-                 max_steps_this_run: int | None = None):
+    def __init__(
+        self,
+        run: RunConfig | Mapping[str, Any],
+        data_dir: Path,
+        out_dir: Path,
+        env: DistEnv,
+        max_steps_this_run: int | None = None,
+    ):
         """``run``: the run's settings, built once by the caller (a mapping, as tests and benchmarks
         write them, is built here)."""
         run = run if isinstance(run, RunConfig) else RunConfig.from_dict(run)
@@ -62,20 +68,31 @@ class Trainer:
         torch.manual_seed(self.cfg.seed)
         self.raw_model = Transformer(self.model_cfg, self.vocab["size"], PAD).to(env.device)
         self.compiled = self.cfg.compile_on(env.device.type)
-        self.precision = set_up_arithmetic(self.raw_model, self.cfg.precision, self.cfg.cpu_matmul, env.device,
-                                           self.compiled)
+        self.precision = set_up_arithmetic(
+            self.raw_model, self.cfg.precision, self.cfg.cpu_matmul, env.device, self.compiled
+        )
         self.autocast = autocast_for(self.precision, env.device)
         self.autocast_dtype = torch.bfloat16 if self.precision == "bf16" else None
         self.max_len = self.model_cfg.position_limit
         self.plan = self.cfg.plan(env.world_size, self._tokens_that_fit())
-        loss = TrainingLoss(self.raw_model, self.cfg.label_smoothing,
-                            way_for(env.device, self.precision, self.compiled), self.autocast_dtype)
+        loss = TrainingLoss(
+            self.raw_model,
+            self.cfg.label_smoothing,
+            way_for(env.device, self.precision, self.compiled),
+            self.autocast_dtype,
+        )
         self.model, self.ddp = wrap_model(loss, env, self.compiled, self.cfg.compile_mode)
-        self.optimizer = torch.optim.Adam(self.raw_model.parameters(), lr=0.0, betas=self.cfg.adam_betas,
-                                          eps=self.cfg.adam_eps, weight_decay=self.cfg.weight_decay,
-                                          fused=True)
-        batches, shapes = training_batches(self.train_data, self.plan, self.cfg, self.max_len,
-                                           self.cfg.batch_shapes_on(env.device.type))
+        self.optimizer = torch.optim.Adam(
+            self.raw_model.parameters(),
+            lr=0.0,
+            betas=self.cfg.adam_betas,
+            eps=self.cfg.adam_eps,
+            weight_decay=self.cfg.weight_decay,
+            fused=True,
+        )
+        batches, shapes = training_batches(
+            self.train_data, self.plan, self.cfg, self.max_len, self.cfg.batch_shapes_on(env.device.type)
+        )
         self.stream = BatchStream(BatchSampler(batches, self.cfg.seed, env.rank, env.world_size, shapes=shapes))
         self.batches = Prefetcher(self.stream, self.train_data, env.device, depth=self.plan.passes + 1)
         self.pending = PendingResults(env.device)
@@ -94,8 +111,12 @@ class Trainer:
         (:mod:`aiayn.train.memory`), the same on every rank (the smallest); else None."""
         if self.cfg.tokens_per_pass is not None or self.env.device.type != "cuda":
             return None
-        eager = TrainingLoss(self.raw_model, self.cfg.label_smoothing, way_for(self.env.device, self.precision, False),
-                             self.autocast_dtype)
+        eager = TrainingLoss(
+            self.raw_model,
+            self.cfg.label_smoothing,
+            way_for(self.env.device, self.precision, False),
+            self.autocast_dtype,
+        )
         length, device = self.cfg.length_limit(self.max_len) or 256, self.env.device
 
         def run_pass(tokens: int) -> None:  # pairs as long as training allows: the most memory per token
@@ -111,8 +132,11 @@ class Trainer:
             least = torch.tensor(fits, device=device)
             torch.distributed.all_reduce(least, op=torch.distributed.ReduceOp.MIN)
             fits = int(least.item())
-        log.info("train.tokens_per_pass null: a pass of up to %d tokens a side fits in this GPU's memory "
-                 "(aiayn.train.memory)", fits)
+        log.info(
+            "train.tokens_per_pass null: a pass of up to %d tokens a side fits in this GPU's memory "
+            "(aiayn.train.memory)",
+            fits,
+        )
         return fits
 
     def micro_step(self, batch: Batch) -> torch.Tensor:
@@ -158,11 +182,19 @@ class Trainer:
 
     def checkpoint(self) -> Checkpoint:
         """This run now: what :meth:`resume` continues from."""
-        return Checkpoint(model=self.raw_model.state_dict(), settings=self.settings, vocab=self.vocab,
-                          step=self.progress.step, optimizer=self.optimizer.state_dict(),
-                          data_state=self.batches.state_dict(), progress=dataclasses.asdict(self.progress),
-                          window=self.window.sums(), rng=rng_state(), world_size=self.env.world_size,
-                          batches_per_rank=self.stream.sampler.per_rank)
+        return Checkpoint(
+            model=self.raw_model.state_dict(),
+            settings=self.settings,
+            vocab=self.vocab,
+            step=self.progress.step,
+            optimizer=self.optimizer.state_dict(),
+            data_state=self.batches.state_dict(),
+            progress=dataclasses.asdict(self.progress),
+            window=self.window.sums(),
+            rng=rng_state(),
+            world_size=self.env.world_size,
+            batches_per_rank=self.stream.sampler.per_rank,
+        )
 
     def save(self) -> Path:
         """Write ``checkpoints/ckpt_<step>.pt`` (main rank only); keep the newest ``keep_checkpoints``
@@ -214,8 +246,15 @@ class Trainer:
         return bool(by_steps or by_time) and step < self.cfg.train_steps
 
     def dev_perplexity(self) -> float:
-        totals = corpus_nll(self.raw_model, self.dev_data, self.plan.tokens_per_pass, self.env.device,
-                            self.max_len, self.autocast, drop_overlong=True)
+        totals = corpus_nll(
+            self.raw_model,
+            self.dev_data,
+            self.plan.tokens_per_pass,
+            self.env.device,
+            self.max_len,
+            self.autocast,
+            drop_overlong=True,
+        )
         ppl = perplexity_report(totals)["ppl"]
         self.progress.dev_ppl = ppl
         log.info("step %d: dev perplexity %.4f (%d tokens)", self.progress.step, ppl, totals["tokens"])
@@ -231,8 +270,9 @@ class Trainer:
         """Add a step to the log window; every ``log_every_steps`` (and at the end) write a row."""
         window = self.window.add(result)
         if metrics and (result.step % self.cfg.log_every_steps == 0 or result.step == self.cfg.train_steps):
-            self.progress.train_loss = metrics.write_window(window, result, self.cfg.train_steps, elapsed,
-                                                            self.mfu, self.env.device)
+            self.progress.train_loss = metrics.write_window(
+                window, result, self.cfg.train_steps, elapsed, self.mfu, self.env.device
+            )
             bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result.lr:.2e}")
             self.window = Window(start=result.queued_at)
 
@@ -248,8 +288,13 @@ class Trainer:
         self._wall_before, steps_this_run = self.progress.wall_seconds, 0
         metrics = MetricsLog(self.out_dir, self.progress.step) if self.env.is_main else None
         self._log_start()
-        bar = tqdm(total=self.cfg.train_steps, initial=self.progress.step, disable=None if self.env.is_main else True,
-                   unit="step", dynamic_ncols=True)
+        bar = tqdm(
+            total=self.cfg.train_steps,
+            initial=self.progress.step,
+            disable=None if self.env.is_main else True,
+            unit="step",
+            dynamic_ncols=True,
+        )
         self.window.start = self.last_save = time.perf_counter()
         try:
             while self.progress.step < self.cfg.train_steps:
@@ -291,17 +336,29 @@ class Trainer:
         self.progress.wall_seconds = self._wall()
 
     def _log_start(self) -> None:
-        log.info("model: %d parameters, %.3g training FLOPs per target token; %d rank(s) on %s (%s, %s); "
-                 "%d forward pass(es) of <= %d tokens per rank: %d tokens per step", count_parameters(self.raw_model),
-                 self.flops_per_token, self.env.world_size, self.env.device, device_name(self.env.device),
-                 self.precision, self.plan.passes, self.plan.tokens_per_pass, self.plan.tokens_per_step)
+        log.info(
+            "model: %d parameters, %.3g training FLOPs per target token; %d rank(s) on %s (%s, %s); "
+            "%d forward pass(es) of <= %d tokens per rank: %d tokens per step",
+            count_parameters(self.raw_model),
+            self.flops_per_token,
+            self.env.world_size,
+            self.env.device,
+            device_name(self.env.device),
+            self.precision,
+            self.plan.passes,
+            self.plan.tokens_per_pass,
+            self.plan.tokens_per_step,
+        )
 
     def finish(self, metrics: MetricsLog | None) -> None:
         """Final checkpoint, ``checkpoint_last.pt``, dev perplexity and ``summary.json`` (written last)."""
         if not self.env.is_main:
             return
-        if (self.progress.dev_ppl is None or self.cfg.dev_every_steps == 0
-                or self.progress.step % self.cfg.dev_every_steps):
+        if (
+            self.progress.dev_ppl is None
+            or self.cfg.dev_every_steps == 0
+            or self.progress.step % self.cfg.dev_every_steps
+        ):
             ppl = self.dev_perplexity()
             if metrics:
                 metrics.dev(self.progress.step, ppl)
@@ -312,14 +369,25 @@ class Trainer:
         if metrics:
             metrics.close()
         write_json(self.out_dir / "summary.json", self.summary())
-        log.info("done: %d steps, final train loss %s, dev perplexity %.4f", self.progress.step,
-                 self.progress.train_loss, self.progress.dev_ppl)
+        log.info(
+            "done: %d steps, final train loss %s, dev perplexity %.4f",
+            self.progress.step,
+            self.progress.train_loss,
+            self.progress.dev_ppl,
+        )
 
     def summary(self) -> dict:
-        return {"experiment": self.settings.get("experiment"), "task": self.settings.get("task"),
-                "params": count_parameters(self.raw_model), **self.progress.summary(self.flops_per_token),
-                "device": self.env.device.type, "precision": self.precision, "gpu_model": device_name(self.env.device),
-                "world_size": self.env.world_size, "settings": self.settings}
+        return {
+            "experiment": self.settings.get("experiment"),
+            "task": self.settings.get("task"),
+            "params": count_parameters(self.raw_model),
+            **self.progress.summary(self.flops_per_token),
+            "device": self.env.device.type,
+            "precision": self.precision,
+            "gpu_model": device_name(self.env.device),
+            "world_size": self.env.world_size,
+            "settings": self.settings,
+        }
 
     def stopping_on_signals(self) -> contextlib.AbstractContextManager:
         """Stop at the next step boundary with a checkpoint on SIGTERM or a first SIGINT, inside the ``with``
