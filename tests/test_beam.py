@@ -374,3 +374,15 @@ def test_first_step_runs_one_row_per_sentence():
     assert [h.tokens for h in hyps] == [
         h.tokens for h in search(UncachedDecoding(model), REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8.0)
     ]
+
+
+# Sentence 12 (alpha 0): the empty output (P .6) beats [a] (P .4) unless a minimum length forbids ending at once.
+EMPTY_TABLE = {(12, ()): {EOS: 0.6, A: 0.4}, (12, (A,)): {EOS: 1.0}}
+
+
+@pytest.mark.parametrize("min_length, tokens, log_prob", [(0, [], math.log(0.6)), (1, [A], math.log(0.4))])
+def test_a_minimum_length_keeps_the_end_symbol_from_coming_first(min_length, tokens, log_prob):
+    """decode.min_length: eos is not a candidate before that many tokens (fairseq's min_len); the other
+    candidates keep their log-probabilities (no renormalisation, as fairseq)."""
+    [hyp] = search(FakeModel(EMPTY_TABLE), [[12, 1]], length_penalty=0.0, min_length=min_length)
+    assert hyp.tokens == tokens and hyp.log_prob == pytest.approx(log_prob, rel=1e-6)

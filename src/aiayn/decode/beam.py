@@ -143,15 +143,17 @@ class _Beams:
         return _Beams(self.active[keep], log_probs, tokens, self.max_len[keep], self.max_lp[keep])
 
 
-def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: int, ids: SpecialIds):
+def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: int, ids: SpecialIds, end: bool = True):
     """Top 2K continuations per sentence, on the device: (log P (n, 2K), beam * V + token (n, 2K)).
 
     logits (n*w, V) of the newest position, log_probs (n, w) of the live hypotheses; pad and bos
-    can never be generated.
+    can never be generated, nor eos unless ``end`` (``decode.min_length`` tokens not generated yet).
     """
     log_p = F.log_softmax(logits.float(), dim=-1)
-    log_p[:, ids.pad] = -math.inf  # two slice fills: no index tensor to copy to the device
+    log_p[:, ids.pad] = -math.inf  # slice fills: no index tensor to copy to the device
     log_p[:, ids.bos] = -math.inf
+    if not end:
+        log_p[:, ids.eos] = -math.inf
     (n, width), vocab = log_probs.shape, log_p.size(-1)
     total = (log_probs.reshape(-1, 1) + log_p).reshape(n, width * vocab)
     return total.topk(min(2 * beam_size if beam_size > 1 else 1, total.size(1)), dim=1)
@@ -253,12 +255,14 @@ def beam_search_n_best(
     max_len_a: float = DecodeConfig.max_len_a,
     max_len_b: float = DecodeConfig.max_len_b,
     early_stop: bool = DecodeConfig.early_stop,
+    min_length: int = DecodeConfig.min_length,
     ids: SpecialIds = SpecialIds(),
 ) -> list[list[Hypothesis]]:
     """The ``n_best`` best hypotheses of each source sentence, best first (``n_best <= beam_size``: the
     finished set holds K; fewer when fewer finished); ``src`` (B,S) holds ids + eos, right-padded with pad.
 
-    ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit. The
+    ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit; an output
+    ends no earlier than after ``min_length`` tokens (but at the length limit, as it stands). The
     encoder runs once; each step feeds only the newest token (B*K, 1; B at the first step) to
     ``model.decode`` with the cache, and ``cache.reorder`` keeps the rows of surviving beams (their
     self-attention keys and values) and, when sentences finish, the remaining sentences' encoder
@@ -285,7 +289,7 @@ def beam_search_n_best(
     while beams.active.numel():
         length += 1
         logits = model.decode(prev, cache.enc, cache)[:, -1]
-        top_lp, top_idx = _step_candidates(logits, beams.log_probs, beam_size, ids)
+        top_lp, top_idx = _step_candidates(logits, beams.log_probs, beam_size, ids, end=length > min_length)
         cand = _to_host(top_lp, top_idx, logits.size(-1))
         _collect_finished(cand, beams, finished, length, length_penalty, ids.eos)
         live, pos = _next_live(cand, ids.eos, beam_size)

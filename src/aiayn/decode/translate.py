@@ -95,6 +95,7 @@ def search_options(opts: DecodeConfig) -> dict[str, Any]:
         "max_len_a": opts.max_len_a,
         "max_len_b": opts.max_len_b,
         "early_stop": opts.early_stop,
+        "min_length": opts.min_length,
     }
 
 

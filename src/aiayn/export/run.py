@@ -90,6 +90,7 @@ def preprocessing(files: RunFiles, decode: DecodeConfig) -> dict:
             "length_penalty_form": "GNMT: log P / ((5 + |Y|) / 6) ** length_penalty, |Y| with </s>",
             "max_len_a": decode.max_len_a,
             "max_len_b": decode.max_len_b,
+            "min_length": decode.min_length,
         },
     }
 

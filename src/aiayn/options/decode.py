@@ -59,6 +59,13 @@ class DecodeConfig(Section):
         help="end a sentence once no live hypothesis can beat the finished ones",
         source='paper 6.1 ("terminate early when possible")',
     )
+    min_length: int = option(
+        0,
+        help="tokens an output holds at least before its end symbol (0: none, so an empty output can win; "
+        "fairseq's and CTranslate2's searches ask for 1)",
+        source="tensor2tensor: no minimum (utils/beam_search.py at 3d9c62f2)",
+        minimum=0,
+    )
     max_sentences: int = option(128, help="sentences per batch of the decoding loop", minimum=1)
     precision: str = precision_option("arithmetic of decoding's forward passes")
     cpu_matmul: str = cpu_matmul_option("float32 CPU products of decoding: onednn or mkl")
