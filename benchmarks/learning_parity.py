@@ -43,6 +43,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import parity_decode  # noqa: E402
 from parity_data import fairseq_preprocess, prepare  # noqa: E402
 from parity_fairseq import run_fairseq  # noqa: E402
 from seed_stats import paired, seeds_needed, welch  # noqa: E402
@@ -126,6 +127,15 @@ VARIANTS: dict[str, tuple[dict, InitScheme | CrossApart | None, str]] = {
     ),
     "ladder": ({}, None, "this project's defaults, batches padded to a GPU's ladder of shapes (train.batch_shapes)"),
 }
+
+
+def spaced(steps: int) -> dict:
+    """The checkpoints of a --corpus run: spaced for the averaging before test decoding (parity_decode),
+    at most ``CHECKPOINT_STEPS`` apart and the last ``AVERAGED`` within the run."""
+    every = max(1, min(parity_decode.CHECKPOINT_STEPS, steps // parity_decode.AVERAGED))
+    return {"checkpoint_minutes": 0, "checkpoint_steps": every, "keep_checkpoints": parity_decode.AVERAGED}
+
+
 # name: train settings a variant changes
 TRAIN_CHANGES = {"ladder": {"batch_shapes": 64}}
 
@@ -161,6 +171,7 @@ def settings(args: argparse.Namespace, model_changes: dict, seed: int, train_cha
         "keep_checkpoints": 1,
         "log_every_steps": args.window,
         "dev_every_steps": args.dev_every,
+        **(spaced(args.steps) if args.corpus else {}),
         **(train_changes or {}),
     }
     return {"experiment": "learning_parity", "task": "en-de", "model": model, "train": train}
@@ -174,8 +185,8 @@ def run_key(name: str, args: argparse.Namespace, seed: int) -> str:
     tests/test_torchrun.py), so an interrupted run continues from its last one under the same key."""
     changes, scheme = VARIANTS[name][:2] if name in VARIANTS else ({}, None)
     config = settings(args, changes, seed, TRAIN_CHANGES.get(name))
-    config["train"]["train_steps"] = 0
-    config["train"]["checkpoint_minutes"] = 0
+    for key in ("train_steps", "checkpoint_minutes", "checkpoint_steps", "keep_checkpoints"):
+        config["train"].pop(key, None)  # what the curve does not depend on
     if name == "fairseq":  # fairseq builds its own model: only the settings it is given count
         config["model"] = {key: config["model"][key] for key in ("n_layers", "d_model", "d_ff", "n_heads", "dropout")}
     shape = ["fairseq" if name == "fairseq" else "aiayn", config, repr(scheme), args.vocab_size, args.dev_lines]
@@ -239,6 +250,9 @@ def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
     folder = work / "runs" / run_key(name, args, seed)
     if (folder / "curve.json").exists():
         curve = read_json(folder / "curve.json")
+        if curve["steps"] == args.steps and args.corpus and "bleu" not in curve:
+            curve["bleu"] = decode(work, name, folder, args)
+            write_json(folder / "curve.json", curve)
         if curve["steps"] >= args.steps:
             return truncate(curve, args.steps)
     folder.mkdir(parents=True, exist_ok=True)
@@ -257,6 +271,7 @@ def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
             seed,
             args.threads,
             folder / "fairseq.log",
+            save_dir=folder / "fairseq-ckpt" if args.corpus else None,
         )
     else:
         curve = run_ours(work, name, args, seed, folder / f"train-{args.steps}")
@@ -266,8 +281,18 @@ def run(work: Path, name: str, args: argparse.Namespace, seed: int) -> dict:
     }
     curve["steps"] = args.steps
     curve["tree"] = tree()
+    if args.corpus:
+        curve["bleu"] = decode(work, name, folder, args)
     write_json(folder / "curve.json", curve)
     return curve
+
+
+def decode(work: Path, name: str, folder: Path, args: argparse.Namespace) -> dict:
+    """Dev and test BLEU of a finished ``--corpus`` run, and its empty outputs (:mod:`parity_decode`)."""
+    if name == "fairseq":
+        data = fairseq_preprocess(args.fairseq_python, work)
+        return parity_decode.fairseq(args.fairseq_python, work, folder / "fairseq-ckpt", data, args.threads)
+    return parity_decode.ours(work, folder / f"train-{args.steps}", args.threads)
 
 
 def truncate(curve: dict, steps: int) -> dict:
@@ -357,6 +382,55 @@ def tests_at(results: dict[str, list[dict]], step: int) -> str:
     return "\n".join(lines)
 
 
+def bleu_values(curves: list[dict], split: str, min_length: str, field: str = "bleu") -> list[float] | None:
+    """Each seed's dev or test score (``field``: bleu, empty) at one ``decode.min_length``; None when absent."""
+    values = [c.get("bleu", {}).get(split, {}).get(min_length, {}).get(field) for c in curves]
+    return None if not values or any(v is None for v in values) else values
+
+
+def bleu_report(results: dict[str, list[dict]]) -> str:
+    """sacreBLEU of each run's averaged model on dev and test, and its empty outputs, with each
+    ``decode.min_length`` it was decoded with (fairseq: its default, 1); then each run against the first
+    on test BLEU at min_length 1: Welch's t over seeds, the paired t seed by seed, and whether its seed
+    range overlaps the first run's."""
+    names = list(results)
+    lines = ["| run | min_length | dev BLEU | test BLEU | test empty outputs |", "|---|---|---|---|---|"]
+    for name in names:
+        for min_length in ("0", "1"):
+            dev, test = bleu_values(results[name], "dev", min_length), bleu_values(results[name], "test", min_length)
+            if test is None:
+                continue
+            empty = bleu_values(results[name], "test", min_length, "empty")
+            lines.append(
+                f"| {name} | {min_length} | {cell(spread(dev), 2)} | {cell(spread(test), 2)} | "
+                f"{cell(spread(empty), 1)} |"
+            )
+    lines += [
+        "",
+        f"| run | test BLEU - {names[0]} | Welch t | p | paired t | paired p | ranges overlap |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    ref = bleu_values(results[names[0]], "test", "1")
+    for name in names[1:]:
+        own = bleu_values(results[name], "test", "1")
+        if ref is None or own is None or len(ref) < 2 or len(own) < 2:
+            continue
+        test, pairs = welch(ref, own), paired(ref, own) if len(ref) == len(own) else None
+        overlap = max(min(ref), min(own)) <= min(max(ref), max(own))
+        lines.append(
+            f"| {name} | {test.difference:+.2f} | {test.t:+.2f} | {test.p:.3f} | "
+            f"{f'{pairs.t:+.2f} | {pairs.p:.3f}' if pairs else '- | -'} | {'yes' if overlap else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def spread(values: list[float] | None) -> tuple[float, float, float, float] | None:
+    """(mean, sd, min, max) of ``values`` (sd 0 for one); None for none."""
+    if not values:
+        return None
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0, min(values), max(values)
+
+
 def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
     train_steps = list(range(args.window, args.steps + 1, args.window))
     dev_steps = sorted({*range(args.dev_every, args.steps + 1, args.dev_every), args.steps})
@@ -379,6 +453,15 @@ def report(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
             verdict(results, dev_steps),
             f"against the first run at step {args.steps} (the last), over seeds",
             tests_at(results, args.steps),
+            *(
+                [
+                    "averaged model (the last 5 spaced checkpoints), beam 4, alpha 0.6, sacreBLEU on "
+                    "Moses-detokenized output",
+                    bleu_report(results),
+                ]
+                if args.corpus
+                else []
+            ),
         ]
     )
 
@@ -392,6 +475,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--fairseq-python", default="/work/venvs/fairseq/bin/python")
     parser.add_argument("--wmt", type=Path, default=WMT, help="the shared data/wmt folder")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="a tab-separated English-German corpus file "
+        "instead of the WMT text (split by parity_data.split_tab_corpus; --dev-lines dev and test)",
+    )
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--dev-lines", type=int, default=1000, help="last lines of newstest2013 held out as dev")
     parser.add_argument("--layers", type=int, default=3)
@@ -416,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     setup_logging()
     args.work.mkdir(parents=True, exist_ok=True)
-    data = prepare(args.wmt, args.work, args.vocab_size, args.dev_lines)
+    data = prepare(args.corpus or args.wmt, args.work, args.vocab_size, args.dev_lines)
     log.info("data: %s", data)
     results = {name: [run(args.work, name, args, seed) for seed in args.seeds] for name in args.runs}
     text = report(results, args)

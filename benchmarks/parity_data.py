@@ -61,16 +61,55 @@ def raw_corpora(wmt: Path, raw: Path, dev_lines: int) -> tuple[list[str], str]:
     return [str(raw / name) for name in ("onmt", "nt2012", "nt2014", "nt2013train")], str(raw / "dev")
 
 
+def split_tab_corpus(path: Path, raw: Path, held_out: int, seed: int = 1) -> tuple[list[str], str]:
+    """A corpus of ``English<TAB>German[<TAB>...]`` lines (the Tatoeba-derived files of manythings.org/anki)
+    split into ``raw/{train,dev,test}.{en,de}``; returns (train prefixes, dev prefix).
+
+    Exact duplicate pairs are dropped. ``held_out`` English sentences each go to dev and to test, drawn
+    with ``seed`` from the distinct ones, each with its first German translation: no dev or test source
+    is a training source (the file lists several translations of many sentences). Deterministic."""
+    import random
+
+    pairs = list(dict.fromkeys(tuple(line.split("\t")[:2]) for line in iter_lines(path) if line.count("\t") >= 1))
+    sources = sorted({en for en, _ in pairs})
+    random.Random(seed).shuffle(sources)
+    dev, test = set(sources[:held_out]), set(sources[held_out : 2 * held_out])
+    first = {}
+    for en, de in pairs:
+        first.setdefault(en, de)
+    splits = {
+        "train": [(en, de) for en, de in pairs if en not in dev and en not in test],
+        "dev": [(en, first[en]) for en in sources[:held_out]],
+        "test": [(en, first[en]) for en in sources[held_out : 2 * held_out]],
+    }
+    raw.mkdir(parents=True, exist_ok=True)
+    for split, kept in splits.items():
+        for i, lang in enumerate(LANGS):
+            _write_lines(raw / f"{split}.{lang}", [pair[i] for pair in kept])
+    log.info(
+        "%s: %d distinct pairs, %d training pairs, %d dev and %d test sentences",
+        path,
+        len(pairs),
+        len(splits["train"]),
+        held_out,
+        held_out,
+    )
+    return [str(raw / "train")], str(raw / "dev")
+
+
 def _write_lines(path: Path, lines: list[str]) -> None:
     with atomic_output(path) as out:
         out.writelines(line + "\n" for line in lines)
 
 
-def prepare(wmt: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
+def prepare(source: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
     """Raw text -> tokens -> cleaned pairs -> BPE pieces -> shards under ``work``; returns a summary.
 
-    Outputs: ``bpe/{train,dev}.{en,de}`` (piece text, fairseq's input), ``bpe/spm.model``,
-    ``bin/{train,dev}`` (our shards). Skipped when ``work/data.json`` exists.
+    ``source``: the shared ``data/wmt`` folder (the WMT text of the module docstring, dev the last
+    ``dev_lines`` lines of newstest2013), or a tab-separated corpus file (:func:`split_tab_corpus`,
+    ``dev_lines`` sentences each for dev and test). Outputs: ``bpe/{train,dev}.{en,de}`` (piece text,
+    fairseq's input; ``test`` too for a corpus file), ``bpe/spm.model``, ``bin/{train,dev}`` (our
+    shards), ``raw/test.de`` (a corpus file's test reference). Skipped when ``work/data.json`` exists.
     """
     done = work / "data.json"
     if done.exists():
@@ -81,18 +120,24 @@ def prepare(wmt: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
                 f"dev lines, not {vocab_size} and {dev_lines}: use another --work"
             )
         return summary
-    train_prefixes, dev_prefix = raw_corpora(wmt, work / "raw", dev_lines)
+    if source.is_file():
+        train_prefixes, dev_prefix = split_tab_corpus(source, work / "raw", dev_lines)
+        others = [str(work / "raw" / "test")]
+    else:
+        (train_prefixes, dev_prefix), others = raw_corpora(source, work / "raw", dev_lines), []
     tok = work / "tok"
     tok.mkdir(parents=True, exist_ok=True)
-    for prefix in [*train_prefixes, dev_prefix]:
+    for prefix in [*train_prefixes, dev_prefix, *others]:
         for lang in LANGS:
             tokenize_file(MosesPipeline(lang, **TOKENIZE), f"{prefix}.{lang}", str(tok / f"{Path(prefix).name}.{lang}"))
     stats = clean_corpora([str(tok / Path(p).name) for p in train_prefixes], "en", "de", str(tok / "train"), CLEAN)
     bpe = work / "bpe"
     size = learn([str(tok / f"train.{lang}") for lang in LANGS], str(bpe / "spm"), BpeConfig(vocab_size))
-    for split in ("train", "dev"):
+    for split in ("train", "dev", *(["test"] if others else [])):
         for lang in LANGS:
             encode_file(str(bpe / "spm.model"), str(tok / f"{split}.{lang}"), str(bpe / f"{split}.{lang}"))
+        if split == "test":
+            continue
         manifest = binarize(
             str(bpe / "spm.model"), str(bpe / f"{split}.en"), str(bpe / f"{split}.de"), str(work / "bin" / split)
         )
@@ -104,6 +149,7 @@ def prepare(wmt: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
         "train_pairs": count_lines(bpe / "train.en"),
         "dev_pairs": count_lines(bpe / "dev.en"),
         "dev_lines": dev_lines,
+        "source": str(source),
     }
     write_json(done, summary)
     return summary
@@ -129,6 +175,7 @@ def fairseq_preprocess(python: str, work: Path) -> Path:
         str(work / "bpe" / "train"),
         "--validpref",
         str(work / "bpe" / "dev"),
+        *(["--testpref", str(work / "bpe" / "test")] if (work / "bpe" / "test.en").exists() else []),
         "--joined-dictionary",
         "--srcdict",
         str(work / "fairseq-dict.txt"),

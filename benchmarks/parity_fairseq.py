@@ -32,8 +32,19 @@ from pathlib import Path
 log = logging.getLogger("learning_parity")
 
 
-def fairseq_args(data: Path, model: dict, train: dict, steps: int, window: int, dev_every: int, seed: int) -> list[str]:
-    """Command-line arguments of fairseq-train equivalent to our ``model`` and ``train`` settings."""
+def fairseq_args(
+    data: Path,
+    model: dict,
+    train: dict,
+    steps: int,
+    window: int,
+    dev_every: int,
+    seed: int,
+    save_dir: Path | None = None,
+) -> list[str]:
+    """Command-line arguments of fairseq-train equivalent to our ``model`` and ``train`` settings; with
+    ``save_dir``, a checkpoint every ``train.checkpoint_steps`` updates there, the last
+    ``train.keep_checkpoints`` kept (else none saved)."""
     d, warmup = model["d_model"], train["warmup_steps"]
     peak = train.get("lr_scale", 1.0) * d**-0.5 * warmup**-0.5
     sizes = []
@@ -94,7 +105,20 @@ def fairseq_args(data: Path, model: dict, train: dict, steps: int, window: int, 
         "--cpu",
         "--num-workers",
         "0",
-        "--no-save",
+        *(
+            [
+                "--save-dir",
+                str(save_dir),
+                "--save-interval-updates",
+                str(train["checkpoint_steps"]),
+                "--keep-interval-updates",
+                str(train["keep_checkpoints"]),
+                "--no-epoch-checkpoints",
+                "--no-last-checkpoints",
+            ]
+            if save_dir
+            else ["--no-save"]
+        ),
         "--log-format",
         "json",
         "--log-interval",
@@ -142,10 +166,11 @@ def run_fairseq(
     seed: int,
     threads: int,
     log_path: Path,
+    save_dir: Path | None = None,
 ) -> dict:
     """Train with fairseq-train and return its curve (see :func:`parse_log`)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    args = fairseq_args(data, model, train, steps, window, dev_every, seed)
+    args = fairseq_args(data, model, train, steps, window, dev_every, seed, save_dir)
     log.info("fairseq-train %s", " ".join(args))
     with open(log_path, "w", encoding="utf-8") as handle:
         done = subprocess.run(
