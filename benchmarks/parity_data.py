@@ -27,11 +27,11 @@ import subprocess
 from pathlib import Path
 
 from aiayn.data.binarize import binarize
-from aiayn.data.bpe import encode_file, learn
+from aiayn.data.bpe import SpmEncode, learn
 from aiayn.data.clean import clean_corpora
-from aiayn.data.detokenize import MosesDetok, detokenize_file
-from aiayn.data.lines import count_lines, iter_lines
-from aiayn.data.tokenize import MosesPipeline, tokenize_file
+from aiayn.data.detokenize import MosesDetok
+from aiayn.data.lines import count_lines, iter_lines, map_file
+from aiayn.data.tokenize import MosesPipeline
 from aiayn.io import atomic_output, read_json, write_json
 from aiayn.options import BpeConfig, CleanConfig
 
@@ -45,7 +45,7 @@ def raw_corpora(wmt: Path, raw: Path, dev_lines: int) -> tuple[list[str], str]:
     """Write raw-text training corpora and the dev set under ``raw``; returns (train prefixes, dev prefix)."""
     raw.mkdir(parents=True, exist_ok=True)
     for lang in LANGS:
-        detokenize_file(
+        map_file(
             MosesDetok(lang, unescape=True),
             str(wmt / f"train_sample/onmt-wmt-ende-10k.tok.{lang}"),
             str(raw / f"onmt.{lang}"),
@@ -129,13 +129,13 @@ def prepare(source: Path, work: Path, vocab_size: int, dev_lines: int) -> dict:
     tok.mkdir(parents=True, exist_ok=True)
     for prefix in [*train_prefixes, dev_prefix, *others]:
         for lang in LANGS:
-            tokenize_file(MosesPipeline(lang, **TOKENIZE), f"{prefix}.{lang}", str(tok / f"{Path(prefix).name}.{lang}"))
+            map_file(MosesPipeline(lang, **TOKENIZE), f"{prefix}.{lang}", str(tok / f"{Path(prefix).name}.{lang}"))
     stats = clean_corpora([str(tok / Path(p).name) for p in train_prefixes], "en", "de", str(tok / "train"), CLEAN)
     bpe = work / "bpe"
     size = learn([str(tok / f"train.{lang}") for lang in LANGS], str(bpe / "spm"), BpeConfig(vocab_size))
     for split in ("train", "dev", *(["test"] if others else [])):
         for lang in LANGS:
-            encode_file(str(bpe / "spm.model"), str(tok / f"{split}.{lang}"), str(bpe / f"{split}.{lang}"))
+            map_file(SpmEncode(str(bpe / "spm.model")), str(tok / f"{split}.{lang}"), str(bpe / f"{split}.{lang}"))
         if split == "test":
             continue
         manifest = binarize(

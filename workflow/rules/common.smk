@@ -40,6 +40,11 @@ READ_ARCHIVES = data_sources.downloads(
     ],
 )
 DOWNLOADS = data_sources.downloads(SOURCES)
+# A translation task's training data passes tokenize, clean, encode and binarize in CHUNKS jobs each
+# (data.chunks; rules/data.smk): the parts of a stage are PARTS, "I-N".
+CHUNKS = config["data"]["chunks"]
+PARTS = [f"{i}-{CHUNKS}" for i in range(CHUNKS)]
+TRAIN_CORPORA = sorted({c for t in TRANSLATION for c in TASKS[t]["train"]})
 SETTINGS = {path: json.dumps(value, sort_keys=True) for path, value in aiayn_runs.settings_files(config).items()}
 
 
@@ -60,6 +65,8 @@ wildcard_constraints:
     ckpt="avg|last",
     lang="[a-z]{2}",
     side="[a-z]+",
+    part=r"\d+-\d+",
+    tcorpus=_alternatives(TRAIN_CORPORA),
 
 
 def sides(task):

@@ -201,3 +201,166 @@ rule binarize:
     shell:
         "python -m aiayn.data.binarize --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
         " --out-dir {params.out_dir:q} --settings {input.settings:q} --threads {threads} --log {log:q}"
+
+
+# A translation task's training data in CHUNKS parts (data.chunks; common.smk): tokenize, clean, encode
+# and binarize each run as CHUNKS jobs, part I-N reading the I-th of N ranges of its input's lines
+# (aiayn.data.lines.part_range), and a gather job joins the parts into the file the rule above makes
+# in one job, byte for byte (aiayn.data.parts; tests/test_workflow_parts.py). A part's output is
+# temporary: it goes once the gather is done. A failed part reruns alone.
+if CHUNKS > 1:
+
+    rule tokenize_part:
+        input:
+            text=f"{D}/raw/{{ttask}}/{{tcorpus}}.{{lang}}",
+            settings=f"{D}/settings/{{ttask}}/tokenize.{{lang}}.json",
+        output:
+            temp(f"{D}/parts/tok/{{ttask}}/{{tcorpus}}.{{lang}}.{{part}}"),
+        log:
+            f"{D}/logs/tokenize/{{ttask}}/{{tcorpus}}.{{lang}}.{{part}}.log",
+        priority: 10
+        conda:
+            "../../envs/aiayn.yaml"
+        threads: config["threads"]["data"]
+        shell:
+            "python -m aiayn.data.tokenize --lang {wildcards.lang:q} --input {input.text:q} --output {output:q}"
+            " --part {wildcards.part} --settings {input.settings:q} --threads {threads} --log {log:q}"
+
+    rule tokenize_gather:
+        input:
+            lambda w: [f"{D}/parts/tok/{w.ttask}/{w.tcorpus}.{w.lang}.{part}" for part in PARTS],
+        output:
+            f"{D}/tok/{{ttask}}/{{tcorpus}}.{{lang}}",
+        log:
+            f"{D}/logs/tokenize/{{ttask}}/{{tcorpus}}.{{lang}}.log",
+        priority: 10
+        conda:
+            "../../envs/aiayn.yaml"
+        shell:
+            "python -m aiayn.data.parts --inputs {input:q} --output {output:q} --log {log:q}"
+
+    ruleorder: tokenize_gather > tokenize
+
+    # Part I cleans range I of every corpus of the task into a folder of its own.
+    for _task in TRANSLATION:
+        _src, _tgt = sides(_task)
+        _name = f"clean_{_task.replace('-', '_')}"
+
+        rule:
+            name:
+                f"{_name}_part"
+            input:
+                texts=[f"{D}/tok/{_task}/{c}.{l}" for c in TASKS[_task]["train"] for l in (_src, _tgt)],
+                settings=f"{D}/settings/clean.json",
+            output:
+                temp(directory(f"{D}/parts/clean/{_task}/{{part}}")),
+            log:
+                f"{D}/logs/clean/{_task}.{{part}}.log",
+            priority: 10
+            conda:
+                "../../envs/aiayn.yaml"
+            params:
+                src=_src,
+                tgt=_tgt,
+                corpora=[f"{D}/tok/{_task}/{c}" for c in TASKS[_task]["train"]],
+            shell:
+                "python -m aiayn.data.clean --src-lang {params.src:q} --tgt-lang {params.tgt:q}"
+                " --corpora {params.corpora:q} --part {wildcards.part} --part-dir {output:q}"
+                " --stats {output:q}/stats.json --settings {input.settings:q} --log {log:q}"
+
+        rule:
+            name:
+                f"{_name}_gather"
+            input:
+                parts=[f"{D}/parts/clean/{_task}/{part}" for part in PARTS],
+                settings=f"{D}/settings/clean.json",
+            output:
+                src=f"{D}/clean/{_task}/train.{_src}",
+                tgt=f"{D}/clean/{_task}/train.{_tgt}",
+                stats=f"{D}/clean/{_task}/train.stats.json",
+            log:
+                f"{D}/logs/clean/{_task}.log",
+            priority: 10
+            conda:
+                "../../envs/aiayn.yaml"
+            params:
+                src=_src,
+                tgt=_tgt,
+                corpora=[f"{D}/tok/{_task}/{c}" for c in TASKS[_task]["train"]],
+                prefix=lambda w, output: output.stats.removesuffix(".stats.json"),
+            shell:
+                "python -m aiayn.data.clean --src-lang {params.src:q} --tgt-lang {params.tgt:q}"
+                " --corpora {params.corpora:q} --gather {input.parts:q} --out-prefix {params.prefix:q}"
+                " --stats {output.stats:q} --settings {input.settings:q} --log {log:q}"
+
+        workflow.ruleorder(f"{_name}_gather", _name)
+
+    rule bpe_encode_part:
+        input:
+            model=f"{D}/bpe/{{ttask}}/spm.model",
+            text=lambda w: text(w.ttask, "train", w.side),
+        output:
+            temp(f"{D}/parts/bpe/{{ttask}}/train.{{side}}.{{part}}"),
+        log:
+            f"{D}/logs/bpe/{{ttask}}.train.{{side}}.{{part}}.encode.log",
+        priority: 10
+        conda:
+            "../../envs/aiayn.yaml"
+        threads: config["threads"]["data"]
+        shell:
+            "python -m aiayn.data.bpe encode --model {input.model:q} --input {input.text:q} --output {output:q}"
+            " --part {wildcards.part} --threads {threads} --log {log:q}"
+
+    rule bpe_encode_gather:
+        input:
+            lambda w: [f"{D}/parts/bpe/{w.ttask}/train.{w.side}.{part}" for part in PARTS],
+        output:
+            f"{D}/bpe/{{ttask}}/train.{{side}}",
+        log:
+            f"{D}/logs/bpe/{{ttask}}.train.{{side}}.encode.log",
+        priority: 10
+        conda:
+            "../../envs/aiayn.yaml"
+        shell:
+            "python -m aiayn.data.parts --inputs {input:q} --output {output:q} --log {log:q}"
+
+    ruleorder: bpe_encode_gather > bpe_encode
+
+    rule binarize_part:
+        input:
+            model=f"{D}/bpe/{{ttask}}/spm.model",
+            src=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[0]}",
+            tgt=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[1]}",
+        output:
+            temp(f"{D}/parts/bin/{{ttask}}/train.{{part}}.npz"),
+        log:
+            f"{D}/logs/binarize/{{ttask}}.train.{{part}}.log",
+        priority: 10
+        conda:
+            "../../envs/aiayn.yaml"
+        threads: config["threads"]["data"]
+        shell:
+            "python -m aiayn.data.binarize --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
+            " --part {wildcards.part} --part-output {output:q} --threads {threads} --log {log:q}"
+
+    rule binarize_gather:
+        input:
+            model=f"{D}/bpe/{{ttask}}/spm.model",
+            src=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[0]}",
+            tgt=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[1]}",
+            parts=lambda w: [f"{D}/parts/bin/{w.ttask}/train.{part}.npz" for part in PARTS],
+            settings=f"{D}/settings/shards.json",
+        output:
+            f"{D}/bin/{{ttask}}/train/manifest.json",
+        log:
+            f"{D}/logs/binarize/{{ttask}}.train.log",
+        priority: 10
+        conda:
+            "../../envs/aiayn.yaml"
+        params:
+            out_dir=lambda w: f"{D}/bin/{w.ttask}/train",
+        shell:
+            "python -m aiayn.data.binarize --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
+            " --gather {input.parts:q} --out-dir {params.out_dir:q} --settings {input.settings:q} --log {log:q}"
+
+    ruleorder: binarize_gather > binarize

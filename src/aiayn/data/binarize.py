@@ -14,15 +14,17 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
+from aiayn.data import parts
 from aiayn.data.bpe import load_processor
 from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, check_aligned, chunked, iter_lines, ordered_map
-from aiayn.data.shards import ShardWriter, _sha256
-from aiayn.io import progress, setup_logging
+from aiayn.data.shards import ShardWriter, _sha256, smallest_dtype
+from aiayn.io import atomic_output, progress, setup_logging
 from aiayn.options import ShardsConfig
 
 log = logging.getLogger(__name__)
@@ -90,15 +92,8 @@ def binarize(
     ``threads`` worker processes look the pieces up; this process appends them to the shards in order.
     """
     count = check_aligned([src, tgt])
-    size = load_processor(model).get_piece_size()
-    extra = {
-        "spm_model": str(model),
-        "spm_model_sha256": _sha256(model),
-        "spm_pieces": size,
-        "src_file": str(src),
-        "tgt_file": str(tgt),
-    }
-    writer, unknown = ShardWriter(out_dir, size, max_shard_mb), 0
+    extra = _provenance(model, src, tgt)
+    writer, unknown = ShardWriter(out_dir, extra["spm_pieces"], max_shard_mb), 0
     chunks = chunked(zip(iter_lines(src), iter_lines(tgt)), chunk_lines)
     try:
         with progress(count, Path(src).name, "pairs") as bar:
@@ -112,21 +107,129 @@ def binarize(
     return writer.close({**extra, "unknown_pieces": unknown})
 
 
+def _provenance(model: str, src: str, tgt: str) -> dict:
+    """What the manifest records of the model and the piece files."""
+    pieces = load_processor(model).get_piece_size()
+    return {
+        "spm_model": str(model),
+        "spm_model_sha256": _sha256(model),
+        "spm_pieces": pieces,
+        "src_file": str(src),
+        "tgt_file": str(tgt),
+    }
+
+
+def binarize_part(
+    model: str, src: str, tgt: str, part: str, output: str, threads: int = 1, chunk_lines: int = CHUNK_LINES
+) -> int:
+    """The ids of part ``part`` (``I-N``) of two aligned piece files, saved as one ``.npz`` for
+    :func:`gather` (each side's ids back to back, in the shards' dtype, and its sentence lengths);
+    returns the pairs."""
+    check_aligned([src, tgt])
+    dtype = smallest_dtype(load_processor(model).get_piece_size())
+    chunks = chunked(zip(iter_lines(src, part=part), iter_lines(tgt, part=part)), chunk_lines)
+    ids: dict[str, list] = {"src": [], "src_lengths": [], "tgt": [], "tgt_lengths": []}
+    unknown = 0
+    for (src_ids, tgt_ids), chunk_unknown in ordered_map(PairIds(str(model)), chunks, threads):
+        for side, (flat, lengths) in (("src", src_ids), ("tgt", tgt_ids)):
+            ids[side].append(flat.astype(dtype))
+            ids[f"{side}_lengths"].append(lengths)
+        unknown += chunk_unknown
+    arrays = {key: np.concatenate(value) if value else np.zeros(0, np.int64) for key, value in ids.items()}
+    with atomic_output(output, "wb") as out:
+        np.savez(out, unknown=np.array(unknown), **arrays)
+    return len(arrays["src_lengths"])
+
+
+def gather(
+    model: str,
+    src: str,
+    tgt: str,
+    part_files: list[str],
+    out_dir: str,
+    max_shard_mb: float = 1024,
+    chunk_lines: int = CHUNK_LINES,
+) -> dict:
+    """The shards :func:`binarize` writes of ``src`` and ``tgt``, from the ``.npz`` of their parts in order
+    (:func:`binarize_part`): byte for byte the same, the pairs handed to the writer ``chunk_lines`` at a
+    time as one job does. One part is in memory at a time."""
+    extra = _provenance(model, src, tgt)
+    writer, unknown = ShardWriter(out_dir, extra["spm_pieces"], max_shard_mb), 0
+    pending: list[tuple[np.ndarray, ...]] = []  # pieces of the next chunk: (src, src_lengths, tgt, tgt_lengths)
+    try:
+        for path in part_files:
+            with np.load(path) as part:
+                unknown += int(part["unknown"])
+                arrays = [part[key] for key in ("src", "src_lengths", "tgt", "tgt_lengths")]
+            for piece in _split(arrays, chunk_lines - sum(len(p[1]) for p in pending), chunk_lines):
+                pending.append(piece)
+                if sum(len(p[1]) for p in pending) == chunk_lines:
+                    writer.add_chunk(*_join(pending))
+                    pending = []
+        if pending:
+            writer.add_chunk(*_join(pending))
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close({**extra, "unknown_pieces": unknown})
+
+
+def _split(arrays: list[np.ndarray], first: int, size: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """(src ids, src lengths, tgt ids, tgt lengths) of consecutive groups of pairs: ``first`` pairs, then
+    ``size`` at a time."""
+    src, src_lengths, tgt, tgt_lengths = arrays
+    src_ends, tgt_ends = np.concatenate([[0], np.cumsum(src_lengths)]), np.concatenate([[0], np.cumsum(tgt_lengths)])
+    start, take = 0, first
+    while start < len(src_lengths):
+        stop = min(start + take, len(src_lengths))
+        yield (
+            src[src_ends[start] : src_ends[stop]],
+            src_lengths[start:stop],
+            tgt[tgt_ends[start] : tgt_ends[stop]],
+            tgt_lengths[start:stop],
+        )
+        start, take = stop, size
+
+
+def _join(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    return tuple(np.concatenate([piece[i] for piece in pieces]) for i in range(4))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aiayn.data.binarize", description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True, help="sentencepiece .model")
     parser.add_argument("--src", required=True)
     parser.add_argument("--tgt", required=True)
-    parser.add_argument("--out-dir", required=True)
+    parser.add_argument("--out-dir", help="the shards' directory (with --part: not written)")
     add_settings(parser, "data.shards as JSON (default: max_shard_mb 1024)")
     parser.add_argument("--threads", type=int, default=1, help="worker processes for the piece lookup")
     parser.add_argument("--chunk-lines", type=int, default=CHUNK_LINES, help=CHUNK_HELP)
+    parts.add_arguments(
+        parser,
+        ("--part-output", "the part's ids (.npz)"),
+        ("NPZ", "every part's --part-output, in order: the shards of --src and --tgt from them"),
+    )
     add_log(parser)
     args = parser.parse_args(argv)
+    if bool(args.part) != bool(args.part_output) or (not args.part and not args.out_dir):
+        parser.error("give --out-dir, or --part with --part-output")
     setup_logging(args.log)
     start = time.perf_counter()
+    if args.part:
+        pairs = binarize_part(
+            args.model, args.src, args.tgt, args.part, args.part_output, args.threads, args.chunk_lines
+        )
+        log.info("%s: part %s, %d pairs, %.1f s", args.part_output, args.part, pairs, time.perf_counter() - start)
+        return 0
     opts = settings.read(args.settings, ShardsConfig, "data.shards")
-    manifest = binarize(args.model, args.src, args.tgt, args.out_dir, opts.max_shard_mb, args.threads, args.chunk_lines)
+    if args.gather:
+        manifest = gather(
+            args.model, args.src, args.tgt, args.gather, args.out_dir, opts.max_shard_mb, args.chunk_lines
+        )
+    else:
+        manifest = binarize(
+            args.model, args.src, args.tgt, args.out_dir, opts.max_shard_mb, args.threads, args.chunk_lines
+        )
     log.info(
         "%s: %d sentences, %d src + %d tgt tokens, %d shard(s), %d unknown pieces, %.1f s",
         args.out_dir,

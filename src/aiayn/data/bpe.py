@@ -47,7 +47,7 @@ import sentencepiece as spm
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, count_lines, iter_lines, map_file
+from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, PART_HELP, count_lines, iter_lines, map_file
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import BpeConfig
 
@@ -214,12 +214,6 @@ def load_processor(path: str | os.PathLike) -> spm.SentencePieceProcessor:
         raise ValueError(f"{path}: not a readable sentencepiece model ({error})") from None
 
 
-def encode_file(model: str, input_path: str, output_path: str, threads: int = 1, chunk_lines: int = CHUNK_LINES) -> int:
-    """Encode ``input_path`` to pieces in ``output_path`` (atomically), line for line; returns lines."""
-    with atomic_output(output_path) as out:
-        return map_file(SpmEncode(model), input_path, out, processes=threads, chunk_lines=chunk_lines)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m aiayn.data.bpe", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -233,6 +227,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     encode_p.add_argument("--input", required=True)
     encode_p.add_argument("--output", required=True)
     encode_p.add_argument("--chunk-lines", type=int, default=CHUNK_LINES, help=CHUNK_HELP)
+    encode_p.add_argument("--part", metavar="I-N", help=PART_HELP)
     for sub in (learn_p, encode_p):
         sub.add_argument("--threads", type=int, default=1)
         add_log(sub)
@@ -247,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = dataclasses.replace(opts, threads=args.threads)
         learn(args.inputs, args.model_prefix, opts, read_symbols(args.symbols))
     else:
-        count = encode_file(args.model, args.input, args.output, args.threads, args.chunk_lines)
+        count = map_file(SpmEncode(args.model), args.input, args.output, args.threads, args.chunk_lines, args.part)
         log.info("encoded %d lines: %s -> %s", count, args.input, args.output)
     return 0
 

@@ -30,14 +30,17 @@ key does it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
+from aiayn.data import parts
 from aiayn.data.lines import DataError, check_aligned, iter_lines
-from aiayn.io import atomic_output, setup_logging, write_json
+from aiayn.io import atomic_output, read_json, setup_logging, write_json
 from aiayn.options import CleanConfig
 
 log = logging.getLogger(__name__)
@@ -71,27 +74,70 @@ def new_counts() -> dict[str, int]:
     return {"read": 0, "kept": 0, **{reason: 0 for reason in REASONS}}
 
 
-def clean_corpora(prefixes: list[str], src_lang: str, tgt_lang: str, out_prefix: str, rules: CleanConfig) -> dict:
+def clean_corpora(
+    prefixes: list[str],
+    src_lang: str,
+    tgt_lang: str,
+    out_prefix: str,
+    rules: CleanConfig,
+    part: str | None = None,
+    part_dir: str | None = None,
+) -> dict:
     """Filter every ``PREFIX.<src>``/``PREFIX.<tgt>`` pair into ``OUT.<src>``/``OUT.<tgt>``.
 
-    All line counts are checked before anything is written. Returns the statistics dict.
+    All line counts are checked before anything is written. Returns the statistics dict. With ``part``
+    (``I-N``: that range of every corpus, :func:`aiayn.data.lines.part_range`) each corpus's kept pairs go
+    to ``part_dir/<its name>.<lang>`` instead, and a corpus part may lose every pair: :func:`gather`
+    checks the whole corpora.
     """
     for prefix in prefixes:
         check_aligned([f"{prefix}.{src_lang}", f"{prefix}.{tgt_lang}"])
     stats = {"rules": dataclasses.asdict(rules), "corpora": {}, "total": new_counts()}
-    with atomic_output(f"{out_prefix}.{src_lang}") as out_src, atomic_output(f"{out_prefix}.{tgt_lang}") as out_tgt:
-        for prefix in prefixes:
+    outputs = [f"{part_dir}/{Path(p).name}" for p in prefixes] if part else [out_prefix] * len(prefixes)
+    if part and len(set(outputs)) < len(outputs):
+        raise DataError(f"--part: the corpora's names must differ (each part writes DIR/<name>): {prefixes}")
+    with contextlib.ExitStack() as stack:
+        files: dict[str, tuple] = {}
+        for prefix, out in zip(prefixes, outputs):
+            if out not in files:
+                files[out] = tuple(stack.enter_context(atomic_output(f"{out}.{lang}")) for lang in (src_lang, tgt_lang))
+            out_src, out_tgt = files[out]
             counts = new_counts()
-            pairs = zip(iter_lines(f"{prefix}.{src_lang}"), iter_lines(f"{prefix}.{tgt_lang}"))
+            pairs = zip(iter_lines(f"{prefix}.{src_lang}", part=part), iter_lines(f"{prefix}.{tgt_lang}", part=part))
             for src, tgt in filter_pairs(pairs, rules, counts):
                 out_src.write(src + "\n")
                 out_tgt.write(tgt + "\n")
-            stats["corpora"][prefix] = counts
-            for key, value in counts.items():
-                stats["total"][key] += value
-            log.info("%s: %s", prefix, _describe(counts))
+            _add(stats, prefix, counts)
+            log.info("%s%s: %s", prefix, f" (part {part})" if part else "", _describe(counts))
         log.info("total: %s", _describe(stats["total"]))
-        check_kept(stats["corpora"], src_lang, tgt_lang)
+        if not part:
+            check_kept(stats["corpora"], src_lang, tgt_lang)
+    return stats
+
+
+def _add(stats: dict, prefix: str, counts: dict[str, int]) -> None:
+    """Count a corpus's (or a corpus part's) pairs in ``stats``, per corpus and in total."""
+    corpus = stats["corpora"].setdefault(prefix, new_counts())
+    for key, value in counts.items():
+        corpus[key] += value
+        stats["total"][key] += value
+
+
+def gather(
+    prefixes: list[str], part_dirs: list[str], src_lang: str, tgt_lang: str, out_prefix: str, rules: CleanConfig
+) -> dict:
+    """The output of :func:`clean_corpora` over the whole corpora, from its parts in ``part_dirs`` (in
+    order; each with its ``stats.json``): every corpus's parts one after the other, the counts added up."""
+    stats = {"rules": dataclasses.asdict(rules), "corpora": {}, "total": new_counts()}
+    for folder in part_dirs:
+        for prefix, counts in read_json(Path(folder) / "stats.json")["corpora"].items():
+            _add(stats, prefix, counts)
+    check_kept(stats["corpora"], src_lang, tgt_lang)
+    for lang in (src_lang, tgt_lang):
+        parts.gather(
+            [f"{folder}/{Path(p).name}.{lang}" for p in prefixes for folder in part_dirs], f"{out_prefix}.{lang}"
+        )
+    log.info("total: %s", _describe(stats["total"]))
     return stats
 
 
@@ -126,14 +172,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src-lang", required=True)
     parser.add_argument("--tgt-lang", required=True)
     parser.add_argument("--corpora", nargs="+", required=True, help="PREFIX: reads PREFIX.<src>, PREFIX.<tgt>")
-    parser.add_argument("--out-prefix", required=True)
+    parser.add_argument("--out-prefix", help="writes OUT.<src>, OUT.<tgt> (the whole corpora, or --gather's)")
     parser.add_argument("--stats", required=True, help="JSON file of per-corpus counts")
+    parts.add_arguments(
+        parser,
+        ("--part-dir", "writes DIR/<corpus name>.<src>, .<tgt> (and --stats DIR/stats.json for --gather)"),
+        ("DIR", "the --part-dir of every part, in order: their outputs and statistics make --out-prefix's and --stats"),
+    )
     add_settings(parser, "data.clean as JSON: min_len, max_len, max_ratio")
     add_log(parser)
     args = parser.parse_args(argv)
+    if bool(args.part) != bool(args.part_dir) or (not args.part and not args.out_prefix):
+        parser.error("give --out-prefix, or --part with --part-dir")
     setup_logging(args.log)
     rules = settings.read(args.settings, CleanConfig, "data.clean")
-    stats = clean_corpora(args.corpora, args.src_lang, args.tgt_lang, args.out_prefix, rules)
+    if args.gather:
+        stats = gather(args.corpora, args.gather, args.src_lang, args.tgt_lang, args.out_prefix, rules)
+    else:
+        stats = clean_corpora(
+            args.corpora, args.src_lang, args.tgt_lang, args.out_prefix, rules, args.part, args.part_dir
+        )
     write_json(args.stats, stats)
     return 0
 

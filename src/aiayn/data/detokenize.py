@@ -20,7 +20,7 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import map_file
 from aiayn.data.tokenize import check_language
-from aiayn.io import atomic_output, setup_logging
+from aiayn.io import setup_logging
 from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
@@ -44,12 +44,6 @@ class MosesDetok:
         return [self.line(text) for text in lines]
 
 
-def detokenize_file(job: MosesDetok, input_path: str, output_path: str) -> int:
-    """Detokenize ``input_path`` into ``output_path`` atomically; returns the line count."""
-    with atomic_output(output_path) as out:
-        return map_file(job, input_path, out)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m aiayn.data.detokenize", description=__doc__.split("\n")[0])
     parser.add_argument("--lang", required=True)
@@ -62,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     setup_logging(args.log)
     unescape = settings.read(args.settings, TokenizeConfig, "data.tokenize").escape
-    count = detokenize_file(MosesDetok(args.lang, unescape), args.input, args.output)
+    count = map_file(MosesDetok(args.lang, unescape), args.input, args.output)
     log.info(
         "detokenized %d lines (entities %s): %s -> %s",
         count,

@@ -16,7 +16,7 @@ import signal
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
-from aiayn.io import open_text, progress
+from aiayn.io import atomic_output, open_text, progress
 from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
@@ -26,6 +26,8 @@ MAX_LINE_CHARS = 1_000_000
 # Lines per work unit of the worker processes, for every stage that maps lines: data.tokenize.chunk_lines.
 CHUNK_LINES = TokenizeConfig.chunk_lines
 CHUNK_HELP = "lines per work unit of the worker processes (default: data.tokenize.chunk_lines)"
+PART_HELP = "only part I of N of the input's lines (I from 0): a stage run in parts (data.chunks)"
+_BLOCK = 1 << 22  # bytes read at a time when counting or skipping lines
 
 
 T = TypeVar("T")
@@ -56,22 +58,68 @@ def _utf8_error(path: str | os.PathLike) -> DataError:
     return DataError(f"{path}: {where}: invalid UTF-8 (re-encode the file as UTF-8, e.g. with iconv)")
 
 
-def iter_lines(path: str | os.PathLike, max_chars: int | None = None) -> Iterator[str]:
-    """Yield the lines of a UTF-8 text file (``.gz`` transparently) without their ``\\n``.
+def iter_lines(path: str | os.PathLike, max_chars: int | None = None, part: str | None = None) -> Iterator[str]:
+    """Yield the lines of a UTF-8 text file (``.gz`` transparently) without their ``\\n``; with ``part``
+    (``I-N``, :func:`part_range`) only the I-th of N consecutive, nearly equal ranges of lines.
 
     Invalid UTF-8 and lines longer than ``max_chars`` (default :data:`MAX_LINE_CHARS`) raise
-    :class:`DataError` naming file and line.
+    :class:`DataError` naming file and line (counted in the whole file).
     """
     max_chars = max_chars or MAX_LINE_CHARS
+    start, stop = part_range(count_lines(path), part) if part else (0, None)
     try:
         with open_text(path) as handle:
-            for number, line in enumerate(handle, 1):
+            if start:
+                _skip_lines(handle, path, start)
+            for number, line in enumerate(handle, start + 1):
+                if stop is not None and number > stop:
+                    break
                 line = line[:-1] if line.endswith("\n") else line
                 if len(line) > max_chars:
                     raise DataError(f"{path}: line {number}: {len(line)} characters (limit {max_chars})")
                 yield line
     except UnicodeDecodeError:
         raise _utf8_error(path) from None
+
+
+def parse_part(part: str) -> tuple[int, int]:
+    """``"I-N"`` -> (I, N): part I (0-based) of N, as the workflow's chunked stages name it."""
+    try:
+        index, parts = (int(x) for x in part.split("-"))
+    except ValueError:
+        raise ValueError(f"a part is I-N (the I-th of N, from 0), got {part!r}") from None
+    if not 0 <= index < parts:
+        raise ValueError(f"part {part!r}: I-N needs 0 <= I < N")
+    return index, parts
+
+
+def part_range(total: int, part: str) -> tuple[int, int]:
+    """Lines [start, stop) of part ``I-N`` of ``total`` lines: ``I * total // N`` up to ``(I + 1) * total // N``,
+    so that the N parts in order are the whole file, each line once."""
+    index, parts = parse_part(part)
+    return index * total // parts, (index + 1) * total // parts
+
+
+def _skip_lines(handle: IO[str], path: str | os.PathLike, count: int) -> None:
+    """Move a text handle past ``count`` lines: by the bytes of a plain file (no decoding), by reading a
+    compressed one."""
+    if str(path).endswith(".gz"):
+        for _ in zip(range(count), handle):
+            pass
+        return
+    with _open_binary(path) as raw:
+        offset, seen = 0, 0
+        for block in iter(lambda: raw.read(_BLOCK), b""):
+            found = block.count(b"\n")
+            if seen + found < count:
+                seen, offset = seen + found, offset + len(block)
+                continue
+            position = -1
+            for _ in range(count - seen):
+                position = block.index(b"\n", position + 1)
+            offset += position + 1
+            break
+    handle.seek(offset)
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:
@@ -84,7 +132,7 @@ def count_lines(path: str | os.PathLike) -> int:
     """Number of lines as ``wc -l`` counts them, plus one for a last line without ``\\n``."""
     count, last = 0, b"\n"
     with _open_binary(path) as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
+        for block in iter(lambda: handle.read(_BLOCK), b""):
             count += block.count(b"\n")
             last = block[-1:]
     return count + (last != b"\n")
@@ -162,17 +210,21 @@ def ordered_map(job: Callable[[list[T]], Any], chunks: Iterable[list[T]], proces
 def map_file(
     job: Callable[[list[str]], list[str]],
     src: str | os.PathLike,
-    out: IO[str],
+    output: str | os.PathLike,
     processes: int = 1,
     chunk_lines: int = CHUNK_LINES,
+    part: str | None = None,
 ) -> int:
-    """Stream ``src`` through ``job`` chunk by chunk into the open text handle ``out``; returns lines.
+    """Stream ``src`` (its lines of ``part``, :func:`iter_lines`) through ``job`` chunk by chunk into the file
+    ``output`` (atomically), line for line; returns lines.
 
-    ``job`` maps a list of lines to a list of as many lines, each without ``\\n``.
+    ``job`` maps a list of lines to a list of as many lines, each without ``\\n``; ``processes`` worker
+    processes run it (:func:`ordered_map`).
     """
-    count = 0
-    with progress(count_lines(src), Path(src).name, "lines") as bar:
-        for chunk_out in ordered_map(job, chunked(iter_lines(src), chunk_lines), processes):
+    count, total = 0, count_lines(src)
+    lines = part_range(total, part) if part else (0, total)
+    with atomic_output(output) as out, progress(lines[1] - lines[0], Path(src).name, "lines") as bar:
+        for chunk_out in ordered_map(job, chunked(iter_lines(src, part=part), chunk_lines), processes):
             out.write("".join(line + "\n" for line in chunk_out))
             count += len(chunk_out)
             bar.update(len(chunk_out))

@@ -71,8 +71,8 @@ from sacremoses.corpus import NonbreakingPrefixes
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data.lines import CHUNK_LINES, DataError, map_file
-from aiayn.io import atomic_output, setup_logging
+from aiayn.data.lines import PART_HELP, DataError, map_file
+from aiayn.io import setup_logging
 from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
@@ -133,20 +133,13 @@ class MosesPipeline:
         return [self.line(text) for text in lines]
 
 
-def tokenize_file(
-    pipeline: MosesPipeline, input_path: str, output_path: str, threads: int = 1, chunk_lines: int = CHUNK_LINES
-) -> int:
-    """Tokenize ``input_path`` into ``output_path`` (atomically), line for line; returns the line count."""
-    with atomic_output(output_path) as out:
-        return map_file(pipeline, input_path, out, processes=threads, chunk_lines=chunk_lines)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m aiayn.data.tokenize", description=__doc__.split("\n")[0])
     parser.add_argument("--lang", required=True, help="language code (en, de, fr, ...)")
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--threads", type=int, default=1, help="worker processes")
+    parser.add_argument("--part", metavar="I-N", help=PART_HELP)
     add_settings(parser, "data.tokenize as JSON (default: the steps above as listed)")
     add_log(parser)
     return parser.parse_args(argv)
@@ -160,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     pipeline = MosesPipeline(lang=args.lang, **steps)
     log.info("tokenize %s -> %s: %s, %d process(es)", args.input, args.output, pipeline, args.threads)
     start = time.perf_counter()
-    count = tokenize_file(pipeline, args.input, args.output, args.threads, opts.chunk_lines)
+    count = map_file(pipeline, args.input, args.output, args.threads, opts.chunk_lines, args.part)
     seconds = time.perf_counter() - start
     log.info("%d lines in %.1f s (%.0f lines/s)", count, seconds, count / max(seconds, 1e-9))
     return 0

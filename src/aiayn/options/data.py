@@ -132,3 +132,9 @@ class DataConfig(DownloadConfig):
     clean: CleanConfig = option(help="length filter (aiayn.data.clean)", factory=CleanConfig)
     bpe: BpeConfig = option(help="the subword model (aiayn.data.bpe)", factory=BpeConfig)
     shards: ShardsConfig = option(help="binarized shards (aiayn.data.binarize)", factory=ShardsConfig)
+    chunks: int = option(
+        16,
+        help="jobs each corpus-sized stage of a translation task runs as (tokenize, clean, encode and binarize "
+        "its training data, each job a range of lines: aiayn.data.parts); any value gives the same files",
+        minimum=1,
+    )
