@@ -154,14 +154,42 @@ def pieces(tmp_path_factory):
 def test_binarize_parts_gather_to_the_same_shards(pieces, tmp_path, n):
     model, src, tgt = str(pieces / "spm.model"), str(pieces / "p.en"), str(pieces / "p.de")
     whole = binarize.binarize(model, src, tgt, str(tmp_path / "whole"), max_shard_mb=0.00003, chunk_lines=5)
-    outputs = [str(tmp_path / f"{i}.npz") for i in range(n)]
-    for i, output in enumerate(outputs):
-        args = ["--model", model, "--src", src, "--tgt", tgt, "--part", f"{i}-{n}", "--part-output", output]
-        assert binarize.main([*args, "--chunk-lines", "4"]) == 0
+    folders = [str(tmp_path / f"part{i}") for i in range(n)]
+    (tmp_path / "shards.json").write_text(json.dumps({"max_shard_mb": 0.00002}))  # parts of several shards
+    for i, folder in enumerate(folders):
+        args = ["--model", model, "--src", src, "--tgt", tgt, "--part", f"{i}-{n}", "--out-dir", folder]
+        assert binarize.main([*args, "--chunk-lines", "4", "--settings", str(tmp_path / "shards.json")]) == 0
     gathered = binarize.gather(
-        model, src, tgt, outputs, str(tmp_path / "gathered"), max_shard_mb=0.00003, chunk_lines=5
+        model, src, tgt, folders, str(tmp_path / "gathered"), max_shard_mb=0.00003, chunk_lines=5
     )
     assert len(whole["shards"]) > 2 and gathered == whole  # the manifest holds every file's sha256
     for path in (tmp_path / "whole").iterdir():
         assert (tmp_path / "gathered" / path.name).read_bytes() == path.read_bytes()
     assert len(ShardedCorpus(tmp_path / "gathered", verify=True)) == 27
+
+
+def test_binarize_gather_refuses_parts_of_another_model(pieces, tmp_path):
+    model, src, tgt = str(pieces / "spm.model"), str(pieces / "p.en"), str(pieces / "p.de")
+    binarize.binarize(model, src, tgt, str(tmp_path / "part"), part="0-1")
+    manifest = json.loads((tmp_path / "part/manifest.json").read_text())
+    (tmp_path / "part/manifest.json").write_text(json.dumps({**manifest, "spm_model_sha256": "0" * 64}))
+    with pytest.raises(ValueError, match="another model"):
+        binarize.gather(model, src, tgt, [str(tmp_path / "part")], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_block_of_pairs_stops_at_its_shard(pieces, tmp_path):
+    model, src, tgt = str(pieces / "spm.model"), str(pieces / "p.en"), str(pieces / "p.de")
+    binarize.binarize(model, src, tgt, str(tmp_path / "b"), max_shard_mb=0.00003, chunk_lines=5)
+    corpus = ShardedCorpus(tmp_path / "b")
+    start = 0
+    while start < len(corpus):
+        src_ids, src_lengths, tgt_ids, tgt_lengths = corpus.block(start, len(corpus))
+        assert 0 < len(src_lengths) < len(corpus)  # several shards: no block holds them all
+        pairs = [corpus.pair(i) for i in range(start, start + len(src_lengths))]
+        assert src_lengths.tolist() == [len(s) for s, _ in pairs] and tgt_lengths.tolist() == [len(t) for _, t in pairs]
+        assert src_ids.tolist() == [x for s, _ in pairs for x in s.tolist()]
+        assert tgt_ids.tolist() == [x for _, t in pairs for x in t.tolist()]
+        start += len(src_lengths)
+    with pytest.raises(IndexError):
+        corpus.block(3, 3)

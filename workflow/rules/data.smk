@@ -2,7 +2,8 @@
 # They carry priority 10 (trainings and the rest 0): when both are ready the scheduler starts data
 # stages first, so every task's data is ready early and its trainings can fill the cores or GPUs
 # (without it, trainings of the first task whose data is ready can go ahead of other tasks' data).
-# The treebank rules of parsing.smk carry it too.
+# The treebank rules of parsing.smk carry it too. Each job's wall and CPU time and peak memory (its
+# processes together, sampled) go to D/benchmarks/, beside its log (benchmarks/wmt_scale.py reads them).
 
 
 # The demo (configs/demo.yaml) generates its archives, their lock and a treebank where its config points
@@ -53,6 +54,8 @@ rule download:
         f"{D}/downloads/{{download}}",
     log:
         f"{D}/logs/download/{{download}}.log",
+    benchmark:
+        f"{D}/benchmarks/download/{{download}}.tsv"
     retries: 2
     localrule: True
     conda:
@@ -71,6 +74,8 @@ rule extract:
         f"{D}/raw/{{ttask}}/{{acorpus}}.{{lang}}",
     log:
         f"{D}/logs/extract/{{ttask}}/{{acorpus}}.{{lang}}.log",
+    benchmark:
+        f"{D}/benchmarks/extract/{{ttask}}/{{acorpus}}.{{lang}}.tsv"
     priority: 10
     conda:
         "../../envs/aiayn.yaml"
@@ -89,6 +94,8 @@ rule convert:
         f"{D}/raw/{{ttask}}/{{fcorpus}}.{{lang}}",
     log:
         f"{D}/logs/extract/{{ttask}}/{{fcorpus}}.{{lang}}.log",
+    benchmark:
+        f"{D}/benchmarks/extract/{{ttask}}/{{fcorpus}}.{{lang}}.tsv"
     priority: 10
     conda:
         "../../envs/aiayn.yaml"
@@ -104,6 +111,8 @@ rule tokenize:
         f"{D}/tok/{{ttask}}/{{corpus}}.{{lang}}",
     log:
         f"{D}/logs/tokenize/{{ttask}}/{{corpus}}.{{lang}}.log",
+    benchmark:
+        f"{D}/benchmarks/tokenize/{{ttask}}/{{corpus}}.{{lang}}.tsv"
     priority: 10
     conda:
         "../../envs/aiayn.yaml"
@@ -129,6 +138,8 @@ for _task in TRANSLATION:
             stats=f"{D}/clean/{_task}/train.stats.json",
         log:
             f"{D}/logs/clean/{_task}.log",
+        benchmark:
+            f"{D}/benchmarks/clean/{_task}.tsv"
         priority: 10
         conda:
             "../../envs/aiayn.yaml"
@@ -154,6 +165,8 @@ rule bpe_learn:
         vocab=f"{D}/bpe/{{task}}/spm.vocab",
     log:
         f"{D}/logs/bpe/{{task}}.learn.log",
+    benchmark:
+        f"{D}/benchmarks/bpe/{{task}}.learn.tsv"
     priority: 10
     conda:
         "../../envs/aiayn.yaml"
@@ -173,6 +186,8 @@ rule bpe_encode:
         f"{D}/bpe/{{task}}/{{split}}.{{side}}",
     log:
         f"{D}/logs/bpe/{{task}}.{{split}}.{{side}}.encode.log",
+    benchmark:
+        f"{D}/benchmarks/bpe/{{task}}.{{split}}.{{side}}.encode.tsv"
     priority: 10
     conda:
         "../../envs/aiayn.yaml"
@@ -192,6 +207,8 @@ rule binarize:
         f"{D}/bin/{{task}}/{{split}}/manifest.json",
     log:
         f"{D}/logs/binarize/{{task}}.{{split}}.log",
+    benchmark:
+        f"{D}/benchmarks/binarize/{{task}}.{{split}}.tsv"
     priority: 10
     conda:
         "../../envs/aiayn.yaml"
@@ -218,6 +235,8 @@ if CHUNKS > 1:
             temp(f"{D}/parts/tok/{{ttask}}/{{tcorpus}}.{{lang}}.{{part}}"),
         log:
             f"{D}/logs/tokenize/{{ttask}}/{{tcorpus}}.{{lang}}.{{part}}.log",
+        benchmark:
+            f"{D}/benchmarks/tokenize/{{ttask}}/{{tcorpus}}.{{lang}}.{{part}}.tsv"
         priority: 10
         conda:
             "../../envs/aiayn.yaml"
@@ -233,6 +252,8 @@ if CHUNKS > 1:
             f"{D}/tok/{{ttask}}/{{tcorpus}}.{{lang}}",
         log:
             f"{D}/logs/tokenize/{{ttask}}/{{tcorpus}}.{{lang}}.log",
+        benchmark:
+            f"{D}/benchmarks/tokenize/{{ttask}}/{{tcorpus}}.{{lang}}.tsv"
         priority: 10
         conda:
             "../../envs/aiayn.yaml"
@@ -256,6 +277,8 @@ if CHUNKS > 1:
                 temp(directory(f"{D}/parts/clean/{_task}/{{part}}")),
             log:
                 f"{D}/logs/clean/{_task}.{{part}}.log",
+            benchmark:
+                f"{D}/benchmarks/clean/{_task}.{{part}}.tsv"
             priority: 10
             conda:
                 "../../envs/aiayn.yaml"
@@ -280,6 +303,8 @@ if CHUNKS > 1:
                 stats=f"{D}/clean/{_task}/train.stats.json",
             log:
                 f"{D}/logs/clean/{_task}.log",
+            benchmark:
+                f"{D}/benchmarks/clean/{_task}.tsv"
             priority: 10
             conda:
                 "../../envs/aiayn.yaml"
@@ -303,6 +328,8 @@ if CHUNKS > 1:
             temp(f"{D}/parts/bpe/{{ttask}}/train.{{side}}.{{part}}"),
         log:
             f"{D}/logs/bpe/{{ttask}}.train.{{side}}.{{part}}.encode.log",
+        benchmark:
+            f"{D}/benchmarks/bpe/{{ttask}}.train.{{side}}.{{part}}.encode.tsv"
         priority: 10
         conda:
             "../../envs/aiayn.yaml"
@@ -318,6 +345,8 @@ if CHUNKS > 1:
             f"{D}/bpe/{{ttask}}/train.{{side}}",
         log:
             f"{D}/logs/bpe/{{ttask}}.train.{{side}}.encode.log",
+        benchmark:
+            f"{D}/benchmarks/bpe/{{ttask}}.train.{{side}}.encode.tsv"
         priority: 10
         conda:
             "../../envs/aiayn.yaml"
@@ -331,29 +360,35 @@ if CHUNKS > 1:
             model=f"{D}/bpe/{{ttask}}/spm.model",
             src=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[0]}",
             tgt=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[1]}",
+            settings=f"{D}/settings/shards.json",
         output:
-            temp(f"{D}/parts/bin/{{ttask}}/train.{{part}}.npz"),
+            temp(directory(f"{D}/parts/bin/{{ttask}}/train.{{part}}")),
         log:
             f"{D}/logs/binarize/{{ttask}}.train.{{part}}.log",
+        benchmark:
+            f"{D}/benchmarks/binarize/{{ttask}}.train.{{part}}.tsv"
         priority: 10
         conda:
             "../../envs/aiayn.yaml"
         threads: config["threads"]["data"]
         shell:
             "python -m aiayn.data.binarize --model {input.model:q} --src {input.src:q} --tgt {input.tgt:q}"
-            " --part {wildcards.part} --part-output {output:q} --threads {threads} --log {log:q}"
+            " --part {wildcards.part} --out-dir {output:q} --settings {input.settings:q} --threads {threads}"
+            " --log {log:q}"
 
     rule binarize_gather:
         input:
             model=f"{D}/bpe/{{ttask}}/spm.model",
             src=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[0]}",
             tgt=lambda w: f"{D}/bpe/{w.ttask}/train.{sides(w.ttask)[1]}",
-            parts=lambda w: [f"{D}/parts/bin/{w.ttask}/train.{part}.npz" for part in PARTS],
+            parts=lambda w: [f"{D}/parts/bin/{w.ttask}/train.{part}" for part in PARTS],
             settings=f"{D}/settings/shards.json",
         output:
             f"{D}/bin/{{ttask}}/train/manifest.json",
         log:
             f"{D}/logs/binarize/{{ttask}}.train.log",
+        benchmark:
+            f"{D}/benchmarks/binarize/{{ttask}}.train.tsv"
         priority: 10
         conda:
             "../../envs/aiayn.yaml"

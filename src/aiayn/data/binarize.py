@@ -14,17 +14,24 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.data import parts
 from aiayn.data.bpe import load_processor
-from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, check_aligned, chunked, iter_lines, ordered_map
-from aiayn.data.shards import ShardWriter, _sha256, smallest_dtype
-from aiayn.io import atomic_output, progress, setup_logging
+from aiayn.data.lines import (
+    CHUNK_HELP,
+    CHUNK_LINES,
+    PART_HELP,
+    check_aligned,
+    chunked,
+    iter_lines,
+    ordered_map,
+    part_range,
+)
+from aiayn.data.shards import ShardedCorpus, ShardWriter, _sha256
+from aiayn.io import progress, setup_logging
 from aiayn.options import ShardsConfig
 
 log = logging.getLogger(__name__)
@@ -86,17 +93,20 @@ def binarize(
     max_shard_mb: float = 1024,
     threads: int = 1,
     chunk_lines: int = CHUNK_LINES,
+    part: str | None = None,
 ) -> dict:
-    """Write the (src, tgt) id sequences of two aligned piece files as shards; returns the manifest.
+    """Write the (src, tgt) id sequences of two aligned piece files (their lines of ``part``: ``I-N``,
+    :func:`aiayn.data.lines.iter_lines`) as shards; returns the manifest.
 
     ``threads`` worker processes look the pieces up; this process appends them to the shards in order.
     """
     count = check_aligned([src, tgt])
     extra = _provenance(model, src, tgt)
     writer, unknown = ShardWriter(out_dir, extra["spm_pieces"], max_shard_mb), 0
-    chunks = chunked(zip(iter_lines(src), iter_lines(tgt)), chunk_lines)
+    chunks = chunked(zip(iter_lines(src, part=part), iter_lines(tgt, part=part)), chunk_lines)
+    lines = part_range(count, part) if part else (0, count)
     try:
-        with progress(count, Path(src).name, "pairs") as bar:
+        with progress(lines[1] - lines[0], Path(src).name, "pairs") as bar:
             for (src_ids, tgt_ids), chunk_unknown in ordered_map(PairIds(str(model)), chunks, threads):
                 writer.add_chunk(*src_ids, *tgt_ids)
                 unknown += chunk_unknown
@@ -104,7 +114,7 @@ def binarize(
     except BaseException:
         writer.abort()
         raise
-    return writer.close({**extra, "unknown_pieces": unknown})
+    return writer.close({**extra, "unknown_pieces": unknown, **({"part": part} if part else {})})
 
 
 def _provenance(model: str, src: str, tgt: str) -> dict:
@@ -119,53 +129,37 @@ def _provenance(model: str, src: str, tgt: str) -> dict:
     }
 
 
-def binarize_part(
-    model: str, src: str, tgt: str, part: str, output: str, threads: int = 1, chunk_lines: int = CHUNK_LINES
-) -> int:
-    """The ids of part ``part`` (``I-N``) of two aligned piece files, saved as one ``.npz`` for
-    :func:`gather` (each side's ids back to back, in the shards' dtype, and its sentence lengths);
-    returns the pairs."""
-    check_aligned([src, tgt])
-    dtype = smallest_dtype(load_processor(model).get_piece_size())
-    chunks = chunked(zip(iter_lines(src, part=part), iter_lines(tgt, part=part)), chunk_lines)
-    ids: dict[str, list] = {"src": [], "src_lengths": [], "tgt": [], "tgt_lengths": []}
-    unknown = 0
-    for (src_ids, tgt_ids), chunk_unknown in ordered_map(PairIds(str(model)), chunks, threads):
-        for side, (flat, lengths) in (("src", src_ids), ("tgt", tgt_ids)):
-            ids[side].append(flat.astype(dtype))
-            ids[f"{side}_lengths"].append(lengths)
-        unknown += chunk_unknown
-    arrays = {key: np.concatenate(value) if value else np.zeros(0, np.int64) for key, value in ids.items()}
-    with atomic_output(output, "wb") as out:
-        np.savez(out, unknown=np.array(unknown), **arrays)
-    return len(arrays["src_lengths"])
-
-
 def gather(
     model: str,
     src: str,
     tgt: str,
-    part_files: list[str],
+    part_dirs: list[str],
     out_dir: str,
     max_shard_mb: float = 1024,
     chunk_lines: int = CHUNK_LINES,
 ) -> dict:
-    """The shards :func:`binarize` writes of ``src`` and ``tgt``, from the ``.npz`` of their parts in order
-    (:func:`binarize_part`): byte for byte the same, the pairs handed to the writer ``chunk_lines`` at a
-    time as one job does. One part is in memory at a time."""
+    """The shards :func:`binarize` writes of ``src`` and ``tgt``, from the shards of their parts in order
+    (``binarize --part``): byte for byte the same, the pairs handed to the writer ``chunk_lines`` at a
+    time as one job does; read as they are written, a chunk at a time."""
     extra = _provenance(model, src, tgt)
     writer, unknown = ShardWriter(out_dir, extra["spm_pieces"], max_shard_mb), 0
-    pending: list[tuple[np.ndarray, ...]] = []  # pieces of the next chunk: (src, src_lengths, tgt, tgt_lengths)
+    pending: list[tuple[np.ndarray, ...]] = []  # blocks of the next chunk: (src, src lengths, tgt, tgt lengths)
+    held = 0  # pairs in pending
     try:
-        for path in part_files:
-            with np.load(path) as part:
-                unknown += int(part["unknown"])
-                arrays = [part[key] for key in ("src", "src_lengths", "tgt", "tgt_lengths")]
-            for piece in _split(arrays, chunk_lines - sum(len(p[1]) for p in pending), chunk_lines):
-                pending.append(piece)
-                if sum(len(p[1]) for p in pending) == chunk_lines:
+        for folder in part_dirs:
+            part = ShardedCorpus(folder)
+            if part.manifest.get("spm_model_sha256") != extra["spm_model_sha256"]:
+                raise ValueError(f"{folder}: binarized with another model than {model}")
+            unknown += int(part.manifest["unknown_pieces"])
+            start = 0
+            while start < len(part):
+                block = part.block(start, min(start + chunk_lines - held, len(part)))
+                pending.append(block)
+                held += len(block[1])
+                start += len(block[1])
+                if held == chunk_lines:
                     writer.add_chunk(*_join(pending))
-                    pending = []
+                    pending, held = [], 0
         if pending:
             writer.add_chunk(*_join(pending))
     except BaseException:
@@ -174,25 +168,8 @@ def gather(
     return writer.close({**extra, "unknown_pieces": unknown})
 
 
-def _split(arrays: list[np.ndarray], first: int, size: int) -> Iterator[tuple[np.ndarray, ...]]:
-    """(src ids, src lengths, tgt ids, tgt lengths) of consecutive groups of pairs: ``first`` pairs, then
-    ``size`` at a time."""
-    src, src_lengths, tgt, tgt_lengths = arrays
-    src_ends, tgt_ends = np.concatenate([[0], np.cumsum(src_lengths)]), np.concatenate([[0], np.cumsum(tgt_lengths)])
-    start, take = 0, first
-    while start < len(src_lengths):
-        stop = min(start + take, len(src_lengths))
-        yield (
-            src[src_ends[start] : src_ends[stop]],
-            src_lengths[start:stop],
-            tgt[tgt_ends[start] : tgt_ends[stop]],
-            tgt_lengths[start:stop],
-        )
-        start, take = stop, size
-
-
-def _join(pieces: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
-    return tuple(np.concatenate([piece[i] for piece in pieces]) for i in range(4))
+def _join(blocks: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    return tuple(np.concatenate([block[i] for block in blocks]) for i in range(4))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,27 +177,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True, help="sentencepiece .model")
     parser.add_argument("--src", required=True)
     parser.add_argument("--tgt", required=True)
-    parser.add_argument("--out-dir", help="the shards' directory (with --part: not written)")
+    parser.add_argument("--out-dir", required=True, help="the shards' directory")
     add_settings(parser, "data.shards as JSON (default: max_shard_mb 1024)")
     parser.add_argument("--threads", type=int, default=1, help="worker processes for the piece lookup")
     parser.add_argument("--chunk-lines", type=int, default=CHUNK_LINES, help=CHUNK_HELP)
-    parts.add_arguments(
-        parser,
-        ("--part-output", "the part's ids (.npz)"),
-        ("NPZ", "every part's --part-output, in order: the shards of --src and --tgt from them"),
+    parser.add_argument("--part", metavar="I-N", help=PART_HELP + ": its shards, for --gather")
+    parser.add_argument(
+        "--gather",
+        nargs="+",
+        metavar="DIR",
+        help="every part's --out-dir, in order: the shards of --src and --tgt from theirs",
     )
     add_log(parser)
     args = parser.parse_args(argv)
-    if bool(args.part) != bool(args.part_output) or (not args.part and not args.out_dir):
-        parser.error("give --out-dir, or --part with --part-output")
     setup_logging(args.log)
     start = time.perf_counter()
-    if args.part:
-        pairs = binarize_part(
-            args.model, args.src, args.tgt, args.part, args.part_output, args.threads, args.chunk_lines
-        )
-        log.info("%s: part %s, %d pairs, %.1f s", args.part_output, args.part, pairs, time.perf_counter() - start)
-        return 0
     opts = settings.read(args.settings, ShardsConfig, "data.shards")
     if args.gather:
         manifest = gather(
@@ -228,7 +199,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         manifest = binarize(
-            args.model, args.src, args.tgt, args.out_dir, opts.max_shard_mb, args.threads, args.chunk_lines
+            args.model,
+            args.src,
+            args.tgt,
+            args.out_dir,
+            opts.max_shard_mb,
+            args.threads,
+            args.chunk_lines,
+            args.part,
         )
     log.info(
         "%s: %d sentences, %d src + %d tgt tokens, %d shard(s), %d unknown pieces, %.1f s",

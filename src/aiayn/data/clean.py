@@ -39,7 +39,7 @@ from typing import Iterable, Iterator
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data import parts
-from aiayn.data.lines import DataError, check_aligned, iter_lines
+from aiayn.data.lines import PART_HELP, DataError, check_aligned, iter_lines
 from aiayn.io import atomic_output, read_json, setup_logging, write_json
 from aiayn.options import CleanConfig
 
@@ -174,10 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", nargs="+", required=True, help="PREFIX: reads PREFIX.<src>, PREFIX.<tgt>")
     parser.add_argument("--out-prefix", help="writes OUT.<src>, OUT.<tgt> (the whole corpora, or --gather's)")
     parser.add_argument("--stats", required=True, help="JSON file of per-corpus counts")
-    parts.add_arguments(
-        parser,
-        ("--part-dir", "writes DIR/<corpus name>.<src>, .<tgt> (and --stats DIR/stats.json for --gather)"),
-        ("DIR", "the --part-dir of every part, in order: their outputs and statistics make --out-prefix's and --stats"),
+    parser.add_argument("--part", metavar="I-N", help=PART_HELP + ": its outputs go to --part-dir")
+    parser.add_argument(
+        "--part-dir",
+        help="with --part: writes DIR/<corpus name>.<src>, .<tgt> (and, for --gather, --stats DIR/stats.json)",
+    )
+    parser.add_argument(
+        "--gather",
+        nargs="+",
+        metavar="DIR",
+        help="every part's --part-dir, in order: their outputs and statistics make --out-prefix's and --stats",
     )
     add_settings(parser, "data.clean as JSON: min_len, max_len, max_ratio")
     add_log(parser)

@@ -17,18 +17,9 @@ import logging
 import shutil
 
 from aiayn.cli import add_log
-from aiayn.data.lines import PART_HELP
 from aiayn.io import atomic_output, setup_logging
 
 log = logging.getLogger(__name__)
-
-
-def add_arguments(parser: argparse.ArgumentParser, output: tuple[str, str], gather: tuple[str, str]) -> None:
-    """The options of a stage that gathers its own parts: ``--part I-N``, where that part's output goes
-    (``output``: the option and its help) and ``--gather`` (``gather``: metavar and help)."""
-    parser.add_argument("--part", metavar="I-N", help=f"{PART_HELP}; its output goes to {output[0]}")
-    parser.add_argument(output[0], help=f"with --part: {output[1]}")
-    parser.add_argument("--gather", nargs="+", metavar=gather[0], help=gather[1])
 
 
 def gather(parts: list[str], output: str) -> int:

@@ -268,6 +268,19 @@ class ShardedCorpus:
         offsets = self._offsets[side][k]
         return np.asarray(self._data[side][k][offsets[local] : offsets[local + 1]], dtype=np.int64)
 
+    def block(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Pairs ``start`` up to ``stop`` or to the end of ``start``'s shard, whichever comes first, as
+        :meth:`ShardWriter.add_chunk` takes them: (src ids back to back, src lengths, tgt ids, tgt lengths)."""
+        if not 0 <= start < stop <= len(self):
+            raise IndexError(f"{self.dir}: pairs {start}..{stop} of {len(self)}")
+        k = int(np.searchsorted(self._starts, start, side="right") - 1)
+        first, last = start - self._starts[k], min(stop, self._starts[k + 1]) - self._starts[k]
+        out = []
+        for side in SIDES:
+            offsets = self._offsets[side][k][first : last + 1]
+            out += [np.asarray(self._data[side][k][offsets[0] : offsets[-1]]), np.diff(offsets)]
+        return tuple(out)
+
     def src(self, index: int) -> np.ndarray:
         return self._get("src", index)
 
