@@ -139,7 +139,14 @@ PROJECT_CONFIGS = [ROOT / "config.yaml", ROOT / "configs" / "demo.yaml", ROOT / 
 # Fewer runs than configs/test.yaml (a row of each table, EN-DE only) so that the SLURM run takes minutes.
 KEEP = {"base", "C1", "parser"}
 # The data stages of one task go to SLURM as one job (a Snakemake group) rather than a job per file.
-DATA_RULES = ("extract", "tokenize", "clean_en_de", "treebank", "bpe_learn", "bpe_encode", "binarize")
+_CHUNKED = ("tokenize", "clean_en_de", "bpe_encode", "binarize")  # data.chunks > 1: a part and a gather rule each
+DATA_RULES = (
+    "extract",
+    "treebank",
+    "bpe_learn",
+    *_CHUNKED,
+    *(f"{rule}_{kind}" for rule in _CHUNKED for kind in ("part", "gather")),
+)
 
 
 def _shrink_overlay(path: Path) -> Path:
