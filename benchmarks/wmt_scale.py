@@ -12,10 +12,13 @@ the paper's ``en-de`` task at them (``config.yaml`` otherwise unchanged, ``data_
 ``OUT/data``).
 
 ``stages``: ``snakemake --cores N`` on ``config.yaml`` plus that overlay, one stage at a time
-(``--until`` its rules, target the EN-DE shards): per stage the wall time of its Snakemake run and,
-from the jobs' ``D/benchmarks/`` records (Snakemake's, sampled: every 0.5 s for 30 s, then every
-30 s), their CPU time, the largest job's peak RSS (its processes together) and the disk its outputs
-take.
+(``--until`` its rules, target the EN-DE shards): per stage the wall time of its Snakemake run, its
+jobs and the longest one's wall time, the CPU time of that run and every process it started
+(Snakemake's own planning included: exact, from ``getrusage``), the largest job's peak RSS (its
+processes together, from the jobs' ``D/benchmarks/`` records: Snakemake samples every 0.5 s for
+30 s, then every 30 s, so a short job's peak can be missed), the largest peak of one job's main
+process and of one worker process (exact: the ``resources:`` line each data command logs at its end)
+and the disk its outputs take.
 
 ``trainer``: ``--pairs`` pairs of shards with ids drawn at random and lengths drawn from a real
 corpus's shards (``--lengths-from``, e.g. the ``stages`` run's), then ``python -m aiayn.train`` with a
@@ -38,6 +41,7 @@ import datetime
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -51,6 +55,8 @@ WMT = ROOT.parent / "shared" / "data" / "wmt"
 LANGS = ("en", "de")
 # name: share of the training pairs
 CORPORA = {"europarl_v7_files": 0.426, "commoncrawl_files": 0.530, "news_commentary_v9_files": 0.044}
+RESOURCES = re.compile(r"resources: .*peak RSS (\d+) MiB \(the largest worker (\d+) MiB\)")
+PEAKS = ("process", "worker")
 HELD_OUT = {"newstest2013_files": "newstest2013.{lang}", "newstest2014_files": "newstest2014-full.en-de.{lang}"}
 # stage: (the rules --until stops at, in one job and in parts (data.chunks), where its jobs' records are
 # under D/benchmarks, its outputs under D); a stage's rules of the other kind must not be named, or
@@ -113,13 +119,19 @@ def make_corpus(out: Path, pairs: int, seed: int) -> dict:
 
 
 def _records(data: Path, prefixes: list[str]) -> list[dict]:
+    """The stage's jobs: each one's Snakemake record, with ``process`` and ``worker``, the peak RSS in MiB
+    of its main process and of its largest worker from the ``resources:`` line of its log (exact)."""
     rows = []
     for prefix in prefixes:
         folder, _, start = prefix.rpartition("/") if "/" in prefix else (prefix, "", "")
         for path in sorted((data / "benchmarks" / folder).rglob("*.tsv")):
             if path.name.startswith(start):
                 with open(path, newline="") as handle:
-                    rows += list(csv.DictReader(handle, delimiter="\t"))
+                    row = list(csv.DictReader(handle, delimiter="\t"))[-1]
+                log = (data / "logs" / path.relative_to(data / "benchmarks")).with_suffix(".log")
+                found = RESOURCES.findall(log.read_text()) if log.exists() else []
+                row["process"], row["worker"] = map(float, found[-1]) if found else (float("nan"),) * 2
+                rows.append(row)
     return rows
 
 
@@ -130,6 +142,12 @@ def _disk(data: Path, outputs: list[str]) -> int:
         files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
         total += sum(p.stat().st_size for p in files)
     return total
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every finished child process and its descendants (each waits for its own)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_stages(corpus: Path, cores: int, extra: list[str]) -> None:
@@ -145,21 +163,29 @@ def run_stages(corpus: Path, cores: int, extra: list[str]) -> None:
     chunks = load_config(ROOT / "config.yaml", corpus / "overlay.yaml")["data"]["chunks"]
     load = os.getloadavg()[0]
     print(f"{pairs} training pairs, data.chunks {chunks}; {os.cpu_count()} CPUs, load average {load:.1f} at start")
-    print(f"{'stage':<10} {'wall s':>8} {'jobs':>5} {'CPU s':>9} {'pairs/CPU-s':>11} {'peak MiB':>9} {'disk MiB':>9}")
+    print(
+        f"{'stage':<10} {'wall s':>8} {'jobs':>5} {'longest s':>9} {'CPU s':>9} {'pairs/CPU-s':>11} {'job MiB':>8} "
+        f"{'process':>8} {'worker':>7} {'disk MiB':>9}"
+    )
     for stage, (whole, in_parts, records, outputs) in STAGES.items():
         until = in_parts if chunks > 1 else whole
-        start = time.perf_counter()
+        start, used = time.perf_counter(), _children_cpu()
         command = [*base, *extra, *(["--until", *until] if until else []), "--", *targets]
         result = subprocess.run(command, capture_output=True, text=True)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, _children_cpu() - used
         if result.returncode:
             raise SystemExit(f"{stage}: snakemake failed\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
         rows = _records(data, records)
-        cpu = sum(float(r["cpu_time"]) for r in rows if r["cpu_time"] != "NA")
         rss = max((float(r["max_rss"]) for r in rows if r["max_rss"] != "NA"), default=float("nan"))
+        longest = max((float(r["s"]) for r in rows), default=float("nan"))
+        process, worker = (max((r[k] for r in rows if r[k] == r[k]), default=float("nan")) for k in PEAKS)
         disk = _disk(data, outputs or [f"bpe/en-de/{s}.{lang}" for s in ("train", "dev", "test") for lang in LANGS])
         rate = pairs / cpu if cpu else float("nan")
-        print(f"{stage:<10} {wall:8.0f} {len(rows):5d} {cpu:9.0f} {rate:11.0f} {rss:9.0f} {disk / 2**20:9.0f}")
+        print(
+            f"{stage:<10} {wall:8.0f} {len(rows):5d} {longest:9.0f} {cpu:9.0f} {rate:11.0f} {rss:8.0f} {process:8.0f} "
+            f"{worker:7.0f} "
+            f"{disk / 2**20:9.0f}"
+        )
     manifest = json.loads((data / "bin/en-de/train/manifest.json").read_text())
     print(f"shards: {len(manifest['shards'])}, {manifest['sentences']} pairs")
 

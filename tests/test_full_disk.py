@@ -51,7 +51,7 @@ def test_shards_keep_the_previous_split_and_leave_no_temporary_directory(tmp_pat
     write_split(out, 20)
     before = {name: digest(out / name) for name in listing(out)}
     if where == "index":
-        monkeypatch.setattr(shards, "write_index", half_then_full(0))
+        monkeypatch.setattr(shards._IndexFile, "close", disk_full)
     else:
         monkeypatch.setattr(shards.os, "fsync", disk_full)
     with pytest.raises(OSError) as raised:

@@ -81,3 +81,22 @@ def test_add_chunk_refuses_inconsistent_lengths(tmp_path):
     with pytest.raises(ValueError, match="1 source but 2 target"):
         with ShardWriter(tmp_path / "y", vocab_size=9) as writer:
             writer.add_chunk([1, 2], [2], [1, 1], [1, 1])
+
+
+def test_a_writers_memory_does_not_grow_with_its_shard(tmp_path):
+    """Two million pairs in one shard: the index goes to its file a chunk at a time (an index held in
+    memory until the shard closes took 16 bytes a pair, and a copy of them)."""
+    import tracemalloc
+
+    ones = np.ones(20_000, dtype=np.int64)
+    tracemalloc.start()
+    try:
+        with ShardWriter(tmp_path / "train", vocab_size=50) as writer:
+            for _ in range(100):
+                writer.add_chunk(ones * 7, ones, ones * 9, ones)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    corpus = ShardedCorpus(tmp_path / "train")
+    assert len(corpus) == 2_000_000 and corpus.block(1_999_999, 2_000_000)[0].tolist() == [7]
+    assert peak < 4 * 2**20, f"{peak / 2**20:.1f} MiB"

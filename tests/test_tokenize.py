@@ -281,3 +281,23 @@ def test_detokenize_unescapes_when_its_settings_escape(tmp_path, escape, expecte
         == 0
     )
     assert (tmp_path / "txt").read_text(encoding="utf-8") == expected + "\n"
+
+
+def test_the_log_ends_with_what_the_command_and_its_workers_used(tmp_path):
+    """The ``resources:`` line (aiayn.io.log_resources) counts the worker processes too, once they ended."""
+    import re
+    import subprocess
+    import sys
+
+    text = tmp_path / "in.en"
+    text.write_text("It's a well-known fact, isn't it?\n" * 4000, encoding="utf-8")
+    log = tmp_path / "tok.log"
+    command = ["--lang", "en", "--input", str(text), "--output", str(tmp_path / "out"), "--threads", "2"]
+    subprocess.run([sys.executable, "-m", "aiayn.data.tokenize", *command, "--log", str(log)], check=True)
+    found = re.search(
+        r"resources: CPU ([\d.]+) s \(workers ([\d.]+) s\); peak RSS (\d+) MiB \(the largest worker (\d+)",
+        log.read_text(),
+    )
+    assert found, log.read_text()
+    total, workers, own, worker = map(float, found.groups())
+    assert 0 < workers < total and own > 0 and worker > 0

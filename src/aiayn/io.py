@@ -22,6 +22,7 @@ import io
 import json
 import logging
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -149,6 +150,27 @@ def setup_logging(log_file: str | os.PathLike | None = None, level: int = loggin
         handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
     logging.basicConfig(level=level, format=LOG_FORMAT, handlers=handlers, force=True)
     sys.excepthook = _log_uncaught
+
+
+def log_resources() -> None:
+    """Log what this process and its finished worker processes used: CPU seconds and peak resident
+    memory, exact (``getrusage``; a worker's peak is the largest one's, the workers' CPU their sum).
+
+    The process's own peak is Linux's ``VmHWM``, where there is one: ``getrusage``'s would be at least
+    the RSS of the process that started it, which Linux carries over an ``exec``.
+    """
+    own, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = own.ru_maxrss  # KiB on Linux
+    with contextlib.suppress(OSError, StopIteration):
+        with open("/proc/self/status", encoding="ascii") as status:
+            peak = int(next(line for line in status if line.startswith("VmHWM:")).split()[1])
+    logging.getLogger("aiayn").info(
+        "resources: CPU %.1f s (workers %.1f s); peak RSS %.0f MiB (the largest worker %.0f MiB)",
+        own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime,
+        workers.ru_utime + workers.ru_stime,
+        peak / 1024,
+        workers.ru_maxrss / 1024,
+    )
 
 
 def debugging() -> bool:

@@ -31,7 +31,7 @@ from aiayn.data.lines import (
     part_range,
 )
 from aiayn.data.shards import ShardedCorpus, ShardWriter, _sha256
-from aiayn.io import progress, setup_logging
+from aiayn.io import log_resources, progress, setup_logging
 from aiayn.options import ShardsConfig
 
 log = logging.getLogger(__name__)
@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         manifest["unknown_pieces"],
         time.perf_counter() - start,
     )
+    log_resources()
     return 0
 
 

@@ -48,7 +48,7 @@ import sentencepiece as spm
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import CHUNK_HELP, CHUNK_LINES, PART_HELP, count_lines, iter_lines, map_file
-from aiayn.io import atomic_output, setup_logging
+from aiayn.io import atomic_output, log_resources, setup_logging
 from aiayn.options import BpeConfig
 
 log = logging.getLogger(__name__)
@@ -244,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         count = map_file(SpmEncode(args.model), args.input, args.output, args.threads, args.chunk_lines, args.part)
         log.info("encoded %d lines: %s -> %s", count, args.input, args.output)
+    log_resources()
     return 0
 
 

@@ -40,7 +40,7 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data import parts
 from aiayn.data.lines import PART_HELP, DataError, check_aligned, iter_lines
-from aiayn.io import atomic_output, read_json, setup_logging, write_json
+from aiayn.io import atomic_output, log_resources, read_json, setup_logging, write_json
 from aiayn.options import CleanConfig
 
 log = logging.getLogger(__name__)
@@ -199,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             args.corpora, args.src_lang, args.tgt_lang, args.out_prefix, rules, args.part, args.part_dir
         )
     write_json(args.stats, stats)
+    log_resources()
     return 0
 
 

@@ -31,7 +31,7 @@ from typing import IO, Iterator
 
 from aiayn.cli import add_log
 from aiayn.data.lines import DataError
-from aiayn.io import atomic_output, setup_logging
+from aiayn.io import atomic_output, log_resources, setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         count = extract(args.archive, args.member, args.out)
         log.info("%s:%s -> %s (%d lines)", args.archive, args.member, args.out, count)
+    log_resources()
     return 0
 
 

@@ -17,7 +17,7 @@ import logging
 import shutil
 
 from aiayn.cli import add_log
-from aiayn.io import atomic_output, setup_logging
+from aiayn.io import atomic_output, log_resources, setup_logging
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log)
     written = gather(args.inputs, args.output)
     log.info("%s: %d parts, %d bytes", args.output, len(args.inputs), written)
+    log_resources()
     return 0
 
 

@@ -21,7 +21,6 @@ import os
 import shutil
 import struct
 import tempfile
-from array import array
 from pathlib import Path
 from typing import Iterable
 
@@ -46,34 +45,55 @@ def _dtype_code(dtype: np.dtype) -> int:
     return next(code for code, value in DTYPES.items() if np.dtype(value) == dtype)
 
 
-def write_index(path: Path, offsets: np.ndarray, dtype: np.dtype) -> None:
-    with open(path, "wb") as handle:
-        handle.write(_HEADER.pack(MAGIC, VERSION, _dtype_code(dtype), len(offsets) - 1))
-        handle.write(np.asarray(offsets, dtype=np.uint64).tobytes())
-        _sync(handle)
-
-
 def _sync(handle) -> None:
     """Flush an open file to the disk: the directory is renamed into place only once every file is whole."""
     handle.flush()
     os.fsync(handle.fileno())
 
 
+class _IndexFile:
+    """An ``.idx`` file written as its sentences come: the offsets go to the file a chunk at a time and
+    the header's count is written last, so a writer's memory does not grow with its shard."""
+
+    def __init__(self, path: Path, dtype: np.dtype):
+        self.handle, self.code = open(path, "wb"), _dtype_code(dtype)
+        self.handle.write(_HEADER.pack(MAGIC, VERSION, self.code, 0))
+        self.handle.write(np.zeros(1, np.uint64).tobytes())
+        self.sentences, self.last = 0, 0
+
+    def extend(self, lengths: np.ndarray) -> None:
+        offsets = self.last + np.cumsum(lengths, dtype=np.int64)
+        self.handle.write(offsets.astype(np.uint64).tobytes())
+        self.sentences += len(offsets)
+        self.last = int(offsets[-1]) if len(offsets) else self.last
+
+    def close(self) -> None:
+        self.handle.seek(0)
+        self.handle.write(_HEADER.pack(MAGIC, VERSION, self.code, self.sentences))
+        _sync(self.handle)
+        self.handle.close()
+
+
 def read_index(path: Path) -> tuple[np.ndarray, np.dtype]:
-    """Return (offsets, payload dtype) of an ``.idx`` file; a wrong magic or version is an error."""
+    """Return (offsets, payload dtype) of an ``.idx`` file; a wrong magic or version is an error.
+
+    The offsets are the file itself, mapped read-only as int64 (they are below 2**63): no copy in this
+    process, and one copy in the page cache for every process that reads the same shards (the ranks).
+    """
     with open(path, "rb") as handle:
         header = handle.read(_HEADER.size)
-        if len(header) < _HEADER.size:
-            raise ValueError(f"{path}: truncated index header")
-        magic, version, code, count = _HEADER.unpack(header)
-        if magic != MAGIC:
-            raise ValueError(f"{path}: not an aiayn index (magic {magic!r})")
-        if version != VERSION:
-            raise ValueError(f"{path}: index version {version}, this code reads {VERSION}")
-        offsets = np.frombuffer(handle.read(8 * (count + 1)), dtype=np.uint64)
-    if len(offsets) != count + 1:
-        raise ValueError(f"{path}: truncated index ({len(offsets)} of {count + 1} offsets)")
-    return offsets.astype(np.int64), np.dtype(DTYPES[code])
+        size = os.fstat(handle.fileno()).st_size
+    if len(header) < _HEADER.size:
+        raise ValueError(f"{path}: truncated index header")
+    magic, version, code, count = _HEADER.unpack(header)
+    if magic != MAGIC:
+        raise ValueError(f"{path}: not an aiayn index (magic {magic!r})")
+    if version != VERSION:
+        raise ValueError(f"{path}: index version {version}, this code reads {VERSION}")
+    if size - _HEADER.size < 8 * (count + 1):
+        raise ValueError(f"{path}: truncated index ({(size - _HEADER.size) // 8} of {count + 1} offsets)")
+    offsets = np.memmap(path, dtype="<i8", mode="r", offset=_HEADER.size, shape=(count + 1,))
+    return offsets, np.dtype(DTYPES[code])
 
 
 def _sha256(path: Path) -> str:
@@ -115,8 +135,7 @@ class ShardWriter:
     def _open_shard(self) -> None:
         k = len(self.shards)
         self._files = {side: open(self.tmp_dir / f"{side}.{k:03d}.bin", "wb") for side in SIDES}
-        # Offsets in compact int64 arrays: 8 bytes a sentence, so memory stays flat at WMT scale.
-        self._offsets = {side: array("q", [0]) for side in SIDES}
+        self._index = {side: _IndexFile(self.tmp_dir / f"{side}.{k:03d}.idx", self.dtype) for side in SIDES}
 
     def add(self, src: Iterable[int], tgt: Iterable[int]) -> None:
         """Append one (src, tgt) pair."""
@@ -141,20 +160,19 @@ class ShardWriter:
             raise ValueError(f"{len(sides['src'][1])} source but {len(sides['tgt'][1])} target sentences")
         for side, (flat, lengths) in sides.items():
             self._files[side].write(flat.astype(self.dtype).tobytes())
-            offsets = self._offsets[side]
-            offsets.extend((offsets[-1] + np.cumsum(lengths)).tolist())
-        if max(offsets[-1] for offsets in self._offsets.values()) >= self.tokens_per_shard:
+            self._index[side].extend(lengths)
+        if max(index.last for index in self._index.values()) >= self.tokens_per_shard:
             self._close_shard()
             self._open_shard()
 
     def _close_shard(self) -> None:
         k = len(self.shards)
-        shard = {"sentences": len(self._offsets["src"]) - 1}
+        shard = {"sentences": self._index["src"].sentences}
         for side in SIDES:
             _sync(self._files[side])
             self._files[side].close()
-            write_index(self.tmp_dir / f"{side}.{k:03d}.idx", np.frombuffer(self._offsets[side], np.int64), self.dtype)
-            shard[f"{side}_tokens"] = self._offsets[side][-1]
+            self._index[side].close()
+            shard[f"{side}_tokens"] = self._index[side].last
         shard["files"] = {
             name: _sha256(self.tmp_dir / name)
             for side in SIDES
@@ -205,7 +223,7 @@ class ShardWriter:
             shutil.rmtree(old, ignore_errors=True)
 
     def abort(self) -> None:
-        for handle in self._files.values():
+        for handle in [*self._files.values(), *(index.handle for index in self._index.values())]:
             with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
                 handle.close()
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
@@ -246,8 +264,9 @@ class ShardedCorpus:
                 )
         counts = [len(o) - 1 for o in self._offsets["src"]]
         self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self.src_lengths = np.concatenate([np.diff(o) for o in self._offsets["src"]]).astype(np.int64)
-        self.tgt_lengths = np.concatenate([np.diff(o) for o in self._offsets["tgt"]]).astype(np.int64)
+        # int32: 4 bytes a sentence and side, what a rank holds of the corpus beside the mapped files
+        self.src_lengths = np.concatenate([np.diff(o).astype(np.int32) for o in self._offsets["src"]])
+        self.tgt_lengths = np.concatenate([np.diff(o).astype(np.int32) for o in self._offsets["tgt"]])
         self.vocab_size = int(self.manifest["vocab_size"])
 
     def verify(self) -> None:

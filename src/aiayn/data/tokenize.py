@@ -72,7 +72,7 @@ from sacremoses.corpus import NonbreakingPrefixes
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import PART_HELP, DataError, map_file
-from aiayn.io import setup_logging
+from aiayn.io import log_resources, setup_logging
 from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     count = map_file(pipeline, args.input, args.output, args.threads, opts.chunk_lines, args.part)
     seconds = time.perf_counter() - start
     log.info("%d lines in %.1f s (%.0f lines/s)", count, seconds, count / max(seconds, 1e-9))
+    log_resources()
     return 0
 
 

@@ -119,7 +119,7 @@ def _kept(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(pairs kept, ordered by source length, target length, index; source and target lengths with eos /
     bos; pairs dropped): the dropping rules of :func:`make_batches`."""
-    src_need, tgt_need = np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1
+    src_need, tgt_need = np.add(src_lengths, 1, dtype=np.int64), np.add(tgt_lengths, 1, dtype=np.int64)
     longest = np.maximum(src_need, tgt_need)
     too_long = longest > max_len if max_len else np.zeros(len(longest), dtype=bool)
     if not drop_overlong and too_long.any():
@@ -127,9 +127,9 @@ def _kept(
         raise ValueError(
             f"sentence pair {first} has {longest[first]} tokens with eos/bos, over the model's max_positions={max_len}"
         )
-    oversize = longest > tokens_per_batch
-    drop = too_long | (oversize if drop_oversize else False)
-    order = np.lexsort((np.arange(len(src_need)), tgt_need, src_need))
+    drop = too_long | (longest > tokens_per_batch if drop_oversize else False)
+    del longest, too_long
+    order = np.lexsort((tgt_need, src_need))  # a stable sort: ties stay in index order
     return order[~drop[order]], src_need, tgt_need, int(drop.sum())
 
 
@@ -152,7 +152,8 @@ def make_batches(
     order, src_need, tgt_need, dropped = _kept(
         src_lengths, tgt_lengths, tokens_per_batch, max_len, drop_oversize, drop_overlong
     )
-    return _pack(order, src_need[order], tgt_need[order], tokens_per_batch), dropped
+    src_need, tgt_need = src_need[order], tgt_need[order]  # the unsorted ones freed: 16 bytes a pair
+    return _pack(order, src_need, tgt_need, tokens_per_batch), dropped
 
 
 def ladder_batches(
