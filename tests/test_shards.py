@@ -100,3 +100,20 @@ def test_a_writers_memory_does_not_grow_with_its_shard(tmp_path):
     corpus = ShardedCorpus(tmp_path / "train")
     assert len(corpus) == 2_000_000 and corpus.block(1_999_999, 2_000_000)[0].tolist() == [7]
     assert peak < 4 * 2**20, f"{peak / 2**20:.1f} MiB"
+
+
+def test_a_reader_maps_the_index_and_keeps_lengths_in_four_bytes(tmp_path):
+    """What a training rank holds of a corpus of 40.8M pairs: the indexes mapped (one copy in the page
+    cache for every rank), and the lengths, 4 bytes a pair and side; a truncated index is refused."""
+    with ShardWriter(tmp_path / "t", vocab_size=50) as writer:
+        writer.add_chunk(np.full(7, 4), [3, 0, 4], np.full(6, 5), [1, 2, 3])
+    corpus = ShardedCorpus(tmp_path / "t")
+    assert all(isinstance(o, np.memmap) for side in ("src", "tgt") for o in corpus._offsets[side])
+    assert corpus.src_lengths.dtype == corpus.tgt_lengths.dtype == np.int32
+    assert corpus.src_lengths.tolist() == [3, 0, 4] and corpus.tgt_lengths.tolist() == [1, 2, 3]
+    assert corpus.padded("src", [2, 0])[1].tolist() == [4, 3]
+    del corpus  # its mapping would outlive the truncation below
+    idx = tmp_path / "t" / "tgt.000.idx"
+    idx.write_bytes(idx.read_bytes()[:-8])
+    with pytest.raises(ValueError, match="truncated index"):
+        ShardedCorpus(tmp_path / "t")
