@@ -202,7 +202,7 @@ def _type_schema(kind: Any, definitions: dict) -> dict:
         return {"type": SCALARS[kind]} if kind is not float else {"type": "number"}
     if dataclasses.is_dataclass(kind):
         if kind.__name__ not in definitions:
-            definitions[kind.__name__] = {}  # a placeholder while its fields are made
+            definitions[kind.__name__] = {}  # taken first: a type that refers to itself ends here
             definitions[kind.__name__] = _object_schema(kind, definitions)
         return {"$ref": f"#/$defs/{kind.__name__}"}
     origin, args = typing.get_origin(kind), typing.get_args(kind)
