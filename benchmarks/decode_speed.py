@@ -48,11 +48,12 @@ import torch.nn.functional as F
 from aiayn.decode.beam import SpecialIds, UncachedDecoding, translate_sentences
 from aiayn.io import setup_logging
 from aiayn.model import Transformer
-from aiayn.options import ModelConfig
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.runtime.precision import use_onednn
 
 log = logging.getLogger("decode_speed")
 IDS = SpecialIds(pad=0, bos=2, eos=3)
+MIN_LENGTH = DecodeConfig.min_length  # every side asks for the project's minimum output length
 FIRST_WORD = 4
 SHAPE = {"n_layers": 3, "d_model": 256, "d_ff": 1024, "n_heads": 4, "d_k": 64, "d_v": 64, "dropout": 0.0}
 
@@ -112,6 +113,7 @@ def timed_decode(model, sources: list[list[int]], batch: int, max_len_b: float) 
         max_len_a=1.0,
         max_len_b=max_len_b,
         early_stop=True,
+        min_length=MIN_LENGTH,
     )
     return hyps, time.perf_counter() - start
 
@@ -171,7 +173,7 @@ def ctranslate2_time(make_translator, pieces: list[str], sources: list[list[int]
         max_batch_size=batch,
         beam_size=4,
         length_penalty=0.6,
-        min_decoding_length=0,
+        min_decoding_length=MIN_LENGTH,
         suppress_sequences=[["<pad>"], ["<s>"]],
         max_decoding_length=max(len(s) for s in sources) + int(max_len_b),
     )

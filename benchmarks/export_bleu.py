@@ -49,6 +49,7 @@ def ours(run: Path, sources: list[list[int]], decode: DecodeConfig) -> list[list
         max_len_a=decode.max_len_a,
         max_len_b=decode.max_len_b,
         early_stop=decode.early_stop,
+        min_length=decode.min_length,
     )
     return [h.tokens for h in hyps]
 
@@ -62,7 +63,7 @@ def ctranslate2_outputs(out: Path, sources: list[list[int]], pieces: list[str], 
         max_batch_size=BATCH,
         beam_size=decode.beam_size,
         length_penalty=decode.length_penalty,
-        min_decoding_length=0,
+        min_decoding_length=decode.min_length,
         suppress_sequences=[["<pad>"], ["<s>"]],
         max_decoding_length=int(decode.max_len_a * max(map(len, sources)) + decode.max_len_b),
     )
@@ -87,6 +88,7 @@ def marian_outputs(out: Path, sources: list[list[int]], decode: DecodeConfig):
                 num_beams=decode.beam_size,
                 length_penalty=decode.length_penalty,
                 early_stopping=True,
+                min_new_tokens=decode.min_length,
                 max_new_tokens=int(decode.max_len_a * max(map(len, batch)) + decode.max_len_b),
             )
         outputs += [[t for t in row.tolist()[1:] if t > 3] for row in generated]

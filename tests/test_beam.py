@@ -137,13 +137,16 @@ def test_length_limit_finishes_live_hypotheses():
     assert hyp.score == pytest.approx(3 * math.log(0.9) / lp(3, 1.0), rel=1e-6)
 
 
-def greedy(model, source, max_len):
-    """Argmax decoding; pad and bos are never generated, as in the search."""
+def greedy(model, source, max_len, min_length):
+    """Argmax decoding; pad and bos are never generated, nor eos before ``min_length`` tokens, as in the
+    search."""
     enc = model.encode(pad_sources([source], IDS))
     prefix = [BOS]
     while len(prefix) <= max_len:
         logits = model.decode(torch.tensor([prefix]), enc)[0, -1].clone()
         logits[[IDS.pad, IDS.bos]] = -math.inf
+        if len(prefix) - 1 < min_length:
+            logits[EOS] = -math.inf
         token = int(logits.argmax())
         if token == EOS:
             break
@@ -151,12 +154,13 @@ def greedy(model, source, max_len):
     return prefix[1:]
 
 
-def test_beam_one_is_greedy():
+@pytest.mark.parametrize("min_length, second", [(0, []), (1, [A, A, A])])
+def test_beam_one_is_greedy(min_length, second):
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[7, 1], [8, 1, 1], [9]]
-    hyps = search(model, sources, beam_size=1, length_penalty=0.6)
-    assert [h.tokens for h in hyps] == [greedy(model, s, 3 + len(s)) for s in sources]
-    assert [h.tokens for h in hyps] == [[C, A], [], [A, A, A, A]]
+    hyps = search(model, sources, beam_size=1, length_penalty=0.6, min_length=min_length)
+    assert [h.tokens for h in hyps] == [greedy(model, s, 3 + len(s), min_length) for s in sources]
+    assert [h.tokens for h in hyps] == [[C, A], second, [A, A, A, A]]
 
 
 @pytest.mark.parametrize("max_sentences", [1, 2, 3, 5])
@@ -206,7 +210,9 @@ def test_n_best_lists_the_finished_hypotheses_best_first():
 def test_n_best_of_a_corpus_keeps_input_order_and_the_best_first():
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [7, 1], [8, 1, 1]]
-    settings = dict(ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True)
+    settings = dict(
+        ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True, min_length=0
+    )
     lists = translate_sentences_n_best(model, sources, max_sentences=2, n_best=2, **settings)
     assert [hyps[0] for hyps in lists] == translate_sentences(model, sources, max_sentences=2, **settings)
     assert [[h.tokens for h in hyps] for hyps in lists] == [[[A, A, A], [A, A, B]], [[C, A], [C]], [[A, A, A], []]]
@@ -336,13 +342,15 @@ def test_cached_beam_equals_uncached_on_real_model(beam_size):
     assert any(len(h.tokens) < len(s) + 8 for h, s in zip(cached, REAL_SOURCES))
 
 
-def test_beam_one_is_greedy_on_real_model():
+@pytest.mark.parametrize("min_length", [0, 1])
+def test_beam_one_is_greedy_on_real_model(min_length):
     model = real_model(seed=4)
     with torch.no_grad():
-        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty=0.6, max_len_b=8.0)
-        expected = [greedy(model, s, len(s) + 8) for s in REAL_SOURCES]
+        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty=0.6, max_len_b=8.0, min_length=min_length)
+        expected = [greedy(model, s, len(s) + 8, min_length) for s in REAL_SOURCES]
     assert [h.tokens for h in hyps] == expected
-    assert [] in expected and any(len(tokens) == len(s) + 8 for tokens, s in zip(expected, REAL_SOURCES))
+    assert ([] in expected) == (min_length == 0)
+    assert any(len(tokens) == len(s) + 8 for tokens, s in zip(expected, REAL_SOURCES))
 
 
 def test_onednn_products_give_the_same_hypotheses_on_real_model(monkeypatch):

@@ -47,7 +47,7 @@ def our_log_probs(model, source: list[int], target: list[int]) -> torch.Tensor:
     return torch.log_softmax(logits.float(), -1)[0]
 
 
-def our_greedy(model, sources):
+def our_greedy(model, sources, min_length):
     hyps = beam_search(
         model,
         pad_sources(sources, SpecialIds()),
@@ -55,11 +55,13 @@ def our_greedy(model, sources):
         beam_size=1,
         max_len_a=0.0,
         max_len_b=float(LIMIT),
+        min_length=min_length,
     )
     return [h.tokens for h in hyps]
 
 
-def test_ctranslate2_scores_and_greedy_outputs_equal_ours(trained, tmp_path):
+@pytest.mark.parametrize("min_length", [0, 1])
+def test_ctranslate2_scores_and_greedy_outputs_equal_ours(trained, tmp_path, min_length):
     model, sources, targets = trained
     vocab = ["<pad>", "<unk>", "<s>", "</s>"] + [f"p{i}" for i in range(4, model.vocab_size)]
     ct2.write(model, vocab, tmp_path / "ct2")
@@ -68,18 +70,21 @@ def test_ctranslate2_scores_and_greedy_outputs_equal_ours(trained, tmp_path):
     for source, target, result in zip(sources, targets, scored):
         ours = our_log_probs(model, source, target)[torch.arange(len(target) + 1), torch.tensor(target + [3])]
         torch.testing.assert_close(torch.tensor(result.log_probs), ours, rtol=0, atol=1e-5)
-    # CTranslate2 generates at least one token unless told (min_decoding_length 1); ours may end at once
+    # decode.min_length is CTranslate2's min_decoding_length (0: an output may end at once)
     greedy = translator.translate_batch(
         [[vocab[i] for i in s] for s in sources],
         beam_size=1,
         max_decoding_length=LIMIT,
-        min_decoding_length=0,
+        min_decoding_length=min_length,
         suppress_sequences=[["<pad>"], ["<s>"]],
     )
-    assert [[vocab.index(p) for p in r.hypotheses[0]] for r in greedy] == our_greedy(model, sources)
+    ours = our_greedy(model, sources, min_length)
+    assert [[vocab.index(p) for p in r.hypotheses[0]] for r in greedy] == ours
+    assert ([] in ours) == (min_length == 0)  # the toy model ends most outputs at once when allowed
 
 
-def test_huggingface_marian_log_probs_and_greedy_outputs_equal_ours(trained, tmp_path):
+@pytest.mark.parametrize("min_length", [0, 1])
+def test_huggingface_marian_log_probs_and_greedy_outputs_equal_ours(trained, tmp_path, min_length):
     model, sources, targets = trained
     vocab = ["<pad>", "<unk>", "<s>", "</s>"] + [f"p{i}" for i in range(4, model.vocab_size)]
     hf.write(model, vocab, tmp_path / "hf")
@@ -95,9 +100,15 @@ def test_huggingface_marian_log_probs_and_greedy_outputs_equal_ours(trained, tmp
     src = pad_sources(sources, SpecialIds())
     # MarianMT forces eos as token LIMIT + 1: what our search finishes as it is at its limit of LIMIT
     out = marian.generate(
-        input_ids=src, attention_mask=src.ne(0), num_beams=1, do_sample=False, max_new_tokens=LIMIT + 1
+        input_ids=src,
+        attention_mask=src.ne(0),
+        num_beams=1,
+        do_sample=False,
+        max_new_tokens=LIMIT + 1,
+        min_new_tokens=min_length,
     )
-    assert [[t for t in row.tolist()[1:] if t not in (0, 3)] for row in out] == our_greedy(model, sources)
+    hyps = [[t for t in row.tolist()[1:] if t not in (0, 3)] for row in out]
+    assert hyps == our_greedy(model, sources, min_length)
 
 
 def test_marian_order_puts_the_sines_first():

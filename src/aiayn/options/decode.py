@@ -60,10 +60,11 @@ class DecodeConfig(Section):
         source='paper 6.1 ("terminate early when possible")',
     )
     min_length: int = option(
-        0,
-        help="tokens an output holds at least before its end symbol (0: none, so an empty output can win; "
-        "fairseq's and CTranslate2's searches ask for 1)",
-        source="tensor2tensor: no minimum (utils/beam_search.py at 3d9c62f2)",
+        1,
+        help="tokens an output holds at least before its end symbol (0: none, so an empty output can win, "
+        "as in tensor2tensor's search: docs/deviations.md)",
+        source="fairseq min_len 1 (fairseq/dataclass/configs.py at v0.12.2); CTranslate2 min_decoding_length 1 "
+        "(include/ctranslate2/translation.h at 0d8bcd36)",
         minimum=0,
     )
     max_sentences: int = option(128, help="sentences per batch of the decoding loop", minimum=1)
