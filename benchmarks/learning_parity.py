@@ -296,9 +296,12 @@ def decode(work: Path, name: str, folder: Path, args: argparse.Namespace) -> dic
 
 
 def truncate(curve: dict, steps: int) -> dict:
-    """The curve up to ``steps``: per-step entries beyond it dropped (``tokens_per_step`` is the full run's)."""
+    """The curve up to ``steps``: per-step entries beyond it dropped (``tokens_per_step`` is the full run's;
+    ``bleu``, keyed by split, is the full run's)."""
     return {
-        key: {k: v for k, v in values.items() if int(k) <= steps} if isinstance(values, dict) else values
+        key: {k: v for k, v in values.items() if int(k) <= steps}
+        if isinstance(values, dict) and key != "bleu"
+        else values
         for key, values in curve.items()
     } | {"steps": steps}
 

@@ -103,3 +103,14 @@ def test_the_parity_report_says_when_compared_runs_come_from_two_trees():
     )
     mixed = trees({"t2t": [{"tree": "2d50ed8"}, {"tree": "8a947ce"}], "fairseq": [{}]})
     assert mixed.startswith("trees: t2t 2d50ed8, 8a947ce; fairseq unrecorded") and "MORE THAN ONE TREE" in mixed
+
+
+def test_a_finished_corpus_run_read_back_keeps_its_bleu_and_cuts_its_curves():
+    """A cached ``--corpus`` run: the step-keyed curves are cut to ``--steps``, the BLEU (keyed by split) kept."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from learning_parity import truncate
+
+    bleu = {"dev": {"0": {"bleu": 46.6, "empty": 3}, "1": {"bleu": 46.7, "empty": 0}}}
+    curve = {"dev_ppl": {"500": 9.1, "1000": 4.8}, "tokens_per_step": 3223.0, "steps": 1000, "bleu": bleu}
+    assert truncate(curve, 1000) == curve
+    assert truncate(curve, 500) == {"dev_ppl": {"500": 9.1}, "tokens_per_step": 3223.0, "steps": 500, "bleu": bleu}
