@@ -361,10 +361,16 @@ def verdict(results: dict[str, list[dict]], steps: list[int]) -> str:
     return "\n".join(lines)
 
 
+def pairable(first: str, name: str, ref: list[float], own: list[float]) -> bool:
+    """Whether two runs' seeds pair: both ours (one seed, one batch order and dropout masks), as many
+    of each. fairseq-train draws its own, so it pairs with nothing."""
+    return "fairseq" not in (first, name) and len(ref) == len(own)
+
+
 def tests_at(results: dict[str, list[dict]], step: int) -> str:
     """Each run against the first at ``step``: Welch's t-test over seeds (two-sided), the seeds per run that
     would find the observed difference of means at 5% with 80% power, and the paired t-test seed by seed
-    (runs of one seed share the batch order and dropout masks: only the run's change differs)."""
+    where the seeds pair (:func:`pairable`)."""
     names = list(results)
     lines = [
         f"| run | measure | difference to {names[0]} | Welch t | df | p | seeds per run for 80% power | "
@@ -377,10 +383,12 @@ def tests_at(results: dict[str, list[dict]], step: int) -> str:
             if ref is None or own is None or len(ref) < 2 or len(own) < 2:
                 lines.append(f"| {name} | {label} | - | - | - | - | - | - | - |")
                 continue
-            test, needed, pairs = welch(ref, own), seeds_needed(ref, own), paired(ref, own)
+            test, needed = welch(ref, own), seeds_needed(ref, own)
+            pairs = paired(ref, own) if pairable(names[0], name, ref, own) else None
             lines.append(
                 f"| {name} | {label} | {test.difference:+.{digits}f} | {test.t:+.2f} | {test.df:.1f} | "
-                f"{test.p:.3f} | {needed if needed is not None else '-'} | {pairs.t:+.2f} | {pairs.p:.3f} |"
+                f"{test.p:.3f} | {needed if needed is not None else '-'} | "
+                f"{f'{pairs.t:+.2f} | {pairs.p:.3f}' if pairs else '- | -'} |"
             )
     return "\n".join(lines)
 
@@ -397,17 +405,21 @@ def bleu_report(results: dict[str, list[dict]]) -> str:
     on test BLEU at min_length 1: Welch's t over seeds, the paired t seed by seed, and whether its seed
     range overlaps the first run's."""
     names = list(results)
-    lines = ["| run | min_length | dev BLEU | test BLEU | test empty outputs |", "|---|---|---|---|---|"]
+    lines = [
+        "| run | min_length | dev BLEU | test BLEU | dev empty outputs | test empty outputs |",
+        "|---|---|---|---|---|---|",
+    ]
     for name in names:
         for min_length in ("0", "1"):
             dev, test = bleu_values(results[name], "dev", min_length), bleu_values(results[name], "test", min_length)
             if test is None:
                 continue
-            empty = bleu_values(results[name], "test", min_length, "empty")
+            empty = [bleu_values(results[name], split, min_length, "empty") for split in ("dev", "test")]
             lines.append(
                 f"| {name} | {min_length} | {cell(spread(dev), 2)} | {cell(spread(test), 2)} | "
-                f"{cell(spread(empty), 1)} |"
+                f"{cell(spread(empty[0]), 1)} | {cell(spread(empty[1]), 1)} |"
             )
+    lines += ["", min_length_verdict(results)]
     lines += [
         "",
         f"| run | test BLEU - {names[0]} | Welch t | p | paired t | paired p | ranges overlap |",
@@ -418,13 +430,29 @@ def bleu_report(results: dict[str, list[dict]]) -> str:
         own = bleu_values(results[name], "test", "1")
         if ref is None or own is None or len(ref) < 2 or len(own) < 2:
             continue
-        test, pairs = welch(ref, own), paired(ref, own) if len(ref) == len(own) else None
+        test, pairs = welch(ref, own), paired(ref, own) if pairable(names[0], name, ref, own) else None
         overlap = max(min(ref), min(own)) <= min(max(ref), max(own))
         lines.append(
             f"| {name} | {test.difference:+.2f} | {test.t:+.2f} | {test.p:.3f} | "
             f"{f'{pairs.t:+.2f} | {pairs.p:.3f}' if pairs else '- | -'} | {'yes' if overlap else 'no'} |"
         )
     return "\n".join(lines)
+
+
+def min_length_verdict(results: dict[str, list[dict]]) -> str:
+    """How dev BLEU changes from ``decode.min_length`` 0 to 1, model by model (the models decoded both ways)."""
+    changes = [
+        one - zero
+        for curves in results.values()
+        for zero, one in zip(bleu_values(curves, "dev", "0") or [], bleu_values(curves, "dev", "1") or [])
+    ]
+    if not changes:
+        return "decode.min_length 1 against 0: no model decoded both ways"
+    up, same = sum(c > 0 for c in changes), sum(c == 0 for c in changes)
+    return (
+        f"decode.min_length 1 against 0, dev BLEU model by model: higher in {up}, equal in {same}, lower in "
+        f"{len(changes) - up - same} of {len(changes)} (from {min(changes):+.2f} to {max(changes):+.2f})"
+    )
 
 
 def spread(values: list[float] | None) -> tuple[float, float, float, float] | None:

@@ -114,3 +114,21 @@ def test_a_finished_corpus_run_read_back_keeps_its_bleu_and_cuts_its_curves():
     curve = {"dev_ppl": {"500": 9.1, "1000": 4.8}, "tokens_per_step": 3223.0, "steps": 1000, "bleu": bleu}
     assert truncate(curve, 1000) == curve
     assert truncate(curve, 500) == {"dev_ppl": {"500": 9.1}, "tokens_per_step": 3223.0, "steps": 500, "bleu": bleu}
+
+
+def test_the_parity_report_pairs_only_our_runs_and_counts_min_length_model_by_model():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from learning_parity import min_length_verdict, pairable
+
+    assert pairable("t2t", "fairseq-init-nobias", [1.0, 2.0], [1.5, 2.5])
+    assert not pairable("fairseq", "t2t", [1.0, 2.0], [1.5, 2.5])
+    assert not pairable("t2t", "xavier", [1.0, 2.0], [1.5])
+
+    def run(zero, one):
+        return {"bleu": {"dev": {"0": {"bleu": zero}, "1": {"bleu": one}}}}
+
+    results = {"t2t": [run(40.0, 40.1), run(41.0, 41.0)], "fairseq": [{"bleu": {"dev": {"1": {"bleu": 45.0}}}}]}
+    assert min_length_verdict(results) == (
+        "decode.min_length 1 against 0, dev BLEU model by model: higher in 1, equal in 1, lower in 0 of 2 "
+        "(from +0.00 to +0.10)"
+    )
