@@ -30,9 +30,9 @@ Schemes (``SCHEMES``):
     reproduces its earlier fused ``in_proj_weight``), their biases (when present) and the FFN as
     PyTorch's default ``nn.Linear``: weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 
-The default is ``t2t``, the paper's code's scheme (the paper states none). How the schemes learn on
-real WMT text, over seeds: ``benchmarks/RESULTS.md``, "Learning parity with fairseq" (measured by
-``benchmarks/learning_parity.py``).
+The default is ``t2t``, the paper's code's scheme (the paper states none); ``configs/own-corpus.yaml``
+sets ``fairseq``, which a small model learns from faster. How the schemes learn, over seeds:
+``docs/studies/initialisation.md`` (measured by ``benchmarks/learning_parity.py``).
 
 Initialisation draws from torch's global generator: seed it (``torch.manual_seed``) first.
 """
