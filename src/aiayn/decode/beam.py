@@ -34,6 +34,10 @@ every sentence is done; here each sentence leaves when it is, so a result does n
 pad and bos are never generated: they mean nothing inside an output (tensor2tensor has no bos symbol
 and leaves pad, which a trained model never predicts, unmasked).
 
+Where tensor2tensor's search differed: there eos could come first, so an output could be empty; here
+eos waits for ``decode.min_length`` tokens (default 1), and ``decode.min_length: 0`` restores that
+search (docs/deviations.md, "Where the paper's code did otherwise").
+
 :func:`beam_search` returns the best finished hypothesis, :func:`beam_search_n_best` the n <= K best
 (the finished set holds K). Sentences leave the batch (and the cache) when done.
 The first step runs one row per sentence (K rows would all hold the same prefix, bos); from the
