@@ -76,6 +76,23 @@ def synthetic_task(root: Path, pairs: int, vocab: int, lengths: tuple[int, int],
     return root
 
 
+def lengths_task(
+    root: Path, src_lengths: np.ndarray, tgt_lengths: np.ndarray, pairs: int, vocab: int, seed: int = 0
+) -> Path:
+    """``pairs`` pairs of random word ids whose (source, target) lengths are drawn with replacement from the
+    pairs of ``src_lengths`` and ``tgt_lengths`` (a real corpus's joint distribution: the ladder's shapes
+    and padding are that corpus's), as ShardWriter shards written a chunk at a time; a dev split of 100."""
+    rng = np.random.default_rng(seed)
+    for split, n in (("train", pairs), ("dev", 100)):
+        with ShardWriter(root / split, vocab_size=vocab) as writer:
+            for start in range(0, n, 1_000_000):
+                pick = rng.integers(0, len(src_lengths), min(n - start, 1_000_000))
+                src, tgt = np.maximum(src_lengths[pick], 1), np.maximum(tgt_lengths[pick], 1)
+                ids = rng.integers(4, vocab, int(src.sum()) + int(tgt.sum()))
+                writer.add_chunk(ids[: src.sum()], src, ids[src.sum() :], tgt)
+    return root
+
+
 def settings(model: dict, tokens_per_step: int, per_batch: int, precision: str) -> dict:
     train = {
         "train_steps": 10**6,

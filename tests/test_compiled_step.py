@@ -1,6 +1,7 @@
-"""The compiled training step (``train.compile``; the fused way of :mod:`aiayn.train.forward`): the fused loss
-equals the blocked one, reads each logit once and writes its gradient once; a compiled training has no
-graph break, compiles nothing new once its ladder's shapes have been met, and computes the eager losses."""
+"""The compiled training step (``train.compile``; the fused ways of :mod:`aiayn.train.forward`): the fused loss
+equals the blocked one, reads each logit once and writes its gradient once; the compiled step makes one
+graph whatever a batch's padding and lengths, and one per model over a whole epoch of the 64-shape
+ladder on real EN-DE lengths; a compiled training has no graph break and computes the eager losses."""
 
 from __future__ import annotations
 
@@ -13,10 +14,14 @@ import sys
 import pytest
 import torch
 from paths import ROOT
-from train_helpers import make_task, settings
+from train_helpers import SETTINGS, VOCAB, make_task, settings
 
+from aiayn.model import Transformer
+from aiayn.options import ModelConfig
 from aiayn.runtime.loss import fused_label_smoothed_loss, label_smoothed_loss
+from aiayn.train.compiled import CompiledStep, cache_entries, graph_counters, graph_report
 from aiayn.train.distributed import DistEnv
+from aiayn.train.forward import TrainingLoss
 from aiayn.train.trainer import Trainer
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
@@ -112,7 +117,7 @@ def test_a_compiled_training_compiles_its_ladder_once_and_computes_the_eager_los
     with torch._inductor.config.patch(fallback_random=True):
         compiled, losses, graphs = train_recording(task, tmp_path / "compiled", compile=True)
     eager, want, _ = train_recording(task, tmp_path / "eager", compile=False)
-    assert compiled.model._orig_mod.way == "fused" and eager.model.way == "blocked"
+    assert compiled.model.way == "fused" and eager.model.way == "blocked"
     assert len(set(compiled.stream.sampler.shapes)) == 4
     assert not counters["graph_break"], dict(counters["graph_break"])
     per_epoch = compiled.stream.sampler.per_rank
@@ -156,3 +161,102 @@ def test_a_compiled_training_keeps_its_compile_cache_for_the_resumed_run(tmp_pat
     assert cache.is_dir() and any(cache.rglob("*")), "torch.compile wrote nothing under the run's folder"
     train(4)
     assert json.loads((out / "summary.json").read_text())["steps"] == 4
+
+
+def padded_batch(rows: int, src_len: int, tgt_len: int, full: bool, seed: int):
+    """(src, tgt_in, tgt_out, gold_rows, src_padded) of random pairs as the collate pads them: with
+    ``full`` every source fills the ``src_len`` positions (no padding), else lengths vary."""
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, VOCAB, (rows, src_len), generator=generator)
+    tgt_out = torch.randint(4, VOCAB, (rows, tgt_len), generator=generator)
+    for row in range(rows):
+        if not full:
+            src[row, 2 + row % (src_len - 2) :] = 0
+        tgt_out[row, 2 + (row * 3) % (tgt_len - 2) :] = 0
+    tgt_in = torch.cat([torch.full((rows, 1), 2), tgt_out[:, :-1]], dim=1)
+    return src, tgt_in, tgt_out, tgt_out.reshape(-1).ne(0).nonzero().squeeze(1), not full
+
+
+# (rows, S, T, sources fill the rows): S == T first, where duck sizing gives the two one symbol; then a
+# batch where they differ, and unpadded and padded sources both ways
+BATCHES = [(3, 6, 6, True), (4, 7, 5, False), (2, 5, 9, True), (5, 9, 9, False)]
+
+
+@pytest.mark.slow
+def test_the_compiled_step_makes_one_graph_whatever_the_padding_and_the_lengths():
+    """One graph for four batches of other sizes, S == T or not, padded sources or not, and the losses of
+    the eager way; plain ``torch.compile(dynamic=True)`` of the same module makes a second graph (duck
+    sizing), which is what :class:`CompiledStep` prevents."""
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig.from_dict(SETTINGS["model"] | {"dropout": 0.0}), VOCAB)
+    eager = TrainingLoss(model, 0.1, "rows")
+    graphs = {}
+    for name, make in (("ours", CompiledStep), ("plain", lambda m: torch.compile(m, dynamic=True))):
+        torch._dynamo.reset()
+        before = graph_counters()
+        step = make(TrainingLoss(model, 0.1, "fused"))
+        for i, shape in enumerate(BATCHES):
+            batch = padded_batch(*shape, seed=i)
+            got, want = step(*batch), eager(*batch)
+            assert [float(t) for t in got] == pytest.approx([float(t) for t in want], rel=1e-5)
+        graphs[name] = graph_counters()["graphs"] - before["graphs"]
+    assert graphs == {"ours": 1, "plain": 2}
+
+
+def real_length_task(root, pairs: int) -> tuple:
+    """Random ids at the lengths of the shared EN-DE pairs through our BPE, resampled to ``pairs``
+    (``benchmarks/step_overhead.py``'s ``real_lengths``), as a training task of vocabulary 64."""
+    from paths import SHARED_WMT
+
+    if not SHARED_WMT.is_dir():
+        pytest.skip(f"{SHARED_WMT} is not there")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from step_overhead import real_lengths
+    from train_throughput import lengths_task
+
+    src, tgt = real_lengths(root, 16000)
+    return lengths_task(root / "task", src, tgt, pairs, 64)
+
+
+# The paper's base and big attention shapes (8 and 16 heads, d_ff 4 d_model) at a width that trains
+# fast on a CPU; two layers, not six: depth adds compile time, not sizes or guards
+TINY_BASE = {"n_layers": 2, "d_model": 32, "d_ff": 128, "n_heads": 8, "d_k": 4, "d_v": 4, "max_positions": 256}
+TINY_BIG = TINY_BASE | {"n_heads": 16, "d_k": 2, "d_v": 2, "dropout": 0.3}
+
+
+@pytest.mark.slow
+def test_a_whole_epoch_of_the_ladder_compiles_one_graph_per_model(tmp_path):
+    """An epoch of the 64-shape ladder (100,000 pairs of real lengths, 2,000 tokens a pass: 1,723 batches)
+    through the compiled step of the base and then the big shape, in one process: one graph each,
+    no break, no recompile, the limit never reached (two of its eight entries used)."""
+    task = real_length_task(tmp_path, 100_000)
+    torch._dynamo.reset()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    reports, shapes, steps = [], [], []
+    try:
+        for model in (TINY_BASE, TINY_BIG):
+            run = settings(compile=True, batch_shapes=64, tokens_per_step=2000, tokens_per_pass=2000, max_length=256)
+            run["train"] |= {
+                "train_steps": 10**6,
+                "log_every_steps": 10**6,
+                "dev_every_steps": 0,
+                "checkpoint_steps": 0,
+            }
+            run["model"] |= model
+            before = graph_counters()
+            trainer = Trainer(run, task, tmp_path / f"out-{model['n_heads']}", CPU)
+            for _ in range(trainer.stream.sampler.per_rank):
+                trainer.train_step()
+                trainer.pending.ready(lag=1)
+            trainer.pending.ready(lag=0)
+            trainer.batches.close()
+            shapes.append(len(set(trainer.stream.sampler.shapes)))
+            reports.append(graph_report(trainer.model._orig_mod, before, CPU.device))
+            steps.append(trainer.model._orig_mod)
+    finally:
+        torch.set_num_threads(threads)
+    assert shapes == [64, 64]
+    for report in reports:
+        assert report["graphs"] == 1 and report["graph_breaks"] == 0 and report["one_graph"], report
+    assert cache_entries(steps[-1]) == 2 < reports[-1]["recompile_limit"]

@@ -21,6 +21,7 @@ from torch import nn
 
 from aiayn.io import first_line
 from aiayn.runtime.devices import check_cuda
+from aiayn.train.compiled import CompiledStep
 
 log = logging.getLogger(__name__)
 
@@ -244,19 +245,24 @@ def init_from_environment(gpus: int) -> DistEnv:
 
 def wrap_model(
     model: nn.Module, env: DistEnv, compile: bool, mode: str = "default"
-) -> tuple[nn.Module, nn.Module | None]:
-    """(the module to call, the DDP wrapper or None): DDP first, then ``torch.compile(dynamic=True, mode=mode)``.
+) -> tuple[nn.Module | CompiledStep, nn.Module | None]:
+    """(the module to call, the DDP wrapper or None): DDP first, then compiled
+    (:class:`aiayn.train.compiled.CompiledStep`: one graph for every batch shape, in ``mode``).
 
     Compiling the DDP module lets the compiler split graphs at gradient buckets (the order PyTorch
     documents); ``broadcast_buffers=False`` because the only buffers are sinusoid tables, which each
     rank grows on its own when a longer batch comes (broadcasting them would also cost a collective
-    per forward pass). ``dynamic=True``: one graph for every batch shape (sizes symbolic), compiled
-    once; ``reduce-overhead`` records a CUDA graph per shape of it.
+    per forward pass). ``gradient_as_bucket_view``: the gradients are views into DDP's all-reduce
+    buckets, not a second copy of them (a copy fewer per step, the model's gradient size less memory;
+    ``optimizer.zero_grad(set_to_none=True)`` and the in-place scaling of :mod:`aiayn.train.step`
+    keep working on views, torch 2.13 ``torch/nn/parallel/distributed.py``).
     """
     wrapped, ddp = model, None
     if env.world_size > 1:
         device_ids = [env.device.index] if env.device.type == "cuda" else None
-        wrapped = ddp = nn.parallel.DistributedDataParallel(model, device_ids=device_ids, broadcast_buffers=False)
+        wrapped = ddp = nn.parallel.DistributedDataParallel(
+            model, device_ids=device_ids, broadcast_buffers=False, gradient_as_bucket_view=True
+        )
     if compile:
-        wrapped = torch.compile(wrapped, dynamic=True, mode=mode)
+        wrapped = CompiledStep(wrapped, mode)
     return wrapped, ddp

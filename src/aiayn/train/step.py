@@ -61,13 +61,22 @@ def flags(stop: bool, save: bool, device: torch.device) -> Tensor:
 
 
 def apply_update(
-    params: list[Tensor], optimizer: torch.optim.Optimizer, stats: Tensor, world_size: int, clip_norm: float, lr: float
+    params: list[Tensor],
+    optimizer: torch.optim.Optimizer,
+    stats: Tensor,
+    world_size: int,
+    clip_norm: float,
+    lr: float,
+    keep_grads: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """Scale, clip and apply the gradients of one step; returns (gradient norm, skipped) as device scalars.
 
     stats: the all-reduced :data:`STATS`. DDP averaged the gradients of summed losses over ranks, so
     multiplying by world_size / (target tokens of the step) gives the gradient of the per-token mean.
     A step whose loss or gradient norm is not finite applies nothing (``optimizer.found_inf``).
+    ``keep_grads``: the gradients are zeroed in place for the next step rather than freed: DDP's
+    gradients that are views into its buckets stay views only so (``gradient_as_bucket_view``, whose
+    saving "set_to_none=True" undoes every iteration: torch 2.13 ``torch/nn/parallel/distributed.py``).
     """
     grads = [p.grad for p in params]
     scale = (world_size / stats[TGT_TOKENS].clamp(min=1.0)).to(grads[0].dtype)
@@ -80,7 +89,7 @@ def apply_update(
         group["lr"] = lr
     optimizer.found_inf = skipped.float()
     optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    optimizer.zero_grad(set_to_none=not keep_grads)
     return grad_norm, skipped
 
 

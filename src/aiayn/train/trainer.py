@@ -32,6 +32,7 @@ from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoin
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
 from aiayn.runtime.precision import autocast_for, set_up_arithmetic, tf32_matmuls
+from aiayn.train.compiled import CUDA_GRAPHS_MODE
 from aiayn.train.distributed import DistEnv, wrap_model
 from aiayn.train.forward import TrainingLoss, way_for
 from aiayn.train.memory import device_bytes, probe_peak, tokens_that_fit
@@ -78,7 +79,7 @@ class Trainer:
         loss = TrainingLoss(
             self.raw_model,
             self.cfg.label_smoothing,
-            way_for(env.device, self.precision, self.compiled),
+            way_for(env.device, self.precision, self.compiled, self.cfg.compile_mode == CUDA_GRAPHS_MODE),
             self.autocast_dtype,
         )
         self.model, self.ddp = wrap_model(loss, env, self.compiled, self.cfg.compile_mode)
@@ -164,7 +165,9 @@ class Trainer:
             torch.distributed.all_reduce(stats)
         lr = learning_rate(step, self.model_cfg.d_model, self.cfg.warmup_steps, self.cfg.lr_scale)
         params = [p for p in self.raw_model.parameters() if p.grad is not None]
-        grad_norm, skipped = apply_update(params, self.optimizer, stats, self.env.world_size, self.cfg.clip_norm, lr)
+        grad_norm, skipped = apply_update(
+            params, self.optimizer, stats, self.env.world_size, self.cfg.clip_norm, lr, keep_grads=self.ddp is not None
+        )
         self.pending.push(step, lr, stats, grad_norm, skipped)
         self.progress.step = step
         return tokens
