@@ -62,23 +62,32 @@ def test_gpu_idle_share_counts_device_work_rows_once(events, idle):
     assert gpu_acceptance.gpu_idle_share(events) == idle
 
 
-def test_device_work_without_activity_types_leaves_out_rows_named_as_a_cpu_region():
-    """torch 2.11's profiler rows have no ``activity_type``: the GPU-side annotation is known by its name."""
+def test_device_work_without_activity_types_leaves_out_the_gpu_side_of_annotated_regions():
+    """torch 2.11's profiler rows have no ``activity_type``: the GPU-side row of a ``record_function``
+    region says ``is_user_annotation``; a kernel inductor generated runs inside a CPU region of its own
+    name and is work all the same."""
 
-    def bare(name, device, start, end):
-        return SimpleNamespace(name=name, device_type=device, time_range=SimpleNamespace(start=start, end=end))
+    def bare(name, device, start, end, annotation=False):
+        return SimpleNamespace(
+            name=name,
+            device_type=device,
+            is_user_annotation=annotation,
+            time_range=SimpleNamespace(start=start, end=end),
+        )
 
     events = [
-        bare("acceptance_step", DeviceType.CPU, 100.0, 200.0),
+        bare("acceptance_step", DeviceType.CPU, 100.0, 200.0, True),
         bare("aten::mm", DeviceType.CPU, 105.0, 110.0),
-        bare("Optimizer.step#Adam.step", DeviceType.CPU, 150.0, 190.0),
-        bare("acceptance_step", DeviceType.CUDA, 100.0, 200.0),
-        bare("Optimizer.step#Adam.step", DeviceType.CUDA, 150.0, 195.0),
+        bare("triton_poi_fused_add_0", DeviceType.CPU, 111.0, 112.0, True),
+        bare("Optimizer.step#Adam.step", DeviceType.CPU, 150.0, 190.0, True),
+        bare("acceptance_step", DeviceType.CUDA, 100.0, 200.0, True),
+        bare("Optimizer.step#Adam.step", DeviceType.CUDA, 150.0, 195.0, True),
         bare("void gemm_kernel<float>", DeviceType.CUDA, 120.0, 145.0),
+        bare("triton_poi_fused_add_0", DeviceType.CUDA, 146.0, 148.0),
         bare("Memcpy DtoH (Device -> Pinned)", DeviceType.CUDA, 190.0, 195.0),
     ]
-    assert gpu_acceptance.device_work(events) == [(120.0, 145.0), (190.0, 195.0)]
-    assert gpu_acceptance.gpu_idle_share(events) == 0.7
+    assert gpu_acceptance.device_work(events) == [(120.0, 145.0), (146.0, 148.0), (190.0, 195.0)]
+    assert gpu_acceptance.gpu_idle_share(events) == pytest.approx(0.68)
 
 
 def test_busy_time_is_the_union_of_intervals_inside_the_window():
@@ -123,17 +132,23 @@ def test_a_section_that_raises_fails_alone_and_the_verdict_sees_it():
 def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     out = tmp_path / "acceptance.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--device", "cpu", "--tiny", "--threads", "1", "--output", str(out)],
+        [sys.executable, str(SCRIPT), "--device", "cpu", "--tiny", "--threads", "1", "--output", str(out)]
+        + ["--modes", "eager", "compiled"],
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(out.read_text())
-    [tiny] = report["throughput"]
+    tiny, compiled = report["throughput"]
     assert tiny["target_tokens_per_s"] > 0 and tiny["precision"] == "fp32" and tiny["tokens_per_step"] == 1024
     assert tiny["tf32_matmuls"] is False and tiny["mfu"] is None and report["gpu_model"] == "cpu"
     assert any("scaled_dot_product" in k for k in tiny["sdpa_kernels"])
+    assert tiny["warmup_steps"] == tiny["batch_shapes"] == compiled["warmup_steps"] >= 4  # every shape once
+    assert tiny["timed"]["steps"] == 3 and "graphs" not in tiny
+    assert compiled["mode"] == "compiled" and compiled["graphs"]["graphs"] == 1 and compiled["pass"] is True
+    agreement = report["bf16_agreement"]
+    assert agreement["steps"] == 40 and agreement["largest_step_gap"] < 0.05 and agreement["pass"] is None
     resume = report["resume"]
     assert resume["exit_status_stopped"] == 143 and 2 <= resume["stopped_at_step"] < resume["steps"]
     assert resume["exit_status_resumed"] == 0 and resume["max_loss_rel_diff"] == 0.0
@@ -156,6 +171,7 @@ def test_acceptance_runs_end_to_end_on_a_cpu(tmp_path):
     assert report["pass"] is True and report["complete"] is True
     assert set(report["seconds_per_section"]) == {
         "throughput",
+        "bf16_agreement",
         "resume",
         "resume_ranks",
         "decode",
@@ -318,3 +334,57 @@ def test_host_sync_check_runs_its_training_and_decoding_on_a_cuda_device(tmp_pat
         "aiayn/train/step.py",
         "aiayn/decode/beam.py",
     }
+
+
+def test_the_warm_up_meets_every_shape_once_smallest_first():
+    sampler = SimpleNamespace(shapes=[(8, 9, 9), (4, 20, 18), (8, 9, 9), (16, 4, 5), (4, 20, 18)])
+    assert gpu_acceptance.shape_tour(sampler) == [3, 0, 1]
+    assert gpu_acceptance.shape_tour(SimpleNamespace(shapes=None)) == []
+
+
+def test_throughput_runs_go_eager_then_compiled_then_captured():
+    models = {"base": {}, "big": {}}
+    assert gpu_acceptance.throughput_runs(models, ["captured", "eager", "compiled"], False) == [
+        ("base", "eager", False),
+        ("big", "eager", False),
+        ("base", "compiled", False),
+        ("big", "compiled", False),
+        ("base", "captured", False),
+        ("big", "captured", False),
+    ]
+    assert gpu_acceptance.throughput_runs(models, ["captured", "compiled"], True) == [
+        ("base", "compiled", False),
+        ("big", "compiled", False),
+        ("base", "captured", False),
+        ("big", "captured", False),
+        ("base", "compiled", True),
+        ("big", "compiled", True),
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "matmul"),
+        ("nvjet_tst_192x192_64x3_2x1_v_bz_coopB_TNT", "matmul"),
+        ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>", "attention"),
+        ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", "attention"),
+        ("triton_per_fused_native_layer_norm_add_3", "compiled"),
+        ("Memcpy HtoD (Pinned -> Device)", "copy"),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", "other"),
+    ],
+)
+def test_device_rows_are_sorted_into_kinds_by_name(name, kind):
+    assert gpu_acceptance.kind_of(name) == kind
+
+
+def test_device_time_by_kind_sums_work_rows_only():
+    events = [
+        STEP,
+        GPU_STEP,
+        MM,
+        row("sm90_xmma_gemm_bf16", DeviceType.CUDA, "kernel", 120.0, 145.0),
+        row("triton_poi_fused_add_0", DeviceType.CUDA, "kernel", 150.0, 152.5),
+        row("triton_poi_fused_mul_1", DeviceType.CUDA, "kernel", 153.0, 154.0),
+    ]
+    assert gpu_acceptance.device_ms_by_kind(events) == {"compiled": 0.0035, "matmul": 0.025}
