@@ -306,3 +306,23 @@ def test_encoder_attention_is_what_each_layer_weighs_its_values_with(norm, grad)
             assert probs[1, ..., 4:].abs().max() == 0  # no weight on padding
     with pytest.raises(ValueError, match="encoder layer 3 does not exist"):
         model.encoder_attention(src, 3)
+
+
+@pytest.mark.parametrize("length", [5, 8, 13])
+def test_the_compiled_causal_attention_over_an_aligned_length_gives_the_same_values_and_gradients(length):
+    """:func:`aligned_causal_attention` (zero positions appended up to a multiple of 8, then cut off)
+    equals causal attention over the positions themselves, forward and backward."""
+    from aiayn.model.attention import aligned_causal_attention
+
+    generator = torch.Generator().manual_seed(length)
+    q, k, v = (
+        torch.randn(2, 3, length, 4, generator=generator, dtype=torch.float64, requires_grad=True) for _ in range(3)
+    )
+    ours = aligned_causal_attention(q, k, v, 0.0, 0.5)
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.5)
+    assert ours.shape == (2, 3, length, 4)
+    torch.testing.assert_close(ours, want)
+    upstream = torch.randn(ours.shape, generator=generator, dtype=torch.float64)
+    torch.testing.assert_close(
+        torch.autograd.grad(ours, (q, k, v), upstream), torch.autograd.grad(want, (q, k, v), upstream)
+    )

@@ -83,10 +83,12 @@ class MultiHeadAttention(nn.Module):
         key positions after the query position (queries and keys aligned at position 0).
         """
         scale = 1.0 / math.sqrt(self.d_k)
+        p = self.attention_dropout if self.training else 0.0
         if q.device.type == "cpu" and q.size(2) > 1 and not causal and not torch.is_grad_enabled():
             y = _products_attention(q, k, v, mask, scale)
+        elif causal and q.is_cuda and torch.compiler.is_compiling():
+            y = aligned_causal_attention(q, k, v, p, scale)
         else:
-            p = self.attention_dropout if self.training else 0.0
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal, scale=scale
             )  # (B, h, T, d_v)
@@ -108,6 +110,32 @@ class MultiHeadAttention(nn.Module):
     def cross_query(self, x: Tensor) -> Tensor:
         """Encoder-decoder queries (B, h, T, d_k) of decoder states x (B, T, d_model)."""
         return self._heads(self.q(x), self.d_k)
+
+
+# Positions the compiled causal attention rounds its length up to (:func:`aligned_causal_attention`): the
+# alignment inductor's lowering asks of an attention kernel's inputs (``ALIGNMENT = 8`` in
+# ``sdpa_constraint``, torch 2.13 ``torch/_inductor/lowering.py``).
+CAUSAL_ALIGNMENT = 8
+
+
+def aligned_causal_attention(q: Tensor, k: Tensor, v: Tensor, dropout_p: float, scale: float) -> Tensor:
+    """Causal softmax(scale q k^T) v over T positions computed over T rounded up to
+    :data:`CAUSAL_ALIGNMENT` (zero rows appended to q, k and v, their outputs cut off): (B, h, T, d) -> (B, h, T, d_v).
+
+    The same values: under the causal mask no real position attends to a later one, and the appended
+    ones come after every real one. Why: the flash kernel saves a (B, h, T) logsumexp for its
+    backward, whose stride T inductor's lowering checks for alignment (``is_aligned_realized_tensor``
+    in torch 2.13 ``torch/_inductor/ir.py``), guarding ``T % 8 == 0`` on the first batch, so a
+    compiled step made a second graph at the first batch of the other kind (seen on an H200, torch
+    2.11: ``benchmarks/gpu/2026-12-04-h200-1-a.json``). A length of 8 * ((T + 7) // 8) is a multiple of 8
+    to the compiler itself: no guard, one graph. The memory-efficient kernel pads its logsumexp to 32
+    positions itself, which is why the encoder's and the encoder-decoder attention made none.
+    """
+    t = q.shape[2]
+    extra = (t + CAUSAL_ALIGNMENT - 1) // CAUSAL_ALIGNMENT * CAUSAL_ALIGNMENT - t
+    q, k, v = (F.pad(x, (0, 0, 0, extra)) for x in (q, k, v))
+    y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale)
+    return y[:, :, :t]
 
 
 def _products_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float) -> Tensor:
