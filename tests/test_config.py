@@ -288,3 +288,18 @@ def test_own_corpus_template_names_its_placeholder_files(paper, tmp_path, monkey
         (tmp_path / "corpus" / name).write_bytes(b"")
     aiayn_config.validate(config)
     assert aiayn_runs.runs(config) == [("mine", "base")]
+
+
+def test_the_demo_gpu_overlay_trains_every_run_on_the_gpu_and_compiles_base_big_and_the_parser():
+    """``configs/demo-gpu.yaml`` (plan 3 of ``benchmarks/gpu/README.md``) over the demo: one GPU for every
+    run, so its decoding and perplexity jobs claim it too; the step compiled for base, big and the parser
+    only."""
+    config = aiayn_config.load(ROOT / "config.yaml", ROOT / "configs/demo.yaml", ROOT / "configs/demo-gpu.yaml")
+    compiled = set()
+    for experiment, spec in config["experiments"].items():
+        for task in spec["tasks"]:
+            train = aiayn_runs.resolve(config, experiment, task)["train"]
+            assert train["gpus"] == 1, (experiment, task)
+            if train["compile"]:
+                compiled.add(experiment)
+    assert compiled == {"base", "big", "parser"} and len(config["experiments"]) > 20
