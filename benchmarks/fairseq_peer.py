@@ -1,6 +1,6 @@
 """fairseq-generate on the shape and sentences of ``decode_speed.py``, for a side-by-side figure.
 
-Needs fairseq in its own virtual environment (see ../shared/reference/peers.md: ``fairseq-fixed
+Needs fairseq in its own virtual environment (see benchmarks/peers.md: ``fairseq-fixed
 0.12.3.1``); its python is passed as ``--fairseq-python``. The model is fairseq's own ``transformer``
 with the same shape (post-norm, sinusoidal positions, all embeddings shared), trained for one update
 on the benchmark sentences so that a checkpoint exists: its output lengths come from the length limit,

@@ -1,6 +1,6 @@
 """fairseq-train on the prepared data with our recipe, and its learning curve (``learning_parity.py``).
 
-What is matched, and how (fairseq-fixed 0.12.3.1; see ``../shared/reference/peers.md``):
+What is matched, and how (fairseq-fixed 0.12.3.1; see ``benchmarks/peers.md``):
 
 - architecture ``transformer`` (post-norm, sinusoidal positions, embeddings scaled by sqrt(d_model),
   ``--share-all-embeddings``), sizes per side, dropout ``--dropout`` (attention and ReLU dropout 0);

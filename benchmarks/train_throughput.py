@@ -5,8 +5,8 @@
     PYTHONPATH=src python benchmarks/train_throughput.py --gpu --models base big   # GPU, bf16, paper batch
 
 CPU: d_model 256, 3+3 layers, 4 heads, d_ff 1024, shared embeddings, about 4096 target tokens per
-update, on 20,000 synthetic pairs of 10-40 word ids (vocabulary 10,000), the shape of
-``../shared/reference/peers.md``. End to end: ``Trainer.run`` for 50 updates with a ``log.csv`` row
+update, on 20,000 synthetic pairs of 10-40 word ids (vocabulary 10,000); the peers install as
+``benchmarks/peers.md`` says. End to end: ``Trainer.run`` for 50 updates with a ``log.csv`` row
 per update (its tokens/s covers everything the loop does between two rows: batches, step,
 bookkeeping), the median of updates 11-50. With ``--fairseq-bin DIR`` (a virtual environment's
 ``bin`` holding ``fairseq-preprocess`` and ``fairseq-train``) fairseq-train runs the same data and

@@ -1,9 +1,12 @@
-"""The two CPU kernels a float32 training step spends most of its time in, made faster.
+"""The two CPU kernels a float32 training step spends most of its time in, and another way to run them.
 
-- ``linear``: y = x W^T + b (optionally max(0, y)). On a CPU in float32 with ``onednn``, the forward
-  product and the input gradient run through oneDNN's matrix product, which measured 11-19% faster
-  than torch's default (MKL's sgemm) at the CPU benchmark's shapes on an AMD EPYC
-  (``benchmarks/cpu_kernels.py``); the weight gradient stays with MKL (faster there). Products that
+- ``linear``: y = x W^T + b (optionally max(0, y)). On a CPU in float32 with ``onednn`` (the setting
+  ``train.cpu_matmul: onednn``; its default is ``mkl``, torch's own products), the forward product
+  and the input gradient run through oneDNN's matrix product, which measured 11-19% faster than MKL's
+  sgemm per product at the CPU benchmark's shapes on an AMD EPYC (``benchmarks/cpu_kernels.py``), yet
+  whole training steps ran faster through MKL on the next CPU measured, where the default was set
+  (``docs/studies/cpu-training.md``, "CPU training against fairseq-train again"); the weight
+  gradient stays with MKL (faster there). Decoding's products take ``decode.cpu_matmul``. Products that
   need no gradient (decoding, validation) call oneDNN's operator directly, with the ReLU fused into
   it: 10-30% faster than MKL at the decoding benchmark's shapes (256 rows, 256-1024 wide). Same
   arithmetic up to float32 rounding. Elsewhere, and for small products, ``F.linear``.
