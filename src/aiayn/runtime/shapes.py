@@ -17,9 +17,12 @@ max(S, T) rows, so both sides of every batch stay within the budget as in greedy
 
 tensorflow/tensor2tensor batched the same way in one dimension: ``utils/data_reader.py`` at 3d9c62f2
 (``bucket_boundaries``, ``hparams_to_batching_scheme``) put a pair in a bucket by its longer side,
-boundaries 8, 10, 12, 14, 16, 20, 24, ... (four per octave), and gave each bucket batch_size // boundary
-rows; ``bucket_by_sequence_length(..., dynamic_pad=True)`` then padded each batch to its own longest
-pair, not to the boundary. Ours fixes the lengths as well (the shapes), per side.
+boundaries 8, 12, 16, 24, 32, ... for ``transformer_base`` (two per octave: ``batching_mantissa_bits
+= 1``, ``models/common_hparams.py``) and 8, 10, 12, 14, 16, 20, 24, ... for the big presets (four per
+octave: ``batching_mantissa_bits = 2`` in ``transformer_big_dr1``, ``models/transformer.py``), and gave
+each bucket batch_size // boundary rows; ``bucket_by_sequence_length(..., dynamic_pad=True)`` then
+padded each batch to its own longest pair, not to the boundary. Ours fixes the lengths as well (the
+shapes), per side (``docs/deviations.md``, "Batch budget" and "Big's length buckets").
 """
 
 from __future__ import annotations
