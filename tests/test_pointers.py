@@ -126,3 +126,16 @@ def test_a_stale_section_pointer_is_found():
     assert not section_found("README.md", "Initialisation") and not section_found("docs/parsing.md", "The demo")
     assert section_found("docs/studies/initialisation.md", "Learning parity with\nfairseq")
     assert not section_found("RESULTS.md", "Learning parity with fairseq")  # moved to docs/studies/
+
+
+def test_the_front_page_and_the_results_point_only_inside_the_repository():
+    """A reader reruns every figure from the repository alone: README.md and benchmarks/RESULTS.md name no
+    path outside it (``../shared/...``, an absolute path to a machine's folders)."""
+    outside = re.compile(r"(?<![\w.])(?:\.\./[\w./-]+|/(?:work|home|tmp|root)/[\w./-]+)")
+    for name in ("README.md", "benchmarks/RESULTS.md"):
+        found = outside.findall((ROOT / name).read_text(encoding="utf-8"))
+        assert not found, (name, found)
+    assert outside.findall("see `../shared/reference/peers.md` and /work/venvs/fairseq") == [
+        "../shared/reference/peers.md",
+        "/work/venvs/fairseq",
+    ]
