@@ -112,3 +112,34 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next(tmp_path):
     with atomic_output(out) as handle:
         handle.write("new\n")
     assert listing(tmp_path) == [".other.k1ll3d.tmp", out.name]
+
+
+def test_a_checkpoint_that_torch_cannot_finish_for_want_of_space_is_a_full_disk_naming_its_path(tmp_path, monkeypatch):
+    """torch's zip writer reports the failed write as a RuntimeError without path or cause; with less room
+    on the device than the checkpoint needs, the error is ENOSPC naming the path and both sizes, and the
+    CLI's line says so (not "internal error")."""
+    import shutil
+    from collections import namedtuple
+
+    from aiayn.io import error_line
+    from aiayn.runtime import checkpoint as module
+
+    def torch_save(obj, path):
+        with open(path, "wb") as handle:
+            handle.write(b"\0" * 64)
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0")
+
+    usage, real = namedtuple("usage", "total used free"), shutil.disk_usage
+    monkeypatch.setattr(module.torch, "save", torch_save)
+    monkeypatch.setattr(module.shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 2**20, 2**20))
+    path = checkpoint_path(tmp_path, 7)
+    weights = Checkpoint(model={"w": torch.zeros(1024, 1024)}, settings={}, vocab={}, step=7)
+    with pytest.raises(OSError) as raised:
+        save_checkpoint(path, weights)
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(path)
+    line = error_line(raised.value)
+    assert line.startswith(f"no space left on the device writing {path} (the checkpoint needs about 4 MiB, 1 MiB")
+    assert listing(path.parent) == []  # nothing half-written beside it
+    monkeypatch.setattr(module.shutil, "disk_usage", real)
+    with pytest.raises(RuntimeError, match="unexpected pos"):  # room enough: torch's error as it was
+        save_checkpoint(path, weights)

@@ -84,3 +84,21 @@ def test_check_aligned(tmp_path):
     (tmp_path / "z").write_text("a\n")
     with pytest.raises(DataError, match=r"x: 2 lines, .*z: 1 lines"):
         check_aligned([tmp_path / "x", tmp_path / "z"])
+
+
+@pytest.mark.parametrize("damage", ["flipped", "cut"])
+def test_a_corrupt_gzip_file_is_a_data_error_naming_it(tmp_path, damage):
+    """A flipped byte in the deflate stream (zlib's "invalid distance too far back" and the like, or a
+    failed CRC) and a file cut short: a DataError naming the file, never an internal error."""
+    data = bytearray(gzip.compress(("\n".join(f"word{i} and more text {i * 7}" for i in range(20000)) + "\n").encode()))
+    if damage == "flipped":
+        data[len(data) // 3] ^= 0x55
+    else:
+        data = data[: len(data) // 2]
+    path = tmp_path / "corpus.en.gz"
+    path.write_bytes(bytes(data))
+    for read in (lambda: sum(1 for _ in iter_lines(path)), lambda: count_lines(path)):
+        with pytest.raises(DataError, match=str(path)):
+            read()
+    with pytest.raises(DataError, match=rf"{path}: cannot decompress \((BadGzipFile|error|EOFError)"):
+        count_lines(path)

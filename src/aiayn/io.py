@@ -182,8 +182,9 @@ def error_line(exc: BaseException) -> str:
     """What a user reads about an input error: its message, and for a full disk or memory what to do."""
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         where = f" writing {exc.filename}" if exc.filename else ""
+        detail = f" ({exc.strerror})" if exc.strerror and exc.strerror != os.strerror(exc.errno) else ""
         return (
-            f"no space left on the device{where}: the previous complete outputs are intact; free "
+            f"no space left on the device{where}{detail}: the previous complete outputs are intact; free "
             "space (or move data_dir / results_dir) and run the same command again"
         )
     if out_of_memory(exc) and not isinstance(exc, MemoryError):  # torch's: the allocation, without context

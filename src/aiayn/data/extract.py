@@ -30,7 +30,7 @@ import tarfile
 from typing import IO, Iterator
 
 from aiayn.cli import add_log
-from aiayn.data.lines import DataError
+from aiayn.data.lines import DataError, decompressing
 from aiayn.io import atomic_output, log_resources, setup_logging
 
 log = logging.getLogger(__name__)
@@ -105,11 +105,15 @@ def member_lines(stream: IO[bytes], member: str, where: str) -> Iterator[str]:
 
 
 def _checked(stream: IO[bytes], where: str) -> Iterator[bytes]:
-    """The stream's lines; a corrupt compressed stream is an error naming ``where``."""
-    try:
-        yield from stream
-    except (OSError, EOFError, lzma.LZMAError) as error:
-        raise DataError(f"{where}: cannot decompress: {error}") from None
+    """The stream's lines; a corrupt compressed stream is an error naming ``where``
+    (:func:`aiayn.data.lines.decompressing`)."""
+    lines = iter(stream)
+    while True:
+        with decompressing(where):
+            line = next(lines, None)
+        if line is None:
+            return
+        yield line
 
 
 def convert(path: str, out_path: str) -> int:

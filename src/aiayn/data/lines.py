@@ -8,11 +8,14 @@ and friends, which occur in real WMT text and would silently break the alignment
 from __future__ import annotations
 
 import collections
+import contextlib
 import gzip
 import logging
+import lzma
 import multiprocessing
 import os
 import signal
+import zlib
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
@@ -47,6 +50,29 @@ def first_bad_utf8_line(raw: Iterable[bytes]) -> tuple[int, UnicodeDecodeError] 
     return None
 
 
+# What a corrupt compressed file raises while it is read: a flipped byte in gzip's deflate stream is
+# zlib.error ("Error -3 while decompressing data: invalid distance too far back"), a bad header
+# gzip.BadGzipFile (an OSError), a cut one EOFError, a broken bzip2 stream OSError, a broken xz stream
+# lzma.LZMAError.
+CORRUPT = (zlib.error, EOFError, OSError, lzma.LZMAError)
+
+
+@contextlib.contextmanager
+def decompressing(where: str | os.PathLike, compressed: bool = True):
+    """Inside, reading a corrupt compressed stream (``compressed``) is a :class:`DataError` naming ``where``
+    and the cause, not an internal error. Wrap reads alone: a full disk is an OSError of writing."""
+    if not compressed:
+        yield
+        return
+    try:
+        yield
+    except CORRUPT as error:
+        raise DataError(
+            f"{where}: cannot decompress ({type(error).__name__}: {error}): the file is corrupt or cut "
+            "short; fetch or copy it again"
+        ) from None
+
+
 def _open_binary(path: str | os.PathLike) -> IO[bytes]:
     return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
 
@@ -69,10 +95,15 @@ def iter_lines(path: str | os.PathLike, max_chars: int | None = None, part: str 
     start, stop = part_range(count_lines(path), part) if part else (0, None)
     try:
         with open_text(path) as handle:
+            compressed = str(path).endswith(".gz")
             if start:
-                _skip_lines(handle, path, start)
-            for number, line in enumerate(handle, start + 1):
-                if stop is not None and number > stop:
+                with decompressing(path, compressed):
+                    _skip_lines(handle, path, start)
+            lines = enumerate(handle, start + 1)
+            while True:
+                with decompressing(path, compressed):
+                    number, line = next(lines, (0, None))
+                if line is None or (stop is not None and number > stop):
                     break
                 line = line[:-1] if line.endswith("\n") else line
                 if len(line) > max_chars:
@@ -131,7 +162,7 @@ def read_lines(path: str | os.PathLike) -> list[str]:
 def count_lines(path: str | os.PathLike) -> int:
     """Number of lines as ``wc -l`` counts them, plus one for a last line without ``\\n``."""
     count, last = 0, b"\n"
-    with _open_binary(path) as handle:
+    with _open_binary(path) as handle, decompressing(path, str(path).endswith(".gz")):
         for block in iter(lambda: handle.read(_BLOCK), b""):
             count += block.count(b"\n")
             last = block[-1:]

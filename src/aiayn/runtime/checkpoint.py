@@ -21,9 +21,11 @@ on its hardware.
 
 from __future__ import annotations
 
+import errno
 import logging
 import pickle
 import re
+import shutil
 import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -126,7 +128,35 @@ def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
             "lower train.lr_scale or set train.clip_norm)"
         )
     with atomic_path(path) as tmp:
-        torch.save(checkpoint.to_dict(), tmp)
+        try:
+            torch.save(checkpoint.to_dict(), tmp)
+        except RuntimeError as error:
+            raise write_failure(error, path, checkpoint) from None
+
+
+def state_bytes(value) -> int:
+    """Bytes of the tensors in a (nested) state: about what ``torch.save`` writes of it."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, dict):
+        return sum(state_bytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(state_bytes(v) for v in value)
+    return 0
+
+
+def write_failure(error: RuntimeError, path: Path, checkpoint: Checkpoint) -> BaseException:
+    """What a failed ``torch.save`` of ``checkpoint`` to ``path`` is: torch's zip writer reports a write
+    that failed for want of space as a RuntimeError without path or cause ("[enforce fail at
+    inline_container.cc:...] . unexpected pos ...", torch 2.13 ``caffe2/serialize/inline_container.cc``),
+    so where the device holding ``path`` has less room than the checkpoint needs, the error is a full
+    disk (ENOSPC, naming the path and both sizes); else ``error`` as it was."""
+    needed = state_bytes(checkpoint.model) + state_bytes(checkpoint.optimizer)
+    free = shutil.disk_usage(path.parent).free
+    if free >= needed:
+        return error
+    detail = f"the checkpoint needs about {needed / 2**20:,.0f} MiB, {free / 2**20:,.0f} MiB are free there"
+    return OSError(errno.ENOSPC, detail, str(path))
 
 
 def non_finite(model_state: dict) -> list[str]:
