@@ -224,3 +224,44 @@ def test_a_line_too_long_for_the_memory_is_named_and_nothing_written(setup, tmp_
             ]
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_line_of_100000_characters_gets_an_empty_output_within_bounded_memory(setup, tmp_path):
+    """A test set with a 100,000-character line (a lost newline): the stage, under a memory limit
+    (RLIMIT_DATA, 1 GiB above what the process holds once it has imported the stage), skips that line
+    as longer than decode.max_source_length (null: the model's max_positions), writes an empty output
+    line for it, names the file and line in a warning, and decodes the others. Searched, its encoder's
+    self-attention alone would need gigabytes."""
+    import resource
+    import subprocess
+    import sys
+
+    from paths import ROOT
+
+    root, sp, _ = setup
+    pieces = " ".join(sp.encode(TEXT[2], out_type=str))
+    long = " ".join([pieces] * (100_000 // len(pieces) + 1))
+    assert len(long) > 100_000
+    source = tmp_path / "test.en"
+    source.write_text(f"{pieces}\n{long}\n{pieces}\n", encoding="utf-8")
+    probe = "import aiayn.decode.translate; print(open('/proc/self/status').read())"
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    status = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env).stdout
+    data = next(int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmData:"))
+    limit = data + 2**30
+    command = [sys.executable, "-m", "aiayn.decode.translate", "--checkpoint", str(root / "avg.pt")]
+    command += ["--spm", str(root / "spm.model"), "--input", str(source), "--output", str(tmp_path / "out")]
+    command += ["--settings", str(root / "decode.json"), "--device", "cpu", "--threads", "1"]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = (tmp_path / "out").read_text(encoding="utf-8").split("\n")
+    assert out[1] == "" and out[0] and out[2] and len(out) == 4
+    assert f"{source}: 1 line(s) of more than 1024 subwords (decode.max_source_length" in done.stderr
+    assert "get an empty output: line(s) 2" in done.stderr

@@ -175,7 +175,7 @@ def test_bad_lines_give_defined_outputs_and_name_their_line(run_dir, tmp_path, c
     ]
     assert any(w.startswith("line 3: invalid UTF-8 (invalid continuation byte at byte 3)") for w in warnings), warnings
     assert any(
-        w.startswith("line 4: ") and "more than the 59 the model's learned positions allow" in w for w in warnings
+        w.startswith("line 4: ") and "more than the 59 decoded (decode.max_source_length" in w for w in warnings
     ), warnings
     assert not any(w.startswith(("line 1:", "line 2:", "line 5:")) for w in warnings)
 
@@ -287,22 +287,21 @@ def test_batches_of_a_file_hold_at_most_the_batch_size(tmp_path):
         assert list(LineBatches(handle.fileno(), 2)) == [[(1, b"a"), (2, b"b")], [(3, b"c")]]
 
 
-def test_longest_source_follows_the_positions_and_the_length_rule():
+def test_longest_source_follows_the_key_the_positions_and_the_length_rule():
+    from aiayn.decode.translate import longest_source
+
     paper = DecodeConfig()
-    assert translate_text.longest_source(ModelConfig(positional="learned"), paper) == 1024 - 50
+    assert longest_source(ModelConfig(positional="learned"), paper) == 1024 - 50
     assert (
-        translate_text.longest_source(
-            ModelConfig(positional="learned", max_positions=24), DecodeConfig(max_len_a=1, max_len_b=5)
-        )
+        longest_source(ModelConfig(positional="learned", max_positions=24), DecodeConfig(max_len_a=1, max_len_b=5))
         == 19
     )
-    assert (
-        translate_text.longest_source(
-            ModelConfig(positional="learned", max_positions=24), DecodeConfig(max_len_a=0, max_len_b=2)
-        )
-        == 23
-    )  # source + eos
-    assert translate_text.longest_source(ModelConfig(), paper) is None  # sinusoids
+    learned = ModelConfig(positional="learned", max_positions=24)
+    assert longest_source(learned, DecodeConfig(max_len_a=0, max_len_b=2)) == 23  # source + eos
+    assert longest_source(ModelConfig(), paper) == 1024  # sinusoids: the model's max_positions
+    assert longest_source(ModelConfig(max_positions=300), paper) == 300
+    assert longest_source(ModelConfig(), DecodeConfig(max_source_length=40)) == 40
+    assert longest_source(learned, DecodeConfig(max_len_a=0, max_len_b=2, max_source_length=10)) == 10
 
 
 def test_run_errors_name_what_to_do(run_dir, tmp_path):

@@ -24,6 +24,7 @@ products through oneDNN (:mod:`aiayn.model.functional`), ``mkl`` through torch's
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import time
 from dataclasses import asdict, dataclass
@@ -36,9 +37,9 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.bpe import load_processor
 from aiayn.data.lines import iter_lines
-from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, translate_sentences
+from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, max_output_length, translate_sentences
 from aiayn.io import atomic_output, progress, setup_logging
-from aiayn.options import DecodeConfig
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.runtime.session import inference_session
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,37 @@ def check_vocabulary(checkpoint_path: str, vocab: dict, spm_path: str, sp: spm.S
     if ours != theirs:
         raise ValueError(f"vocabulary of {checkpoint_path} {theirs} does not match {spm_path} {ours}")
     return SpecialIds(pad=vocab["pad_id"], bos=vocab["bos_id"], eos=vocab["eos_id"])
+
+
+def longest_source(cfg: ModelConfig, opts: DecodeConfig) -> int:
+    """The most source subwords a sentence may have to be decoded: ``decode.max_source_length`` (null:
+    the model's ``model.max_positions``, what it was built to hold); with learned positions at most
+    as many as leave room in ``cfg.position_limit`` for the source with its eos and for the longest
+    output ``max_output_length(|x|)`` with its bos. Longer sources get empty outputs: a sentence of
+    50,000 subwords (a missing newline) would otherwise take a beam's memory for |x| + 50 steps."""
+    longest = opts.max_source_length or cfg.max_positions
+    limit = cfg.position_limit
+    if limit is None:
+        return longest
+    candidates = range(min(longest, limit - 1), 0, -1)
+    return next((n for n in candidates if max_output_length(n, opts.max_len_a, opts.max_len_b) <= limit), 0)
+
+
+def drop_long_sources(sources: list[list[int]], longest: int, where: str) -> list[list[int]]:
+    """``sources`` with each one longer than ``longest`` subwords emptied (it decodes to an empty line),
+    and a warning naming ``where``, how many and their line numbers."""
+    long = [i for i, sentence in enumerate(sources) if len(sentence) > longest]
+    if long:
+        lines = ", ".join(str(i + 1) for i in long[:10]) + (", ..." if len(long) > 10 else "")
+        log.warning(
+            "%s: %d line(s) of more than %d subwords (decode.max_source_length; null: model.max_positions) "
+            "get an empty output: line(s) %s",
+            where,
+            len(long),
+            longest,
+            lines,
+        )
+    return [[] if i in set(long) else sentence for i, sentence in enumerate(sources)]
 
 
 def search_options(opts: DecodeConfig) -> dict[str, Any]:
@@ -151,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         sources = read_sources(args.input, sp)
         if sources.unknown_pieces:
             log.warning("%s: %d pieces not in %s, read as unk", args.input, sources.unknown_pieces, args.spm)
+        longest = longest_source(ModelConfig.from_dict(session.checkpoint.model_settings), opts)
+        sources = dataclasses.replace(sources, ids=drop_long_sources(sources.ids, longest, args.input))
         log.info(
             "decoding %d sentences of %s on %s (%s) with %s",
             len(sources.ids),

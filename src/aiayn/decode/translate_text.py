@@ -27,9 +27,9 @@ up to N lines per input line, ``line<TAB>rank<TAB>translation`` (``line<TAB>rank
 translation`` with ``--scores``), best first, the line numbered from 1.
 
 Defined outputs for bad input (the command never stops on one): an empty line (or one that is empty
-once tokenized) gives an empty output line; a line that is not valid UTF-8, or longer than the model's
-learned positions allow (source and longest possible output, ``model.max_positions``; sinusoids have
-no limit and the output length is bounded by ``decode.max_len_a * |x| + max_len_b``), or too long to
+once tokenized) gives an empty output line; a line that is not valid UTF-8, or longer than decoding
+takes (:func:`aiayn.decode.translate.longest_source`: ``decode.max_source_length``, null the
+model's ``model.max_positions``, and with learned positions room for the longest output), or too long to
 decode in the memory there is (a batch that does not fit is decoded a line at a time), gives an empty
 output line and a warning on standard error naming its line number. With ``--n-best`` these give no
 output lines.
@@ -53,10 +53,10 @@ from aiayn.cli import add_log, add_option, add_settings, check_options
 from aiayn.data.bpe import SpmEncode, load_processor
 from aiayn.data.detokenize import MosesDetok
 from aiayn.data.tokenize import MosesPipeline
-from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, max_output_length, translate_sentences_n_best
+from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, translate_sentences_n_best
 from aiayn.decode.manifest import RunFiles, read_run
 from aiayn.decode.stream import LineBatches
-from aiayn.decode.translate import check_vocabulary, piece_ids, search_options
+from aiayn.decode.translate import check_vocabulary, longest_source, piece_ids, search_options
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import DecodeConfig, ModelConfig, TokenizeConfig
 from aiayn.runtime.session import InferenceSession, inference_session
@@ -81,17 +81,6 @@ def translation_pipeline(files: RunFiles) -> TextPipeline:
     return TextPipeline(tokenizer.line, lambda hyp, source: detokenizer.line(hyp))
 
 
-def longest_source(cfg: ModelConfig, opts: DecodeConfig) -> int | None:
-    """The most source subwords the model can decode: with learned positions, the source and its eos
-    and the longest output ``max_output_length(|x|)`` (bos included) must fit ``cfg.position_limit``
-    (``max_positions``); None for sinusoids (no limit)."""
-    limit = cfg.position_limit
-    if limit is None:
-        return None
-    fits = (n for n in range(limit - 1, 0, -1) if max_output_length(n, opts.max_len_a, opts.max_len_b) <= limit)
-    return next(fits, 0)
-
-
 @dataclass
 class Decoder:
     """A model in its inference session and what decoding with it needs."""
@@ -101,7 +90,7 @@ class Decoder:
     encode: SpmEncode
     ids: SpecialIds
     opts: DecodeConfig
-    longest: int | None
+    longest: int
 
     def search(self, sources: list[list[int]], n_best: int) -> list[list[Hypothesis]]:
         """The ``n_best`` best hypotheses of each non-empty source, in order."""
@@ -153,9 +142,11 @@ def prepare_line(number: int, raw: bytes, decoder: Decoder, pipeline: TextPipeli
     ids, unknown = piece_ids(decoder.encode([prepared])[0], decoder.sp)
     if unknown:
         log.warning("line %d: %d pieces not in the vocabulary, read as unk", number, unknown)
-    if decoder.longest is not None and len(ids) > decoder.longest:
+    if len(ids) > decoder.longest:
         return Source(
-            number, skipped=f"{len(ids)} subwords, more than the {decoder.longest} the model's learned positions allow"
+            number,
+            skipped=f"{len(ids)} subwords, more than the {decoder.longest} decoded "
+            "(decode.max_source_length; null: the model's max_positions)",
         )
     return Source(number, prepared, tuple(ids))
 

@@ -189,6 +189,7 @@ def score(hyp_lines: list[str], ref_lines: list[str], lang: str, straighten: str
         "sys_len_paper": paper.hyp_len,
         "ref_len_paper": paper.ref_len,
         "lines": len(hyp_lines),
+        "empty_hypotheses": sum(1 for line in hyp_lines if not line.strip()),
     }
 
 
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     result = score(hyp_lines, ref_lines, args.lang, straighten) | {"hyp": args.hyp, "ref": args.ref}
     log.info(
         "%s vs %s: sacreBLEU %.2f (%s), paper BLEU %.2f (%s; %d hypothesis and %d reference quotes "
-        "straightened), %d lines",
+        "straightened), %d lines, %d of them empty hypotheses (a source over decode.max_source_length, "
+        "or empty)",
         args.hyp,
         args.ref,
         result["sacrebleu"],
@@ -226,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         result["quotes_straightened"]["hypothesis"],
         result["quotes_straightened"]["reference"],
         result["lines"],
+        result["empty_hypotheses"],
     )
     if args.output:
         write_json(args.output, result)

@@ -67,6 +67,13 @@ class DecodeConfig(Section):
         "(include/ctranslate2/translation.h at 0d8bcd36)",
         minimum=0,
     )
+    max_source_length: int | None = option(
+        None,
+        help="source subwords a sentence may have to be decoded; a longer one gets an empty output line "
+        "and a warning naming its line, and the BLEU file counts the empty outputs (null: the "
+        "model's model.max_positions)",
+        minimum=1,
+    )
     max_sentences: int = option(128, help="sentences per batch of the decoding loop", minimum=1)
     precision: str = precision_option("arithmetic of decoding's forward passes")
     cpu_matmul: str = cpu_matmul_option("float32 CPU products of decoding: onednn or mkl")
