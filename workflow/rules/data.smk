@@ -122,6 +122,26 @@ rule tokenize:
         " --settings {input.settings:q} --threads {threads} --log {log:q}"
 
 
+# The two sides of a translation task's dev and test sets must have as many lines: checked once they are
+# extracted, and every training of the task waits for the checks (train.smk), so a mismatch stops the
+# workflow before any training rather than at its BLEU job.
+rule aligned:
+    input:
+        src=lambda w: raw_text(w.ttask, w.split, sides(w.ttask)[0]),
+        tgt=lambda w: raw_text(w.ttask, w.split, sides(w.ttask)[1]),
+    output:
+        f"{D}/checks/{{ttask}}/{{split}}.aligned.json",
+    log:
+        f"{D}/logs/aligned/{{ttask}}.{{split}}.log",
+    wildcard_constraints:
+        split="dev|test",
+    localrule: True
+    conda:
+        "../../envs/aiayn.yaml"
+    shell:
+        "python -m aiayn.data.aligned --inputs {input.src:q} {input.tgt:q} --output {output:q} --log {log:q}"
+
+
 # One clean rule per translation task: its two outputs are named by the task's languages.
 for _task in TRANSLATION:
     _src, _tgt = sides(_task)

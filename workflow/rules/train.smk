@@ -6,6 +6,9 @@ rule train:
         train=f"{D}/bin/{{task}}/train/manifest.json",
         dev=f"{D}/bin/{{task}}/dev/manifest.json",
         settings=f"{R}/{{task}}/{{exp}}/settings/train.json",
+        aligned=lambda w: (
+            [f"{D}/checks/{w.task}/{s}.aligned.json" for s in ("dev", "test")] if w.task in TRANSLATION else []
+        ),
     output:
         summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
         last=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
