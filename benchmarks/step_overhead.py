@@ -303,6 +303,7 @@ def our_step(model_cfg: dict, vocab: int, batches: list[dict], precision: str, c
     (one pass each), as ``Trainer.train_step`` runs them on a GPU: the loss's way is a GPU's."""
     from aiayn.model import Transformer
     from aiayn.options import ModelConfig
+    from aiayn.train.compiled import CompiledStep
     from aiayn.train.forward import TrainingLoss, way_for
     from aiayn.train.step import apply_update
 
@@ -310,7 +311,7 @@ def our_step(model_cfg: dict, vocab: int, batches: list[dict], precision: str, c
     model = Transformer(ModelConfig(**model_cfg), vocab, 0).train()
     way = way_for(torch.device("cuda"), precision, compiled)
     loss = TrainingLoss(model, 0.1, way, torch.bfloat16 if precision == "bf16" else None)
-    forward = torch.compile(loss, dynamic=True) if compiled else loss
+    forward = CompiledStep(loss) if compiled else loss  # as the trainer compiles it
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
     prepared = []
     for b in batches:
