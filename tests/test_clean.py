@@ -173,3 +173,17 @@ def test_a_corpus_that_loses_every_pair_names_the_rule_and_its_key(tmp_path):
     ):
         _clean(tmp_path, "b", "long", min_len=1, max_len=5, max_ratio=1.5)
     assert not (tmp_path / "out/train.en").exists() and not (tmp_path / "out/s.json").exists()
+
+
+def test_a_corpus_that_is_empty_or_loses_every_pair_is_named_with_the_advice_that_fits():
+    """An empty corpus is not a cleaning setting's doing: the advice to loosen one comes only where a rule
+    dropped every pair."""
+    empty = {"read": 0, "kept": 0} | {reason: 0 for reason in clean.REASONS}
+    with pytest.raises(DataError) as raised:
+        clean.check_kept({"tok/en-de/news": empty}, "en", "de")
+    assert "tok/en-de/news.en/.de are empty" in str(raised.value) and "loosen" not in str(raised.value)
+    lost = empty | {"read": 5, "too_long": 5}
+    with pytest.raises(DataError) as raised:
+        clean.check_kept({"tok/en-de/news": lost}, "en", "de")
+    assert "all 5 pairs were dropped, 5 by the 'too_long' rule" in str(raised.value)
+    assert "loosen that data.clean setting" in str(raised.value)

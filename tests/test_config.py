@@ -303,3 +303,26 @@ def test_the_demo_gpu_overlay_trains_every_run_on_the_gpu_and_compiles_base_big_
             if train["compile"]:
                 compiled.add(experiment)
     assert compiled == {"base", "big", "parser"} and len(config["experiments"]) > 20
+
+
+def test_the_own_corpus_template_draws_no_paper_figures_and_says_nothing_of_them(tmp_path, monkeypatch, caplog):
+    """configs/own-corpus.yaml runs none of the paper's runs, so it sets ``figures: null``: no warning that
+    the figures' run (EN-DE base) is not run, on every command that reads the config."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus").mkdir()
+    for name in ("train.en.gz", "train.de.gz", "dev.en", "dev.de", "test.en", "test.de"):
+        (tmp_path / "corpus" / name).write_bytes(b"")
+    config = aiayn_config.load(ROOT / "config.yaml", ROOT / "configs/own-corpus.yaml")
+    with caplog.at_level("WARNING"):
+        assert config["figures"] is None and aiayn_runs.figures_run(config) is None
+    assert not caplog.records
+
+
+def test_the_slurm_profile_leaves_decoding_and_scoring_their_runs_gpu_count():
+    """profiles/slurm sets no gpu for translate and perplexity: the rules ask one where the run trains on
+    GPUs and none where it trains on CPUs, and a profile's set-resources would override that for all."""
+    profile = yaml.safe_load((ROOT / "profiles/slurm/config.yaml").read_text(encoding="utf-8"))
+    for rule in ("translate", "perplexity"):
+        assert "gpu" not in profile["set-resources"][rule], rule
+    rules = (ROOT / "workflow/rules/evaluate.smk").read_text(encoding="utf-8")
+    assert rules.count("gpu=lambda w: min(1, gpus(w)),") == 2

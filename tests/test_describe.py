@@ -60,6 +60,7 @@ def test_cli_writes_one_csv_row_per_experiment(capsys):
             "params",
             "nodes",
             "gpus",
+            "ranks",
             "tokens_per_step",
             "passes",
             "tokens_per_pass",
@@ -115,6 +116,15 @@ def test_cli_nodes_divide_the_step_over_every_gpu_of_every_node(capsys):
         "1562",
         "24992",
     )
+
+
+def test_a_cpu_run_shows_no_gpus_and_its_cpu_ranks(tmp_path, capsys):
+    """``train.gpus: 0``: the gpus column says 0 (it said 1, the rank count), ranks the CPU ranks."""
+    overlay = tmp_path / "cpu.yaml"
+    overlay.write_text("defaults: {train: {gpus: 0, cpu_ranks: 2}}\nrun: {experiments: [base]}\n")
+    assert main([str(CONFIG), str(overlay)]) == 0
+    [base] = csv.DictReader(io.StringIO(capsys.readouterr().out))
+    assert (base["gpus"], base["ranks"], base["passes"], base["tokens_per_pass"]) == ("0", "2", "1", "12500")
 
 
 def test_overlays_merge_and_run_limits_the_rows(tmp_path, capsys):

@@ -9,6 +9,7 @@ identical to :func:`aiayn.decode.beam.beam_search` with beam 1.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -173,6 +174,9 @@ def test_export_cli_writes_the_model_its_pieces_and_its_text_processing(run_dir,
     out = tmp_path / engine
     assert main(["--run", str(run_dir), "--to", engine, str(out)]) == 0
     assert files | {"spm.model", "preprocessing.json"} <= {p.name for p in out.iterdir()}
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask  # as mkdir makes it, not mkdtemp's 0700
     assert (out / "spm.model").read_bytes() == (run_dir.parent / "data/spm.model").read_bytes()
     pre = json.loads((out / "preprocessing.json").read_text())
     assert pre["source_lang"] == "en" and pre["target_lang"] == "de" and pre["add_source_eos"] is True

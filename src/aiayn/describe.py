@@ -14,8 +14,9 @@ runs (EN-DE for every Table 3 row; big's EN-FR dropout override is not shown). O
 config in order, as ``--configfile`` does. Parameters are counted on a model built on the meta device
 (no memory, instant), with that task's ``vocab_size`` unless ``--vocab-size`` is given. The last
 columns are the plan of one optimizer step on ``nodes`` machines of ``gpus`` GPUs each (``--nodes M``
-and ``--gpus N``, else the run's ``train.nodes`` and ``train.gpus``, or ``train.cpu_ranks`` with
-``gpus: 0``): padded tokens per step and side, forward passes per GPU, and tokens per pass. Where
+and ``--gpus N``, else the run's ``train.nodes`` and ``train.gpus``): its GPUs per machine (0 for a
+CPU run), its data-parallel ranks per machine (the GPUs, or ``train.cpu_ranks`` with ``gpus: 0``),
+padded tokens per step and side, forward passes per rank, and tokens per pass. Where
 ``train.tokens_per_pass`` is null a GPU run measures what its memory holds (:mod:`aiayn.train.memory`);
 the plan shown is then one pass a step, which a GPU runs where its memory holds that pass.
 """
@@ -42,7 +43,7 @@ from aiayn.options.core import BOUNDS, Option, hints, members, spec
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")
-PLAN_COLUMNS = ("nodes", "gpus", "tokens_per_step", "passes", "tokens_per_pass")
+PLAN_COLUMNS = ("nodes", "gpus", "ranks", "tokens_per_step", "passes", "tokens_per_pass")
 COLUMNS = ("experiment", *MODEL_COLUMNS, *TRAIN_COLUMNS, "positional", "params", *PLAN_COLUMNS)
 
 
@@ -58,13 +59,15 @@ def _parameters(model: ModelConfig, vocab_size: int) -> int:
         return count_parameters(Transformer(model, vocab_size))
 
 
-def step_plan(train: TrainConfig, gpus: int, nodes: int = 1, on_gpus: bool = True) -> dict:
-    """The :data:`PLAN_COLUMNS` of one run's optimizer step on ``nodes`` x ``gpus`` data-parallel ranks
-    (GPUs, or CPU ranks when not ``on_gpus``); a null ``tokens_per_pass`` on GPUs as one pass a step."""
-    plan = train.plan(nodes * gpus, train.tokens_per_step if on_gpus else None)
+def step_plan(train: TrainConfig, ranks: int, nodes: int = 1, on_gpus: bool = True) -> dict:
+    """The :data:`PLAN_COLUMNS` of one run's optimizer step on ``nodes`` x ``ranks`` data-parallel ranks
+    (GPUs, or CPU ranks when not ``on_gpus``: then ``gpus`` is 0); a null ``tokens_per_pass`` on GPUs as
+    one pass a step."""
+    plan = train.plan(nodes * ranks, train.tokens_per_step if on_gpus else None)
     return {
         "nodes": nodes,
-        "gpus": gpus,
+        "gpus": ranks if on_gpus else 0,
+        "ranks": ranks,
         "tokens_per_step": plan.tokens_per_step,
         "passes": plan.passes,
         "tokens_per_pass": plan.tokens_per_pass,

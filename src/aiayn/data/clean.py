@@ -155,11 +155,9 @@ def check_kept(corpora: dict[str, dict[str, int]], src_lang: str, tgt_lang: str)
                 f"{worst!r} rule ({REASON_KEYS[worst]}; {_describe(counts)})"
             )
     if problems:
-        raise DataError(
-            "no training pairs left after cleaning: "
-            + "; ".join(problems)
-            + ". Fix the corpus or loosen that data.clean setting (null: no limit)"
-        )
+        dropped = any(counts["read"] and not counts["kept"] for counts in corpora.values())
+        advice = "Fix the corpus or loosen that data.clean setting (null: no limit)" if dropped else "Fix the corpus"
+        raise DataError("no training pairs left after cleaning: " + "; ".join(problems) + f". {advice}")
 
 
 def _describe(counts: dict[str, int]) -> str:

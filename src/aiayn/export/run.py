@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -118,6 +119,9 @@ def export(run_dir: Path, engine: str, out: Path, which: str = "avg") -> Path:
         raise ValueError(f"{files.spm} has {len(vocab)} pieces, {files.checkpoint} {model.vocab_size} embeddings")
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    work.chmod(0o777 & ~umask)  # mkdtemp's 0700 would keep the export from everyone else after the rename
     try:
         WRITERS[engine](model, vocab, work, files.spm)
         shutil.copyfile(files.spm, work / "spm.model")
