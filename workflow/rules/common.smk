@@ -14,6 +14,9 @@ from aiayn.data import sources as data_sources
 from aiayn.options.sources import archive_name, is_archive, is_local, local_path
 from aiayn.report.experiments import table_runs
 from aiayn.report.tables import inputs as table_inputs
+from aiayn.runtime import host as runtime_host
+from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 # An overlay's null deletes an entry (aiayn.config.prune); validation fills in the definitions' defaults
 # (aiayn.config.validate). Snakemake's merged config is edited in place.
@@ -109,6 +112,18 @@ def run_train(wildcards):
     if key not in _TRAIN:
         _TRAIN[key] = aiayn_runs.resolve_run(config, wildcards.exp, wildcards.task)["train"]
     return _TRAIN[key]
+
+
+def check_training_gpus(cluster):
+    """At the start of a run of jobs: a training that asks for more GPUs than this machine's torch can use
+    stops the workflow now, before its data jobs, where the jobs run here; on a cluster (``cluster``),
+    whose submitting host may have none, it is a warning and each training job checks its node."""
+    runs = {f"{t}/{e}": aiayn_runs.resolve(config, e, t)["train"]["gpus"] for t, e in aiayn_runs.runs(config)}
+    problem = runtime_host.training_gpus_problem(runs)
+    if problem and cluster:
+        logger.warning(f"on this submitting host, {problem}")
+    elif problem:
+        raise WorkflowError(problem)
 
 
 def gpus(wildcards):

@@ -1,6 +1,11 @@
 # Training (one rule, keyed by task and experiment) and checkpoint averaging.
 
 
+# Before any job: a run that asks for more GPUs than this machine has (common.smk, check_training_gpus).
+onstart:
+    check_training_gpus(workflow.non_local_exec)
+
+
 rule train:
     input:
         train=f"{D}/bin/{{task}}/train/manifest.json",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import torch
 
 from aiayn.runtime.gpus import card_of
+from aiayn.runtime.host import physical_gpu_count
 
 log = logging.getLogger(__name__)
 
@@ -35,18 +35,6 @@ class GpuUnavailableError(ValueError):
 def default_lock_dir() -> Path:
     """``<tmp>/aiayn-gpu-locks-<uid>``: GPU claim locks of this user's jobs."""
     return Path(tempfile.gettempdir()) / f"aiayn-gpu-locks-{os.getuid()}"
-
-
-def physical_gpu_count() -> int:
-    """NVIDIA GPUs on this machine, counted without initialising CUDA (0 where there is no driver)."""
-    proc = Path("/proc/driver/nvidia/gpus")
-    if proc.is_dir():
-        return len(list(proc.iterdir()))
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
 
 
 class GpuClaim:
