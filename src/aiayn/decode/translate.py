@@ -92,7 +92,10 @@ def longest_source(cfg: ModelConfig, opts: DecodeConfig) -> int:
     the model's ``model.max_positions``, what it was built to hold); with learned positions at most
     as many as leave room in ``cfg.position_limit`` for the source with its eos and for the longest
     output ``max_output_length(|x|)`` with its bos. Longer sources get empty outputs: a sentence of
-    50,000 subwords (a missing newline) would otherwise take a beam's memory for |x| + 50 steps."""
+    50,000 subwords (a missing newline) would otherwise take a beam's memory for |x| + 50 steps.
+
+    Deviation from paper: the paper decoded every sentence; a larger ``decode.max_source_length``
+    decodes longer ones (``docs/deviations.md``, "Source length limit")."""
     longest = opts.max_source_length or cfg.max_positions
     limit = cfg.position_limit
     if limit is None:
