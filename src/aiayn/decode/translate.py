@@ -118,7 +118,8 @@ def drop_long_sources(sources: list[list[int]], longest: int, where: str) -> lis
             longest,
             lines,
         )
-    return [[] if i in set(long) else sentence for i, sentence in enumerate(sources)]
+    dropped = set(long)
+    return [[] if i in dropped else sentence for i, sentence in enumerate(sources)]
 
 
 def search_options(opts: DecodeConfig) -> dict[str, Any]:
