@@ -49,6 +49,7 @@ def ours(run: Path, sources: list[list[int]], decode: DecodeConfig) -> list[list
         max_len_a=decode.max_len_a,
         max_len_b=decode.max_len_b,
         early_stop=decode.early_stop,
+        early_stop_rule=decode.early_stop_rule,
         min_length=decode.min_length,
     )
     return [h.tokens for h in hyps]

@@ -90,6 +90,18 @@ def test_search_goes_on_while_a_live_hypothesis_can_still_win():
     assert hyp.score == pytest.approx(math.log(0.48 * 0.95**2) / lp(4, 1.0), rel=1e-6)
 
 
+def test_the_beam_finished_rule_stops_once_k_hypotheses_have_finished():
+    """fairseq's and CTranslate2's rule (decode.early_stop_rule: beam_finished): [] and [a] have
+    finished after step 2, two of beam 2, so the search ends there and misses [a a a]."""
+    model = FakeModel(LONG_TABLE)
+    [hyp] = search(model, [[8, 1, 1]], max_len_b=2.0, min_length=0, early_stop_rule="beam_finished")
+    assert model.calls == 2 and hyp.tokens == [] and hyp.log_prob == pytest.approx(math.log(0.52))
+    [bound] = search(FakeModel(LONG_TABLE), [[8, 1, 1]], max_len_b=2.0, min_length=0)
+    assert bound.tokens == [A, A, A]
+    with pytest.raises(ValueError, match="early_stop_rule"):
+        search(FakeModel(LONG_TABLE), [[8, 1, 1]], early_stop_rule="soon")
+
+
 # Sentence 11 (alpha 0, beam 2): after step 2 the finished set is [a] (P .45) and [] (P .15), the best
 # live [b b] has P .24: above the lowest finished, below the best. At step 3 [b b] finishes and
 # displaces [].
@@ -129,6 +141,53 @@ def test_early_stop_waits_until_the_lowest_finished_beats_every_live_hypothesis(
         ids=IDS,
     )
     assert full == hyps
+
+
+def test_one_best_stops_when_the_best_finished_beats_every_live_hypothesis():
+    """The same sentence with one hypothesis asked for: after step 2 the best finished [a] (P .45)
+    beats the best live [b b] (P .24), so the search ends a step sooner with the same best."""
+    model = FakeModel(LOWEST_TABLE)
+    settings = dict(beam_size=2, length_penalty=0.0, max_len_b=3.0, ids=IDS)
+    [[best]] = beam_search_n_best(model, pad_sources([[11]], IDS), [1], n_best=1, early_stop=True, **settings)
+    [[full, _]] = beam_search_n_best(FakeModel(LOWEST_TABLE), pad_sources([[11]], IDS), [1], n_best=2, **settings)
+    assert model.calls == 2 and best == full and best.tokens == [A]
+
+
+class RandomTable(FakeModel):
+    """P(y_t | y_<t, x) drawn once per (x, prefix) from a seeded generator over a, b, c and eos, the end
+    more likely as the prefix grows: searches of many shapes, finished sets filling at every pace."""
+
+    def __init__(self, seed: int):
+        super().__init__({})
+        self.seed = seed
+
+    def log_probs(self, key, prefix):
+        generator = torch.Generator().manual_seed(hash((self.seed, key, prefix)) % 2**31)
+        logits = torch.full((8,), -math.inf)
+        logits[[A, B, C, EOS]] = torch.randn(4, generator=generator) * 2
+        logits[EOS] += 0.5 * len(prefix) - 1
+        return logits.log_softmax(0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_n_best_are_those_of_tensor2tensors_rule_in_fewer_steps(seed):
+    """Asked for n < K hypotheses, the search stops when the n-th best finished beats every live one;
+    with n = K the rule is tensor2tensor's (the lowest of the finished set). The n best are the same
+    either way and the same as a search to the length limit; the steps are fewer or as many."""
+    sources = [[key] * (1 + key % 5) for key in range(12, 40)]
+    for beam_size, alpha in ((4, 0.6), (3, 1.0), (2, 0.6)):
+        settings = dict(max_sentences=8, ids=IDS, beam_size=beam_size, length_penalty=alpha, max_len_b=6.0)
+        t2t = RandomTable(seed)
+        lowest = translate_sentences_n_best(t2t, sources, n_best=beam_size, early_stop=True, **settings)
+        full = translate_sentences_n_best(RandomTable(seed), sources, n_best=beam_size, early_stop=False, **settings)
+        for n in range(1, beam_size):
+            model = RandomTable(seed)
+            found = translate_sentences_n_best(model, sources, n_best=n, early_stop=True, **settings)
+            for ours, theirs, everything in zip(found, lowest, full):
+                assert ours == theirs[:n] == everything[: len(ours)]
+            assert model.calls <= t2t.calls
+        assert sum(len(h) for h in lowest) <= sum(len(h) for h in full)
+    assert t2t.calls > model.calls  # sooner somewhere (beam 2, n 1)
 
 
 def test_length_limit_finishes_live_hypotheses():

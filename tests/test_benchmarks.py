@@ -132,3 +132,31 @@ def test_the_parity_report_pairs_only_our_runs_and_counts_min_length_model_by_mo
         "decode.min_length 1 against 0, dev BLEU model by model: higher in 1, equal in 1, lower in 0 of 2 "
         "(from +0.00 to +0.10)"
     )
+
+
+def test_decode_step_parts_count_each_moment_once(monkeypatch):
+    """``decode_speed.py --profile-steps``: a part called inside another is the inner one's time, a
+    "whole" part keeps what it calls, and every patched function is restored (on a fake clock)."""
+    import types
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import decode_speed
+
+    clock = [0.0]
+    monkeypatch.setattr(decode_speed.time, "perf_counter", lambda: clock[0])
+
+    def busy(seconds):
+        clock[0] += seconds
+
+    space = types.SimpleNamespace()
+    space.inner = lambda: busy(2)
+    space.outer = lambda: (busy(1), space.inner(), busy(4))
+    space.whole = lambda: (busy(8), space.inner())
+    originals = dict(vars(space))
+    parts = {"outer": [(space, "outer")], "inner": [(space, "inner")], "whole": [(space, "whole")]}
+    with decode_speed.SectionTimer(parts, whole=("whole",)) as timer:
+        space.outer()
+        space.whole()
+        space.inner()
+    assert vars(space) == originals
+    assert timer.seconds == {"outer": 5, "inner": 4, "whole": 10}

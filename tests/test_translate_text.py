@@ -164,6 +164,18 @@ def test_output_is_the_workflow_stages_line_for_line(run_dir, tmp_path):
     assert last == [expected(run_dir, TEXT[0], "train/checkpoint_last.pt")[0]]
 
 
+def test_cpu_matmul_int8_decodes_with_int8_products(run_dir, tmp_path, monkeypatch):
+    from aiayn.model.int8 import Int8Product, int8_available
+
+    if not int8_available():
+        pytest.skip("this torch build has no oneDNN int8 product")
+    calls = []
+    product = Int8Product.__call__
+    monkeypatch.setattr(Int8Product, "__call__", lambda self, *a, **k: calls.append(1) or product(self, *a, **k))
+    got = translate(run_dir, tmp_path, "\n".join(TEXT[:3]).encode(), "--cpu-matmul", "int8")
+    assert len(got) == 3 and all(got) and calls
+
+
 def test_bad_lines_give_defined_outputs_and_name_their_line(run_dir, tmp_path, capsys):
     lines = [TEXT[0].encode(), b"", b"caf\xe9 au lait", LONG.encode(), TEXT[1].encode()]
     got = translate(run_dir, tmp_path, b"\n".join(lines) + b"\n")

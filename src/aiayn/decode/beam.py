@@ -27,9 +27,20 @@ Early stop (tensor2tensor ``stop_early``, ``_is_finished`` in ``utils/beam_searc
 still at v1.3.0): a sentence is done when the *lowest* score in its finished set (of at most K) beats
 the best live log-probability divided by lp(max_len). Log-probabilities only fall as a hypothesis
 grows and lp grows with length (alpha >= 0), so this bound is optimistic: no live hypothesis can
-still enter the finished set. Comparing the best finished score instead would stop sooner with the
-same best hypothesis but other n-best lists (``--n-best``). tensor2tensor stops the whole batch when
-every sentence is done; here each sentence leaves when it is, so a result does not depend on its batch.
+still enter the finished set. Here a sentence whose n best hypotheses are asked for (n = 1 for a
+translation, ``--n-best`` for lists) is done as soon as the *n-th best* finished score beats that
+bound (or, while fewer than n have finished, the lowest does, as tensor2tensor's): no live
+hypothesis can then enter the n best, so the n best are tensor2tensor's, found in fewer decoder
+steps (lower-ranked finished hypotheses, which are not returned, could still change; with n = K the
+rule is tensor2tensor's). tensor2tensor stops the whole batch when every sentence is done; here
+each sentence leaves when it is, so a result does not depend on its batch.
+
+``early_stop_rule="beam_finished"`` (``decode.early_stop_rule``, not the paper's) ends a sentence once
+its finished set holds K hypotheses instead, as fairseq and CTranslate2 do (``is_finished`` in
+fairseq's ``sequence_generator.py`` at v0.12.2; ``BeamSearch::search`` in CTranslate2's
+``src/decoding.cc`` at v4.8.1, with a length penalty and patience 1; both count only the end symbols
+among the K best candidates of a step, here among the 2K): fewer decoder steps, and a hypothesis
+that would have beaten the finished ones may be missed.
 
 pad and bos are never generated: they mean nothing inside an output (tensor2tensor has no bos symbol
 and leaves pad, which a trained model never predicts, unmasked).
@@ -60,6 +71,7 @@ import torch.nn.functional as F
 
 from aiayn.io import first_line, out_of_memory
 from aiayn.options import DecodeConfig
+from aiayn.options.decode import EARLY_STOP_RULES
 
 log = logging.getLogger(__name__)
 
@@ -109,17 +121,21 @@ def max_output_length(src_len: int, a: float, b: float) -> int:
 
 
 class _Finished:
-    """The K best finished hypotheses of every sentence of the batch, by original position."""
+    """The K best finished hypotheses of every sentence of the batch, by original position, and the
+    score the early stop compares (the module docstring): the ``n_best``-th best, or the lowest while
+    fewer have finished; -inf while none has."""
 
-    def __init__(self, n_sentences: int, beam_size: int):
+    def __init__(self, n_sentences: int, beam_size: int, n_best: int = 1):
         self.hyps: list[list[Hypothesis]] = [[] for _ in range(n_sentences)]
-        self.lowest = torch.full((n_sentences,), -math.inf)  # of the kept ones; -inf while none finished
-        self.beam_size = beam_size
+        self.stop_score = torch.full((n_sentences,), -math.inf)
+        self.full = torch.zeros(n_sentences, dtype=torch.bool)  # K finished
+        self.beam_size, self.n_best = beam_size, n_best
 
     def add(self, sentence: int, hyp: Hypothesis) -> None:
         kept = sorted([*self.hyps[sentence], hyp], key=lambda h: -h.score)[: self.beam_size]
         self.hyps[sentence] = kept
-        self.lowest[sentence] = kept[-1].score
+        self.stop_score[sentence] = kept[min(self.n_best, len(kept)) - 1].score
+        self.full[sentence] = len(kept) == self.beam_size
 
     def result(self, sentence: int, n_best: int = 1) -> list[Hypothesis]:
         """The ``n_best`` best finished hypotheses of ``sentence``, best first (fewer if fewer finished)."""
@@ -152,6 +168,10 @@ def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: i
 
     logits (n*w, V) of the newest position, log_probs (n, w) of the live hypotheses; pad and bos
     can never be generated, nor eos unless ``end`` (``decode.min_length`` tokens not generated yet).
+    A sentence's best 2K continuations are among the 2K most probable tokens of each of its rows
+    (log P adds one number per row), so each row's are found first and only those are added to the
+    row's log P and ranked across the rows: the same values as adding log P to every token, without
+    forming and ranking the (n, w V) sums.
     """
     log_p = F.log_softmax(logits.float(), dim=-1)
     log_p[:, ids.pad] = -math.inf  # slice fills: no index tensor to copy to the device
@@ -159,8 +179,13 @@ def _step_candidates(logits: torch.Tensor, log_probs: torch.Tensor, beam_size: i
     if not end:
         log_p[:, ids.eos] = -math.inf
     (n, width), vocab = log_probs.shape, log_p.size(-1)
-    total = (log_probs.reshape(-1, 1) + log_p).reshape(n, width * vocab)
-    return total.topk(min(2 * beam_size if beam_size > 1 else 1, total.size(1)), dim=1)
+    wanted = 2 * beam_size if beam_size > 1 else 1
+    per_row = min(wanted, vocab)
+    row_top, row_token = log_p.topk(per_row, dim=1)  # (n*w, W)
+    total = (log_probs.reshape(-1, 1) + row_top).reshape(n, width * per_row)
+    top_lp, pos = total.topk(min(wanted, total.size(1)), dim=1)  # (n, 2K), sorted
+    token = row_token.reshape(n, width * per_row).gather(1, pos)
+    return top_lp, torch.div(pos, per_row, rounding_mode="floor") * vocab + token
 
 
 class _Candidates(NamedTuple):
@@ -172,10 +197,13 @@ class _Candidates(NamedTuple):
 
 
 def _to_host(top_lp: torch.Tensor, top_idx: torch.Tensor, vocab: int) -> _Candidates:
-    """The candidates on the CPU in one copy."""
-    width = top_lp.size(1)
-    both = torch.cat([top_lp.double(), top_idx.double()], dim=1).cpu()  # indices < 2^53: exact
-    lp, idx = both[:, :width].float(), both[:, width:].long()
+    """The candidates on the CPU, in one copy from another device (already there on a CPU)."""
+    if top_lp.device.type == "cpu":
+        lp, idx = top_lp, top_idx
+    else:
+        width = top_lp.size(1)
+        both = torch.cat([top_lp.double(), top_idx.double()], dim=1).cpu()  # indices < 2^53: exact
+        lp, idx = both[:, :width].float(), both[:, width:].long()
     return _Candidates(lp, torch.div(idx, vocab, rounding_mode="floor"), idx % vocab)
 
 
@@ -225,18 +253,21 @@ def _finish_at_max_len(
 
 
 def _done(
-    beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int, early_stop: bool
+    beams: _Beams, live_lp: torch.Tensor, finished: _Finished, length: int, early_stop: bool, rule: str = "bound"
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(at_max, done) masks over active sentences after a step that generated ``length`` tokens.
 
-    Done: at the length limit, or no live hypothesis left (all log P = -inf), or (early stop) the lowest
-    finished score beats the best live log P / lp(max_len).
+    Done: at the length limit, or no live hypothesis left (all log P = -inf), or (early stop) the
+    finished score it compares (:class:`_Finished`) beats the best live log P / lp(max_len), or, under
+    the rule ``beam_finished``, K hypotheses have finished.
     """
     best_live = live_lp[:, 0]
     at_max = beams.max_len <= length
     done = at_max | ~torch.isfinite(best_live)
-    if early_stop:
-        done |= finished.lowest[beams.active] > best_live / beams.max_lp
+    if early_stop and rule == "beam_finished":
+        done |= finished.full[beams.active]
+    elif early_stop:
+        done |= finished.stop_score[beams.active] > best_live / beams.max_lp
     return at_max, done
 
 
@@ -259,6 +290,7 @@ def beam_search_n_best(
     max_len_a: float = DecodeConfig.max_len_a,
     max_len_b: float = DecodeConfig.max_len_b,
     early_stop: bool = DecodeConfig.early_stop,
+    early_stop_rule: str = DecodeConfig.early_stop_rule,
     min_length: int = DecodeConfig.min_length,
     ids: SpecialIds = SpecialIds(),
 ) -> list[list[Hypothesis]]:
@@ -274,6 +306,8 @@ def beam_search_n_best(
     """
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be between 1 and the beam size {beam_size}, got {n_best}")
+    if early_stop_rule not in EARLY_STOP_RULES:
+        raise ValueError(f"early_stop_rule must be one of {EARLY_STOP_RULES}, got {early_stop_rule!r}")
     if early_stop and length_penalty < 0:
         raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty}")
     batch, device = src.size(0), src.device
@@ -287,7 +321,7 @@ def beam_search_n_best(
         max_len,
         gnmt_length_penalty(max_len.double(), length_penalty).float(),
     )
-    finished = _Finished(batch, beam_size)
+    finished = _Finished(batch, beam_size, n_best)
     prev = torch.full((batch, 1), ids.bos, dtype=torch.long, device=device)
     length = 0
     while beams.active.numel():
@@ -297,7 +331,7 @@ def beam_search_n_best(
         cand = _to_host(top_lp, top_idx, logits.size(-1))
         _collect_finished(cand, beams, finished, length, length_penalty, ids.eos)
         live, pos = _next_live(cand, ids.eos, beam_size)
-        at_max, done = _done(beams, live.log_prob, finished, length, early_stop)
+        at_max, done = _done(beams, live.log_prob, finished, length, early_stop, early_stop_rule)
         _finish_at_max_len(at_max, beams, live, finished, length, length_penalty)
         prev, beams = _advance(cache, beams, ~done, live, pos, top_lp, device)
     return [finished.result(b, n_best) for b in range(batch)]

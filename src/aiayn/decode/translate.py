@@ -131,6 +131,7 @@ def search_options(opts: DecodeConfig) -> dict[str, Any]:
         "max_len_a": opts.max_len_a,
         "max_len_b": opts.max_len_b,
         "early_stop": opts.early_stop,
+        "early_stop_rule": opts.early_stop_rule,
         "min_length": opts.min_length,
     }
 

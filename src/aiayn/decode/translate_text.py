@@ -105,10 +105,12 @@ class Decoder:
             )
 
 
-def decode_options(files: RunFiles, beam: int | None) -> DecodeConfig:
-    """The run's decode settings, ``beam`` overriding ``decode.beam_size``."""
+def decode_options(files: RunFiles, beam: int | None, cpu_matmul: str | None = None) -> DecodeConfig:
+    """The run's decode settings, ``beam`` overriding ``decode.beam_size`` and ``cpu_matmul``
+    ``decode.cpu_matmul`` where given."""
     opts = settings.read(files.decode, DecodeConfig, "decode")
-    return opts if beam is None else dataclasses.replace(opts, beam_size=beam)
+    given = {"beam_size": beam, "cpu_matmul": cpu_matmul}
+    return dataclasses.replace(opts, **{key: value for key, value in given.items() if value is not None})
 
 
 def make_decoder(files: RunFiles, session: InferenceSession, opts: DecodeConfig) -> Decoder:
@@ -220,6 +222,7 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
     parser.add_argument("--n-best", type=int, default=1, help="hypotheses per input line (<= the beam size)")
     parser.add_argument("--scores", action="store_true", help="print each hypothesis's score log P / lp")
     add_option(parser, "--batch-size", DecodeConfig, "max_sentences")
+    add_option(parser, "--cpu-matmul", DecodeConfig, "cpu_matmul")
     parser.add_argument("--device", default="auto", help="auto (a free GPU if there is one), cpu, cuda, cuda:1 ...")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     add_log(parser)
@@ -299,7 +302,7 @@ def run(args: argparse.Namespace, kind: str, make_pipeline: Callable[[RunFiles],
     setup_logging(args.log)
     files = run_files(args, kind)
     pipeline = make_pipeline(files)
-    opts = decode_options(files, args.beam_size)
+    opts = decode_options(files, args.beam_size, args.cpu_matmul)
     try:
         with inference_session(
             files.checkpoint,

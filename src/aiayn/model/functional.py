@@ -137,9 +137,13 @@ class Linear(nn.Linear):
     ``onednn`` is set by :meth:`aiayn.model.transformer.Transformer.use_onednn`."""
 
     onednn = False
+    int8 = None  # an aiayn.model.int8.Int8Product, set by Transformer.use_int8
 
     def forward(self, x: Tensor, relu: bool = False) -> Tensor:
-        """x W^T + b, then max(0, .) if ``relu`` (fused into the product where oneDNN computes it)."""
+        """x W^T + b, then max(0, .) if ``relu`` (fused into the product where oneDNN computes it);
+        in int8 without gradients once the model's products are quantized."""
+        if self.int8 is not None and not torch.is_grad_enabled():
+            return self.int8(x, relu)
         if self.onednn:
             return linear(x, self.weight, self.bias, True, relu)
         y = F.linear(x, self.weight, self.bias)

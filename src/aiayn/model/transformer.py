@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 
+import torch
 from torch import Tensor, nn
 
 from aiayn.model.cache import DecoderCache, EncoderOut
 from aiayn.model.functional import Linear, dropout, linear
 from aiayn.model.init import SCHEMES, initialize
+from aiayn.model.int8 import Int8Product
 from aiayn.model.layers import DecoderLayer, EncoderLayer
 from aiayn.model.positional import PositionalEncoding
 from aiayn.options import ModelConfig
@@ -54,6 +56,17 @@ class Transformer(nn.Module):
         for module in self.modules():
             if isinstance(module, Linear):
                 module.onednn = on
+
+    int8: Int8Product | None = None  # the output layer's, set by use_int8
+
+    def use_int8(self) -> None:
+        """Run this model's products without gradients in int8 from now on (:mod:`aiayn.model.int8`,
+        ``decode.cpu_matmul: int8``): every linear layer's and the output layer's weights quantized as
+        they are now. Products with gradients (training) stay in float32."""
+        for module in self.modules():
+            if isinstance(module, Linear):
+                module.int8 = Int8Product(module.weight, module.bias)
+        self.int8 = Int8Product(self.output_matrix())
 
     def token_tables(self) -> list[nn.Embedding]:
         """The (V, d_model) token matrices: the source embedding, the target's unless shared
@@ -140,6 +153,8 @@ class Transformer(nn.Module):
 
     def project(self, x: Tensor) -> Tensor:
         """Pre-softmax linear: (..., d_model) -> (..., V), logits = x :meth:`output_matrix`^T."""
+        if self.int8 is not None and not torch.is_grad_enabled():
+            return self.int8(x)
         return linear(x, self.output_matrix(), onednn=self.onednn)
 
     def states(self, src: Tensor, tgt_in: Tensor, src_padded: bool | None = None, rows: Tensor | None = None) -> Tensor:

@@ -8,6 +8,8 @@ from aiayn.options.core import Section, option
 
 PRECISIONS = ("auto", "fp32", "bf16")  # fp16 would need loss scaling; bf16 has fp32's range
 CPU_MATMULS = ("onednn", "mkl")
+INT8 = "int8"  # decoding only: aiayn.model.int8
+EARLY_STOP_RULES = ("bound", "beam_finished")  # aiayn.decode.beam
 
 
 def precision_option(help: str) -> object:
@@ -16,10 +18,10 @@ def precision_option(help: str) -> object:
     return option("auto", help=help, choices=PRECISIONS)
 
 
-def cpu_matmul_option(help: str, default: str = "onednn") -> object:
+def cpu_matmul_option(help: str, default: str = "onednn", choices: tuple[str, ...] = CPU_MATMULS) -> object:
     """``onednn`` computes float32 CPU products through oneDNN (:mod:`aiayn.model.functional`), ``mkl``
-    through torch's default."""
-    return option(default, help=help, choices=CPU_MATMULS)
+    through torch's default, ``int8`` (decoding) in int8 (:mod:`aiayn.model.int8`)."""
+    return option(default, help=help, choices=choices)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,15 @@ class DecodeConfig(Section):
         help="end a sentence once no live hypothesis can beat the finished ones",
         source='paper 6.1 ("terminate early when possible")',
     )
+    early_stop_rule: str = option(
+        "bound",
+        help="with early_stop: bound ends a sentence once no live hypothesis can beat the finished ones "
+        "(tensor2tensor's rule: the output of a search to the length limit); beam_finished once beam_size "
+        "hypotheses have finished (fairseq's and CTranslate2's rule, not the paper's: fewer decoder steps, "
+        'and a better hypothesis may be missed; benchmarks/RESULTS.md, "Decoding speed")',
+        source="paper 6.1; tensor2tensor utils/beam_search.py at 3d9c62f2",
+        choices=EARLY_STOP_RULES,
+    )
     min_length: int = option(
         1,
         help="tokens an output holds at least before its end symbol (0: none, so an empty output can win, "
@@ -76,4 +87,8 @@ class DecodeConfig(Section):
     )
     max_sentences: int = option(128, help="sentences per batch of the decoding loop", minimum=1)
     precision: str = precision_option("arithmetic of decoding's forward passes")
-    cpu_matmul: str = cpu_matmul_option("float32 CPU products of decoding: onednn or mkl")
+    cpu_matmul: str = cpu_matmul_option(
+        "CPU products of decoding: onednn or mkl (float32), or int8 (weights and inputs quantized: "
+        "faster, BLEU in benchmarks/RESULTS.md)",
+        choices=(*CPU_MATMULS, INT8),
+    )

@@ -20,7 +20,8 @@ import logging
 import torch
 
 from aiayn.model.functional import onednn_available
-from aiayn.options.decode import PRECISIONS
+from aiayn.model.int8 import int8_available
+from aiayn.options.decode import INT8, PRECISIONS
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,20 @@ def set_up_arithmetic(
     enable_tf32(device, precision)
     avoid_cudnn_attention(device)
     model.use_onednn(use_onednn(cpu_matmul, compiled, device, key))
+    if cpu_matmul == INT8:
+        use_int8(model, device, key)
     return resolve_precision(precision, device)
+
+
+def use_int8(model, device: torch.device, key: str) -> None:
+    """``key`` int8: the model's products in int8 on a CPU (:mod:`aiayn.model.int8`); a GPU runs its
+    products as the precision says (said in the log); a CPU without the operator is an error."""
+    if device.type != "cpu":
+        log.info("%s int8 is for CPUs: on %s the products run as the precision says", key, device)
+        return
+    if not int8_available():
+        raise ValueError(f"{key} int8: this torch build has no oneDNN int8 product; use onednn or mkl")
+    model.use_int8()
 
 
 def use_onednn(matmul: str, compile_model: bool, device: torch.device, key: str = "train.cpu_matmul") -> bool:
