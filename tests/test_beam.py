@@ -453,3 +453,19 @@ def test_a_minimum_length_keeps_the_end_symbol_from_coming_first(min_length, tok
     candidates keep their log-probabilities (no renormalisation, as fairseq)."""
     [hyp] = search(FakeModel(EMPTY_TABLE), [[12, 1]], length_penalty=0.0, min_length=min_length)
     assert hyp.tokens == tokens and hyp.log_prob == pytest.approx(log_prob, rel=1e-6)
+
+
+@pytest.mark.parametrize("beam_size, width", [(4, 4), (4, 1), (1, 1), (3, 3)])
+def test_candidates_ranked_per_row_are_those_of_every_sum(beam_size, width):
+    """The 2K best continuations per sentence, found among each row's 2K best tokens, are the ones
+    (values bitwise, tokens and beams) of ranking every log P + log p(token) of the sentence."""
+    generator = torch.Generator().manual_seed(beam_size * 10 + width)
+    n, vocab = 6, 50
+    logits = torch.randn(n * width, vocab, generator=generator) * 3
+    log_probs = -torch.rand(n, width, generator=generator) * 5
+    top_lp, top_idx = beam._step_candidates(logits.clone(), log_probs, beam_size, IDS, end=False)
+    log_p = torch.log_softmax(logits, -1)
+    log_p[:, [IDS.pad, IDS.bos, IDS.eos]] = -math.inf
+    every = (log_probs.reshape(-1, 1) + log_p).reshape(n, width * vocab)
+    want_lp, want_idx = every.topk(2 * beam_size if beam_size > 1 else 1, dim=1)
+    assert torch.equal(top_lp, want_lp) and torch.equal(top_idx, want_idx)
