@@ -38,7 +38,7 @@ each sentence leaves when it is, so a result does not depend on its batch.
 ``early_stop_rule="beam_finished"`` (``decode.early_stop_rule``, not the paper's) ends a sentence once
 its finished set holds K hypotheses instead, as fairseq and CTranslate2 do (``is_finished`` in
 fairseq's ``sequence_generator.py`` at v0.12.2; ``BeamSearch::search`` in CTranslate2's
-``src/decoding.cc`` at v4.8.1, with a length penalty and patience 1; both count only the end symbols
+``src/decoding.cc`` at 0d8bcd36, v4.8.1, with a length penalty and patience 1; both count only the end symbols
 among the K best candidates of a step, here among the 2K): fewer decoder steps, and a hypothesis
 that would have beaten the finished ones may be missed.
 
