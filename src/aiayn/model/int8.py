@@ -13,7 +13,8 @@ quantized tensors, which that path packs its weights into, are deprecated and wi
 and float tensors. ``torch._int_mm`` with a separate dequantization was measured slower than float32
 at the output layer's shape (256 x 256 x 8,000, one thread: 12.3 ms against 10.6 ms): the dequantization
 pass over the (N, V) result cost more than the int8 product saved; oneDNN's fused one took 4.1 ms
-against 9.4 ms in float32 (``docs/studies/cpu-decoding.md``).
+against 9.4 ms in float32 (each timed once on the 2-core VM with a training beside it: a direction,
+not a figure; the side-by-side decoding figures are in ``benchmarks/RESULTS.md``, "Decoding speed").
 
 The embedding lookups stay in float32 (a shared embedding is quantized for the output layer only);
 attention's products, layer norms and the softmax are float32 as before. Only products without
