@@ -211,7 +211,7 @@ def test_bad_seeds_are_refused_naming_the_key(paper):
     merged["experiments"]["A1"]["seeds"] = None  # an overlay's null: defaults' seeds again
     assert "seeds" not in aiayn_config.prune(merged)["experiments"]["A1"]
     with pytest.raises(ValueError, match="unknown run 'A1.seed2'"):
-        aiayn_runs.resolve_run(paper, "A1.seed2", "en-de")
+        aiayn_runs.Records(paper).get("en-de", "A1.seed2")
 
 
 def test_run_choice_limits_runs_and_names_unknown_keys(paper):

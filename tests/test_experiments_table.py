@@ -7,6 +7,7 @@ from report_fixtures import written_results
 from aiayn.report import experiments, layout, plots, table3
 from aiayn.report.metrics import MetricFileError
 from aiayn.report.tables import build_tables
+from aiayn.runs import Records, table_runs
 
 EXPERIMENTS_CSV = """\
 task,experiment,changes,steps,params_m,dev_ppl,dev_bleu,dev_sacrebleu,test_bleu,test_sacrebleu,test_f1,\
@@ -41,7 +42,8 @@ def test_own_experiment_is_a_row_and_its_test_scores_are_read(results):
         "model": {"d_ff": 1024},
         "decode": {"beam_size": 8},
     }
-    assert results_dir / "en-de/mine/test-avg.bleu.json" in experiments.inputs(config, results_dir)
+    reads = Records(config, results_dir).table_inputs("experiments")
+    assert str(results_dir / "en-de/mine/test-avg.bleu.json") in reads
     with pytest.raises(MetricFileError, match="en-de/mine/train/summary.json"):
         build_tables(config, results_dir, "F", ["experiments"])
     _json(results_dir / "en-de/mine/train/summary.json", summary(config, "en-de", "mine", 50_000_000, 100.0))
@@ -57,7 +59,7 @@ def test_parsing_runs_report_f1_and_need_a_treebank(results):
     from report_fixtures import _json, summary
 
     config, results_dir = results
-    assert ("wsj", "parser") not in experiments.table_runs(config)  # no treebank: nothing runs
+    assert ("wsj", "parser") not in table_runs(config)  # no treebank: nothing runs
     config["tasks"]["wsj"]["treebank"] = "treebank"
     _json(results_dir / "wsj/parser/train/summary.json", summary(config, "wsj", "parser", 200_000_000, 60.0))
     _json(results_dir / "wsj/parser/dev-last.ppl.json", {"ppl": 1.5})
@@ -70,10 +72,10 @@ def test_a_run_choice_limits_every_table_and_leaves_other_rows_blank(results, tm
     config, results_dir = results
     config["run"] = {"experiments": ["C1"]}
     assert table3.rows_in_order(config) == [("en-de", "C1")]
-    assert table3.inputs(config, results_dir) == [
-        results_dir / "en-de/C1/dev-last.bleu.json",
-        results_dir / "en-de/C1/dev-last.ppl.json",
-        results_dir / "en-de/C1/train/summary.json",
+    assert Records(config, results_dir).table_inputs("table3") == [
+        str(results_dir / "en-de/C1/dev-last.bleu.json"),
+        str(results_dir / "en-de/C1/dev-last.ppl.json"),
+        str(results_dir / "en-de/C1/train/summary.json"),
     ]
     rows = {row["row"]: row for row in table3.build(config, results_dir).rows}
     assert rows["base"]["ppl_paper"] == "4.92" and rows["base"].get("ppl_ours") is None

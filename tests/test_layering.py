@@ -20,6 +20,7 @@ CONTRACT: dict[str, set[str]] = {
     "io": set(),
     "settings": {"io"},
     "options": set(),  # every option's definition (standard library only), importable
+    "paths": set(),  # every file name of a run and of the results directory (standard library only)
     "cli": set(),  # from everywhere (below), as are the shared command-line flags
     "model": set(),
     "data": {"io", "settings"},
@@ -30,12 +31,15 @@ CONTRACT: dict[str, set[str]] = {
     "parsing": {"decode", "evaluate", "runtime", "model", "data", "io", "settings"},
     "export": {"decode", "runtime", "model", "data", "io", "settings"},
     "report": {"config", "runs", "parsing", "decode", "evaluate", "runtime", "model", "data", "io", "settings"},
-    "runs": set(),  # what a valid config runs: options alone
+    "runs": set(),  # what a valid config runs, each run's settings and files: options and paths alone
     "config": {"runs", "io", "settings"},
     "describe": {"config", "runs", "model", "io", "settings"},
     "demo": {"config", "parsing", "data", "io", "settings"},
 }
-EVERYONE_MAY_IMPORT = {"options", "cli"}
+EVERYONE_MAY_IMPORT = {"options", "cli", "paths"}
+# The workflow (Snakefile, workflow/rules) imports what a config runs and where its files go, never the report.
+WORKFLOW_NEVER = ("aiayn.report",)
+WORKFLOW = [SRC.parents[1] / "Snakefile", *sorted((SRC.parents[1] / "workflow").rglob("*.smk"))]
 
 # Package -> the only third-party top-level modules it may import (the standard library always).
 THIRD_PARTY_ONLY: dict[str, set[str]] = {"model": {"torch"}}
@@ -48,6 +52,7 @@ THIRD_PARTY_NEVER: dict[str, set[str]] = {
     "config": {"torch"},
     "options": {"torch"},
     "cli": {"torch"},
+    "paths": {"torch"},
 }
 
 
@@ -124,6 +129,30 @@ def violations(edges: list[Import], contract: dict[str, set[str]] = CONTRACT) ->
 
 def test_imports_follow_the_contract():
     assert violations(all_imports()) == []
+
+
+def workflow_imports(files: list[Path]) -> list[str]:
+    """``file:line: module`` of every import in the workflow's files of a module under :data:`WORKFLOW_NEVER`."""
+    found = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            words = line.split("#")[0].split()
+            if words[:1] in (["import"], ["from"]) and len(words) > 1 and words[1].startswith(WORKFLOW_NEVER):
+                found.append(f"{path.name}:{number}: {words[1]}")
+    return found
+
+
+def test_the_workflow_does_not_import_the_report():
+    assert WORKFLOW and workflow_imports(WORKFLOW) == []
+
+
+def test_a_workflow_import_of_the_report_is_found(tmp_path):
+    rules = tmp_path / "common.smk"
+    rules.write_text("import json\nfrom aiayn.report.experiments import table_runs  # targets\nimport aiayn.report\n")
+    assert workflow_imports([rules]) == [
+        "common.smk:2: aiayn.report.experiments",
+        "common.smk:3: aiayn.report",
+    ]
 
 
 def test_every_package_is_in_the_contract():

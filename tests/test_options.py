@@ -126,7 +126,7 @@ def test_the_shipped_configs_are_valid_and_complete(overlays):
         ),
         (
             {"defaults": {"train": {"seed": 2**32 - 1}, "seeds": 2}},
-            ", the last of its 2 seeds: train.seed: 4294967296 is greater than the maximum of 4294967295",
+            ", seed 2 of its 2: train.seed: 4294967296 is greater than the maximum of 4294967295",
         ),
     ],
 )
@@ -357,8 +357,8 @@ def test_a_training_process_builds_its_train_config_once(tmp_path, monkeypatch):
 
 
 def test_parsing_the_config_loads_no_stage():
-    """aiayn.config and aiayn.runs (what the Snakefile imports) and aiayn.options load neither torch nor the data
-    tools, and aiayn.options nothing of aiayn but itself."""
+    """aiayn.config, aiayn.runs and aiayn.paths (what the Snakefile imports) and aiayn.options load neither
+    torch nor the data tools, and aiayn.options nothing of aiayn but itself."""
     code = (
         "import sys, aiayn.config; heavy = {'torch', 'sacremoses', 'regex', 'tqdm', 'numpy'}; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy)); "
@@ -371,7 +371,7 @@ def test_parsing_the_config_loads_no_stage():
         check=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     ).stdout.splitlines()
-    assert out == ["[]", "['aiayn.config', 'aiayn.runs']"]
+    assert out == ["[]", "['aiayn.config', 'aiayn.paths', 'aiayn.runs']"]
 
 
 def test_a_flag_takes_its_default_help_and_range_from_the_definition(capsys):

@@ -144,11 +144,13 @@ def test_a_decode_change_touches_only_that_runs_decode_file(paper):
 def test_seeds_add_runs_that_differ_only_in_their_seed(paper):
     """``seeds: k`` adds k - 1 runs, seed i = train.seed + i, each with its own settings files; the first
     seed keeps the experiment's directory and files, and other runs are untouched."""
-    assert paper["defaults"]["seeds"] == 1 and aiayn_runs.run_names(paper) == list(paper["experiments"])
+    assert paper["defaults"]["seeds"] == 1
+    assert aiayn_runs.run_names(aiayn_runs.Records(paper)) == list(paper["experiments"])
     before = aiayn_runs.settings_files(paper)
     config = aiayn_runs.deep_merge(paper, {"experiments": {"C1": {"seeds": 3, "train": {"seed": 7}}}})
     aiayn_config.validate(config)
-    assert aiayn_runs.seed_runs(config, "en-de", "C1") == [("C1", 7), ("C1.seed8", 8), ("C1.seed9", 9)]
+    seeds = aiayn_runs.Records(config).seeds("en-de", "C1")
+    assert [(run.name, run.seed) for run in seeds] == [("C1", 7), ("C1.seed8", 8), ("C1.seed9", 9)]
     after = aiayn_runs.settings_files(config)
     assert sorted(set(after) - set(before)) == sorted(
         f"results/en-de/C1.seed{s}/settings/{stage}.json" for s in (8, 9) for stage in ("average", "decode", "train")
@@ -156,10 +158,14 @@ def test_seeds_add_runs_that_differ_only_in_their_seed(paper):
     first, third = after["results/en-de/C1/settings/train.json"], after["results/en-de/C1.seed9/settings/train.json"]
     assert third["train"]["seed"] == 9 and third["experiment"] == "C1"
     assert {**third, "train": {**third["train"], "seed": 7}} == first
-    assert aiayn_runs.run_names(config)[-2:] == ["C1.seed8", "C1.seed9"]
-    assert aiayn_runs.resolve_run(config, "C1.seed8", "en-de")["train"]["seed"] == 8
+    records = aiayn_runs.Records(config)
+    assert aiayn_runs.run_names(records)[-2:] == ["C1.seed8", "C1.seed9"]
+    assert records.get("en-de", "C1.seed8").sections["train"]["seed"] == 8
+    assert records.get("en-de", "C1.seed8").train.seed == 8 and records.get("en-de", "C1").train.seed == 7
+    assert [run.name for run in records.seeds("en-de", "C1")] == ["C1", "C1.seed8", "C1.seed9"]
     per_task = aiayn_runs.deep_merge(
         paper, {"defaults": {"seeds": 2}, "experiments": {"big": {"task_overrides": {"en-fr": {"train": {"seed": 5}}}}}}
     )
-    assert aiayn_runs.seeds(per_task, "big", "en-de") == [1, 2]
-    assert aiayn_runs.seeds(per_task, "big", "en-fr") == [5, 6]
+    by_task = aiayn_runs.Records(per_task)
+    assert [run.seed for run in by_task.seeds("en-de", "big")] == [1, 2]
+    assert [run.seed for run in by_task.seeds("en-fr", "big")] == [5, 6]

@@ -2,11 +2,13 @@
 the base row our spread resolves (aiayn.report.seeds), on hand-made metric files for 3 + 2 seeds."""
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from report_fixtures import _json, bleu, summary, written_results
 
+from aiayn import runs as aiayn_runs
 from aiayn.report import experiments, layout, table3
 from aiayn.report.seeds import Spread, resolvable_at, resolved, spread
 
@@ -106,7 +108,8 @@ def test_experiments_table_shows_the_spread_of_every_seeded_score(seeded):
 
 def test_seeded_inputs_name_every_seed(seeded):
     config, results = seeded
-    names = {str(path.relative_to(results)) for path in table3.inputs(config, results)}
+    records = aiayn_runs.Records(config, results)
+    names = {str(Path(path).relative_to(results)) for path in records.table_inputs("table3")}
     assert {"en-de/base.seed3/dev-last.ppl.json", "en-de/C1.seed2/dev-last.bleu.json"} <= names
-    names = {str(path.relative_to(results)) for path in experiments.inputs(config, results)}
+    names = {str(Path(path).relative_to(results)) for path in records.table_inputs("experiments")}
     assert "en-de/base.seed2/test-avg.bleu.json" in names and "en-de/C1.seed2/test-avg.bleu.json" not in names

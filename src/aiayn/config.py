@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
-from aiayn.options import AverageConfig, Config, DecodeConfig, ModelConfig, TrainConfig
+from aiayn.options import Config
 from aiayn.options.core import build, to_dict
 from aiayn.options.sources import file_problem, is_archive
 from aiayn.options.workflow import FigureRun
-from aiayn.runs import FIGURE_RUN_KEYS, SECTIONS, deep_merge, resolve, runs, seed_runs
+from aiayn.runs import FIGURE_RUN_KEYS, SECTIONS, Records, deep_merge, resolve, runs
 
 FILLED = ("threads", "data", "bleu", "perplexity", "defaults")  # absent keys take the definitions' defaults
 DELETABLE = ("tasks", "sources", "experiments")
@@ -162,7 +162,6 @@ def _check_references(config: dict, source: str) -> None:
     _check_choice(config, source)
     _check_files(config, source)
     _check_runs(config, source)
-    _check_seed_runs(config, source)
 
 
 def _check_source(config: dict, task: str, corpus: str, source: str) -> None:
@@ -216,47 +215,31 @@ def _check_files(config: dict, source: str) -> None:
 
 
 def _check_runs(config: dict, source: str) -> None:
-    """Build every run's settings into the dataclasses its stages use, so that what they refuse (an odd
-    ``d_model`` with sinusoids, say) is refused now, naming the experiment; and the training keeps the
-    checkpoints its averaging takes (else averaging would take fewer, with a warning, after the training)."""
-    builders = {
-        "model": ModelConfig.from_dict,
-        "train": TrainConfig.from_dict,
-        "average": AverageConfig.from_dict,
-        "decode": DecodeConfig.from_dict,
-    }
+    """Build every run's settings, each seed's too, into the dataclasses its stages use
+    (:class:`aiayn.runs.RunRecord`), so that what they refuse (an odd ``d_model`` with sinusoids, a last
+    seed out of range) is refused now, naming the experiment; an extra seed's run directory
+    (:data:`aiayn.runs.SEED_RUN`) is not also an experiment's; and the training keeps the checkpoints its
+    averaging takes (else averaging would take fewer, with a warning, after the training)."""
+    records = Records(config)
     for task, exp in runs(config):
-        settings = resolve(config, exp, task)
-        try:
-            built = {section: make(settings[section]) for section, make in builders.items()}
-        except ValueError as error:
-            raise ConfigError(f"{source}: experiments.{exp} ({task}): {error}") from None
-        keep, last = built["train"].keep_checkpoints, built["average"].last
-        if keep < last:
-            raise ConfigError(
-                f"{source}: experiments.{exp} ({task}): train.keep_checkpoints={keep} keeps fewer "
-                f"checkpoints than average.last={last} averages; keep at least {last}"
-            )
-
-
-def _check_seed_runs(config: dict, source: str) -> None:
-    """The run directory of an extra seed (:data:`SEED_RUN`) is not also an experiment's name, and the
-    last seed (the largest) is a valid ``train.seed``."""
-    for task, exp in runs(config):
-        extra = seed_runs(config, task, exp)[1:]
-        for name, seed in extra:
-            if name in config["experiments"]:
+        seeds = records.seeds(task, exp)
+        for i, run in enumerate(seeds):
+            where = f"experiments.{exp} ({task})" + (f", seed {i + 1} of its {len(seeds)}" if i else "")
+            if i and run.name in config["experiments"]:
                 raise ConfigError(
-                    f"{source}: experiments.{exp}.seeds: seed {seed} runs in {task}/{name}, "
-                    f"which is also an experiment's name; rename experiments.{name}"
+                    f"{source}: experiments.{exp}.seeds: seed {run.seed} runs in {task}/{run.name}, "
+                    f"which is also an experiment's name; rename experiments.{run.name}"
                 )
-        if extra:
             try:
-                TrainConfig.from_dict({**resolve(config, exp, task)["train"], "seed": extra[-1][1]})
+                built = (run.model, run.train, run.average, run.decode)
             except ValueError as error:
+                raise ConfigError(f"{source}: {where}: {error}") from None
+            keep, last = built[1].keep_checkpoints, built[2].last
+            if keep < last:
                 raise ConfigError(
-                    f"{source}: experiments.{exp} ({task}), the last of its {len(extra) + 1} seeds: {error}"
-                ) from None
+                    f"{source}: {where}: train.keep_checkpoints={keep} keeps fewer "
+                    f"checkpoints than average.last={last} averages; keep at least {last}"
+                )
 
 
 def _check_figures(config: dict, run: FigureRun, source: str) -> dict:

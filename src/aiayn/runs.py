@@ -12,19 +12,26 @@ that stage reads (``aiayn.settings``).
 Seeds: an experiment trains ``seeds`` models per task (``defaults.seeds``, overridable per experiment; 1,
 the paper's single run, when unset), seed i (i = 0..k-1) being the run's ``train.seed`` + i. The first
 keeps the run directory ``R/<task>/<exp>``; the others are runs of their own, ``R/<task>/<exp>.seed<S>``
-(:func:`seed_runs`), so that ``seeds: 1`` changes no file and no job.
+(:meth:`Records.seeds`), so that ``seeds: 1`` changes no file and no job.
 
 What runs: every experiment on each of its ``tasks``, or, with ``run: {tasks: [...], experiments: [...]}``,
 only the chosen experiments on the chosen tasks (:func:`runs`).
+
+The run record (:class:`Records`, built once per config): every run's typed settings (:class:`RunRecord`)
+and its files (:class:`aiayn.paths.RunPaths`), and the files each table reads (:meth:`Records.table_inputs`).
+The workflow's rules, the settings files and the report take runs and paths from it.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from aiayn.options import TrainConfig, normalizes
+from aiayn.options import AverageConfig, DecodeConfig, ModelConfig, TrainConfig, normalizes
+from aiayn.paths import AVERAGED, BASELINE, LAST, ResultPaths, RunPaths
 
 SECTIONS = ("model", "train", "average", "decode")
 SEED_RUN = "{experiment}.seed{seed}"  # the run directory of an experiment's seed after the first
@@ -67,44 +74,22 @@ def resolve(config: dict, experiment: str, task: str) -> dict:
     return settings
 
 
-def seeds(config: dict, experiment: str, task: str) -> list[int]:
-    """The training seeds of ``experiment`` on ``task``: k = its ``seeds`` (else ``defaults.seeds``,
-    else 1), seed i = the run's resolved ``train.seed`` + i for i = 0..k-1 (distinct, the first one
-    the seed a single run trains with)."""
+def _seeds(config: dict, experiment: str, settings: dict) -> list[tuple[str, int]]:
+    """``[(run directory name, seed)]`` of ``experiment`` resolved as ``settings``: k = its ``seeds``
+    (else ``defaults.seeds``, else 1), seed i = ``train.seed`` + i for i = 0..k-1 (distinct, the first
+    one the seed a single run trains with); the first keeps the experiment's name, each further one is
+    :data:`SEED_RUN` (``base.seed2``)."""
     k = config["experiments"][experiment].get("seeds", config["defaults"].get("seeds", 1))
-    first = resolve(config, experiment, task)["train"].get("seed", TrainConfig.seed)
-    return [first + i for i in range(k)]
-
-
-def seed_runs(config: dict, task: str, experiment: str) -> list[tuple[str, int]]:
-    """``[(run directory name, seed)]`` of ``experiment`` on ``task``: the experiment's own name for the
-    first seed, :data:`SEED_RUN` (``base.seed2``) for each further one."""
+    first = settings["train"].get("seed", TrainConfig.seed)
     return [
-        (experiment if i == 0 else SEED_RUN.format(experiment=experiment, seed=seed), seed)
-        for i, seed in enumerate(seeds(config, experiment, task))
+        (experiment if i == 0 else SEED_RUN.format(experiment=experiment, seed=first + i), first + i) for i in range(k)
     ]
 
 
-def run_names(config: dict) -> list[str]:
+def run_names(records: Records) -> list[str]:
     """Every run directory name under ``R/<task>/``: each experiment's, then the extra seeds' of the runs
     the config trains."""
-    extra = [name for task, exp in runs(config) for name, _ in seed_runs(config, task, exp)[1:]]
-    return list(dict.fromkeys([*config["experiments"], *extra]))
-
-
-def resolve_run(config: dict, run: str, task: str) -> dict:
-    """:func:`resolve` for a run directory name (:func:`seed_runs`): an extra seed's run is its
-    experiment's settings with ``train.seed`` set to that seed."""
-    if run in config["experiments"]:
-        return resolve(config, run, task)
-    for exp in config["experiments"]:
-        if task in config["experiments"][exp]["tasks"]:
-            for name, seed in seed_runs(config, task, exp)[1:]:
-                if name == run:
-                    settings = resolve(config, exp, task)
-                    settings["train"]["seed"] = seed
-                    return settings
-    raise ValueError(f"unknown run {run!r} on task {task!r}")
+    return list(dict.fromkeys([*records.config["experiments"], *(run.name for run in records)]))
 
 
 def is_semi_supervised(task: dict) -> bool:
@@ -144,6 +129,152 @@ def decodes_test(config: dict, experiment: str) -> bool:
     return not tables or bool({"table2", "table4"} & set(tables))
 
 
+def table_runs(config: dict) -> list[tuple[str, str]]:
+    """``[(task, experiment)]`` of the experiments table: every run, but parsing without a treebank
+    (nothing runs)."""
+    tasks = config["tasks"]
+    return [(t, e) for t, e in runs(config) if tasks[t]["kind"] != "parsing" or tasks[t].get("treebank")]
+
+
+def table3_runs(config: dict) -> dict[str, str]:
+    """``{experiment: task}`` of the Table 3 rows that run: each scored on the first of its tasks that runs
+    (``en-de`` in the paper)."""
+    first: dict[str, str] = {}
+    for task, exp in runs(config, "table3"):
+        first.setdefault(exp, task)
+    return first
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run (one seed of an experiment on a task): its settings, resolved once and typed, and its files.
+
+    ``sections`` holds the resolved ``model``, ``train``, ``average`` and ``decode`` sections as the config
+    gives them (what the settings files hold); ``model`` ... ``decode`` are the same, built."""
+
+    task: str
+    experiment: str
+    name: str  # the run directory: the experiment's name, or SEED_RUN for a further seed
+    seed: int
+    translation: bool
+    sections: dict[str, Any]
+    paths: RunPaths
+
+    @cached_property
+    def model(self) -> ModelConfig:
+        return ModelConfig.from_dict(self.sections["model"])
+
+    @cached_property
+    def train(self) -> TrainConfig:
+        return TrainConfig.from_dict(self.sections["train"])
+
+    @cached_property
+    def average(self) -> AverageConfig:
+        return AverageConfig.from_dict(self.sections["average"])
+
+    @cached_property
+    def decode(self) -> DecodeConfig:
+        return DecodeConfig.from_dict(self.sections["decode"])
+
+    def settings_files(self) -> dict[str, Any]:
+        """The run's settings files and their content: training's ``model`` and ``train`` (with the
+        experiment and task, which travel into every checkpoint), averaging's and decoding's sections."""
+        return {
+            self.paths.settings("train"): {
+                "model": self.sections["model"],
+                "train": self.sections["train"],
+                "experiment": self.experiment,
+                "task": self.task,
+            },
+            self.paths.settings("average"): self.sections["average"],
+            self.paths.settings("decode"): self.sections["decode"],
+        }
+
+
+class Records:
+    """Every run the config trains, each resolved once: by task and run directory name (:meth:`get`), the
+    seeds of a (task, experiment) (:meth:`seeds`), and the files each table reads (:meth:`table_inputs`).
+    ``results_dir`` defaults to the config's."""
+
+    def __init__(self, config: dict, results_dir: str | None = None):
+        self.config = config
+        self.results = ResultPaths(str(results_dir if results_dir is not None else config["results_dir"]))
+        self._seeds: dict[tuple[str, str], list[RunRecord]] = {}
+        self._by_name: dict[tuple[str, str], RunRecord] = {}
+        for task, exp in runs(config):
+            settings = resolve(config, exp, task)
+            translation = config["tasks"][task]["kind"] == "translation"
+            for i, (name, seed) in enumerate(_seeds(config, exp, settings)):
+                sections = {s: copy.deepcopy(settings[s]) for s in SECTIONS}
+                if i:
+                    sections["train"]["seed"] = seed
+                record = RunRecord(task, exp, name, seed, translation, sections, self.results.run(task, name))
+                self._seeds.setdefault((task, exp), []).append(record)
+                self._by_name[(task, name)] = record
+
+    def __iter__(self):
+        return iter(self._by_name.values())
+
+    def get(self, task: str, name: str) -> RunRecord:
+        """The run in directory ``R/<task>/<name>``."""
+        try:
+            return self._by_name[(task, name)]
+        except KeyError:
+            raise ValueError(f"unknown run {name!r} on task {task!r}") from None
+
+    def seeds(self, task: str, experiment: str) -> list[RunRecord]:
+        """Every seed's run of ``experiment`` on ``task``, the first one first."""
+        return self._seeds[(task, experiment)]
+
+    def baseline(self, task: str) -> RunPaths:
+        """The run directory of ``task``'s baselines."""
+        return self.results.run(task, BASELINE)
+
+    def table_inputs(self, table: str) -> list[str]:
+        """Every file ``table`` reads (``table2``, ``table3``, ``table4``, ``experiments``), in reading order."""
+        paths: list[str] = []
+        if table == "table2":
+            table2 = runs(self.config, "table2")
+            for task in _tasks(table2):
+                for exp in [e for t, e in table2 if t == task]:
+                    paths += [self.get(task, exp).paths.bleu("test", AVERAGED), self.get(task, exp).paths.train.summary]
+                paths.append(self.baseline(task).bleu("test", "copy"))
+        elif table == "table3":
+            for exp, task in table3_runs(self.config).items():
+                for i, run in enumerate(self.seeds(task, exp)):
+                    paths += [run.paths.bleu("dev", LAST), run.paths.dev_ppl] + ([] if i else [run.paths.train.summary])
+        elif table == "table4":
+            table4 = runs(self.config, "table4")
+            paths += [self.get(task, exp).paths.evalb("test", AVERAGED) for task, exp in table4]
+            paths += [self.baseline(task).evalb("test", "flat") for task in _tasks(table4)]
+        elif table == "experiments":
+            for task, exp in table_runs(self.config):
+                for run in self.seeds(task, exp):
+                    paths += list(self.experiment_files(run).values())
+        else:
+            raise ValueError(f"unknown table {table!r}")
+        return paths
+
+    def experiment_files(self, run: RunRecord) -> dict[str, str]:
+        """What the experiments table reads of one seed's run: ``summary``, ``ppl`` (dev, last checkpoint),
+        ``dev_bleu`` (translation) and ``test`` (the averaged checkpoints' BLEU or F1, for a run that
+        :func:`decodes_test`)."""
+        files = {"summary": run.paths.train.summary, "ppl": run.paths.dev_ppl}
+        if run.translation:
+            files["dev_bleu"] = run.paths.bleu("dev", LAST)
+        if decodes_test(self.config, run.experiment):
+            files["test"] = run.paths.score(run.translation, "test", AVERAGED)
+        return files
+
+    def inputs(self, tables: list[str]) -> list[str]:
+        """Every file ``tables`` read, each once: the workflow's tables rule takes them."""
+        return list(dict.fromkeys(path for table in tables for path in self.table_inputs(table)))
+
+
+def _tasks(pairs: list[tuple[str, str]]) -> list[str]:
+    return list(dict.fromkeys(task for task, _ in pairs))
+
+
 def settings_files(config: dict) -> dict[str, Any]:
     """Every settings file of a run, by path, and its content: the part of the config one stage reads.
 
@@ -151,19 +282,20 @@ def settings_files(config: dict) -> dict[str, Any]:
     ``normalize_punctuation``; a task's BPE adds its ``vocab_size``; the treebank stage its
     task's splits, linearization and silver trees); training reads a run's ``model`` and ``train`` (with
     ``experiment`` and ``task``), averaging and decoding their own sections, so that a new beam size
-    decodes again without training again; each extra seed of a run (:func:`seed_runs`) has its own, its
+    decodes again without training again; each extra seed of a run (:meth:`Records.seeds`) has its own, its
     ``train.seed`` its only difference; the attention figures read ``figures`` less its run
     (``R/settings/attention.json``). ``R/config.json`` is the whole config, for the report.
     """
-    data, data_dir, results_dir = config["data"], config["data_dir"], config["results_dir"]
+    data, data_dir = config["data"], config["data_dir"]
+    results = ResultPaths(config["results_dir"])
     files: dict[str, Any] = {
-        f"{results_dir}/config.json": config,
+        results.config: config,
         f"{data_dir}/settings/download.json": {k: data.get(k) for k in ("mirror", "lock")},
     }
     for stage in ("clean", "shards"):
         files[f"{data_dir}/settings/{stage}.json"] = data[stage]
-    files[f"{results_dir}/settings/bleu.json"] = config.get("bleu", {})
-    files[f"{results_dir}/settings/perplexity.json"] = config.get("perplexity", {})
+    files[results.settings("bleu")] = config.get("bleu", {})
+    files[results.settings("perplexity")] = config.get("perplexity", {})
     for task, spec in config["tasks"].items():
         files[f"{data_dir}/settings/{task}/bpe.json"] = {**data["bpe"], "vocab_size": vocab_size(spec)}
         if spec["kind"] == "translation":
@@ -176,15 +308,10 @@ def settings_files(config: dict) -> dict[str, Any]:
             files[f"{data_dir}/settings/{task}/treebank.json"] = {
                 key: spec[key] for key in ("splits", "linearization", "silver") if key in spec
             }
-    for task, exp in runs(config):
-        for name, _ in seed_runs(config, task, exp):
-            settings = resolve_run(config, name, task)
-            run = f"{results_dir}/{task}/{name}/settings"
-            files[f"{run}/train.json"] = {k: settings[k] for k in ("model", "train", "experiment", "task")}
-            files[f"{run}/average.json"] = settings["average"]
-            files[f"{run}/decode.json"] = settings["decode"]
+    for run in Records(config):
+        files.update(run.settings_files())
     if _draws_figures(config):
-        files[f"{results_dir}/settings/attention.json"] = figure_settings(config)
+        files[results.settings("attention")] = figure_settings(config)
     return files
 
 

@@ -12,8 +12,7 @@ from aiayn import runs as aiayn_runs
 from aiayn.train import slurm as train_slurm
 from aiayn.data import sources as data_sources
 from aiayn.options.sources import archive_name, is_archive, is_local, local_path
-from aiayn.report.experiments import table_runs
-from aiayn.report.tables import inputs as table_inputs
+from aiayn.paths import BASELINE, ResultPaths
 from aiayn.runtime import host as runtime_host
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
@@ -30,7 +29,15 @@ TASKS = config["tasks"]
 SOURCES = config["sources"]
 TRANSLATION = [t for t, spec in TASKS.items() if spec["kind"] == "translation"]
 PARSING = [t for t, spec in TASKS.items() if spec["kind"] == "parsing"]
-RUNS = aiayn_runs.run_names(config)  # run directories: experiments, then extra seeds (<exp>.seed<S>)
+RECORDS = aiayn_runs.Records(config)  # every run, its settings resolved once, and its files
+RESULTS = ResultPaths(R)
+RUNS = aiayn_runs.run_names(RECORDS)  # run directories: experiments, then extra seeds (<exp>.seed<S>)
+# The patterns of a run's files (aiayn.paths.RunPaths), by the wildcards that name its task and run.
+RUN = RESULTS.run("{task}", "{exp}")
+TRUN = RESULTS.run("{ttask}", "{exp}")
+PRUN = RESULTS.run("{ptask}", "{exp}")
+TSCORED = RESULTS.run("{ttask}", "{run}")  # a run or the task's baselines
+PSCORED = RESULTS.run("{ptask}", "{run}")
 ARCHIVE_CORPORA = [c for c, source in SOURCES.items() if is_archive(source)]
 FILE_CORPORA = [c for c in SOURCES if c not in ARCHIVE_CORPORA]
 # The archives some translation task reads (what the demo generates; a source no task names has none).
@@ -103,22 +110,16 @@ def local_copy(wildcards):
     return [f"{mirror}/{archive_name(url)}"] if mirror and "://" not in mirror else []
 
 
-_TRAIN = {}
-
-
 def run_train(wildcards):
-    """A run's resolved train section, resolved once per run (every job of it asks, some several times)."""
-    key = (wildcards.exp, wildcards.task)
-    if key not in _TRAIN:
-        _TRAIN[key] = aiayn_runs.resolve_run(config, wildcards.exp, wildcards.task)["train"]
-    return _TRAIN[key]
+    """A run's resolved train section (aiayn.runs.Records: resolved once per run)."""
+    return RECORDS.get(wildcards.task, wildcards.exp).sections["train"]
 
 
 def check_training_gpus(cluster):
     """At the start of a run of jobs: a training that asks for more GPUs than this machine's torch can use
     stops the workflow now, before its data jobs, where the jobs run here; on a cluster (``cluster``),
     whose submitting host may have none, it is a warning and each training job checks its node."""
-    runs = {f"{t}/{e}": aiayn_runs.resolve(config, e, t)["train"]["gpus"] for t, e in aiayn_runs.runs(config)}
+    runs = {f"{t}/{e}": RECORDS.get(t, e).sections["train"]["gpus"] for t, e in aiayn_runs.runs(config)}
     problem = runtime_host.training_gpus_problem(runs)
     if problem and cluster:
         logger.warning(f"on this submitting host, {problem}")
@@ -147,15 +148,14 @@ def train_launcher(wildcards):
 
 def checkpoint_file(wildcards):
     """The checkpoint a decode reads: the run's averaged one (ckpt avg) or its last."""
-    run = f"{R}/{wildcards.task}/{wildcards.exp}"
-    return f"{run}/avg.pt" if wildcards.ckpt == "avg" else f"{run}/train/checkpoint_last.pt"
+    return RESULTS.run(wildcards.task, wildcards.exp).checkpoint(wildcards.ckpt)
 
 
 def hypothesis(wildcards):
     """What BLEU scores: a run's detokenized output, or for the copy baseline the test source itself."""
     if wildcards.kind == "copy":
         return raw_text(wildcards.ttask, wildcards.split, sides(wildcards.ttask)[0])
-    return f"{R}/{wildcards.ttask}/{wildcards.run}/{wildcards.split}-{wildcards.kind}.hyp.txt"
+    return RESULTS.run(wildcards.ttask, wildcards.run).hyp_txt(wildcards.split, wildcards.kind)
 
 
 def _tables_requested():
@@ -172,7 +172,7 @@ def _tables_requested():
             )
             continue
         wanted.append(table)
-    return wanted + (["experiments"] if table_runs(config) else [])
+    return wanted + (["experiments"] if aiayn_runs.table_runs(config) else [])
 
 
 TABLES = _tables_requested()
@@ -180,7 +180,7 @@ FIGURES = aiayn_runs.figures_run(config)  # the run the attention figures are dr
 
 
 def all_targets():
-    targets = [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex", "html")]
-    figures = [f"{R}/attention/figure{n}.png" for n in (3, 4, 5)] if FIGURES else []
-    manifests = [f"{R}/{task}/{exp}/inference.json" for task, exp in table_runs(config)]
-    return targets + [f"{R}/plots"] + figures + manifests
+    targets = [RESULTS.table(t, ext) for t in TABLES for ext in ("md", "csv", "tex", "html")]
+    figures = [RESULTS.figure(n) for n in (3, 4, 5)] if FIGURES else []
+    manifests = [RESULTS.run(task, exp).inference for task, exp in aiayn_runs.table_runs(config)]
+    return targets + [RESULTS.plots] + figures + manifests

@@ -22,7 +22,7 @@ if "demo" in config:
 
     rule demo_mirror:
         input:
-            config=ancient(f"{R}/config.json"),
+            config=ancient(RESULTS.config),
         output:
             archives=[f"{_mirror}/{name}" for name in READ_ARCHIVES],
             lock=f"{_mirror}/sources.lock",

@@ -6,11 +6,11 @@ rule translate:
         checkpoint=checkpoint_file,
         spm=f"{D}/bpe/{{task}}/spm.model",
         src=lambda w: f"{D}/bpe/{w.task}/{w.split}.{sides(w.task)[0]}",
-        settings=f"{R}/{{task}}/{{exp}}/settings/decode.json",
+        settings=RUN.settings("decode"),
     output:
-        f"{R}/{{task}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        RUN.hyp_tok("{split}", "{ckpt}"),
     log:
-        f"{R}/{{task}}/{{exp}}/logs/{{split}}-{{ckpt}}.translate.log",
+        RUN.log("translate", "{split}", "{ckpt}"),
     conda:
         "../../envs/aiayn.yaml"
     threads: config["threads"]["decode"]
@@ -23,12 +23,12 @@ rule translate:
 
 rule detokenize:
     input:
-        hyp=f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        hyp=TRUN.hyp_tok("{split}", "{ckpt}"),
         settings=lambda w: f"{D}/settings/{w.ttask}/tokenize.{sides(w.ttask)[1]}.json",
     output:
-        f"{R}/{{ttask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.txt",
+        TRUN.hyp_txt("{split}", "{ckpt}"),
     log:
-        f"{R}/{{ttask}}/{{exp}}/logs/{{split}}-{{ckpt}}.detokenize.log",
+        TRUN.log("detokenize", "{split}", "{ckpt}"),
     conda:
         "../../envs/aiayn.yaml"
     params:
@@ -44,9 +44,9 @@ rule inference_manifest:
         spm=f"{D}/bpe/{{task}}/spm.model",
         tokenize=lambda w: [f"{D}/settings/{w.task}/tokenize.{sides(w.task)[0]}.json"] if w.task in TRANSLATION else [],
     output:
-        f"{R}/{{task}}/{{exp}}/inference.json",
+        RUN.inference,
     log:
-        f"{R}/{{task}}/{{exp}}/logs/inference_manifest.log",
+        RUN.log("inference_manifest"),
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
@@ -64,13 +64,13 @@ rule bleu:
     input:
         hyp=hypothesis,
         ref=lambda w: raw_text(w.ttask, w.split, sides(w.ttask)[1]),
-        settings=f"{R}/settings/bleu.json",
+        settings=RESULTS.settings("bleu"),
     output:
-        f"{R}/{{ttask}}/{{run}}/{{split}}-{{kind}}.bleu.json",
+        TSCORED.bleu("{split}", "{kind}"),
     log:
-        f"{R}/{{ttask}}/{{run}}/logs/{{split}}-{{kind}}.bleu.log",
+        TSCORED.log("bleu", "{split}", "{kind}"),
     wildcard_constraints:
-        run=_alternatives([*RUNS, "baseline"]),
+        run=_alternatives([*RUNS, BASELINE]),
         kind="avg|last|copy",
     conda:
         "../../envs/aiayn.yaml"
@@ -83,13 +83,13 @@ rule bleu:
 
 rule perplexity:
     input:
-        checkpoint=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
+        checkpoint=RUN.train.last,
         dev=f"{D}/bin/{{task}}/dev/manifest.json",
-        settings=f"{R}/settings/perplexity.json",
+        settings=RESULTS.settings("perplexity"),
     output:
-        f"{R}/{{task}}/{{exp}}/dev-last.ppl.json",
+        RUN.dev_ppl,
     log:
-        f"{R}/{{task}}/{{exp}}/logs/dev-last.ppl.log",
+        RUN.log("ppl", "dev", "last"),
     conda:
         "../../envs/aiayn.yaml"
     threads: config["threads"]["decode"]

@@ -23,13 +23,13 @@ rule treebank:
 
 rule trees:
     input:
-        hyp=f"{R}/{{ptask}}/{{exp}}/{{split}}-{{ckpt}}.hyp.tok",
+        hyp=PRUN.hyp_tok("{split}", "{ckpt}"),
         words=f"{D}/tok/{{ptask}}/{{split}}.words",
         gold=f"{D}/tok/{{ptask}}/{{split}}.gold",
     output:
-        f"{R}/{{ptask}}/{{exp}}/{{split}}-{{ckpt}}.trees",
+        PRUN.trees("{split}", "{ckpt}"),
     log:
-        f"{R}/{{ptask}}/{{exp}}/logs/{{split}}-{{ckpt}}.trees.log",
+        PRUN.log("trees", "{split}", "{ckpt}"),
     priority: 10
     conda:
         "../../envs/aiayn.yaml"
@@ -42,9 +42,9 @@ rule flat_baseline:
     input:
         gold=f"{D}/tok/{{ptask}}/test.gold",
     output:
-        f"{R}/{{ptask}}/baseline/test-flat.trees",
+        RESULTS.run("{ptask}", BASELINE).trees("test", "flat"),
     log:
-        f"{R}/{{ptask}}/baseline/logs/test-flat.trees.log",
+        RESULTS.run("{ptask}", BASELINE).log("trees", "test", "flat"),
     conda:
         "../../envs/aiayn.yaml"
     shell:
@@ -54,14 +54,14 @@ rule flat_baseline:
 rule evalb:
     input:
         gold=f"{D}/tok/{{ptask}}/{{split}}.gold",
-        test=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.trees",
+        test=PSCORED.trees("{split}", "{kind}"),
     output:
-        txt=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.txt",
-        json=f"{R}/{{ptask}}/{{run}}/{{split}}-{{kind}}.evalb.json",
+        txt=PSCORED.evalb_txt("{split}", "{kind}"),
+        json=PSCORED.evalb("{split}", "{kind}"),
     log:
-        f"{R}/{{ptask}}/{{run}}/logs/{{split}}-{{kind}}.evalb.log",
+        PSCORED.log("evalb", "{split}", "{kind}"),
     wildcard_constraints:
-        run=_alternatives([*RUNS, "baseline"]),
+        run=_alternatives([*RUNS, BASELINE]),
         kind="avg|last|flat",
     conda:
         "../../envs/aiayn.yaml"

@@ -1,16 +1,15 @@
 # The paper's tables beside ours, and the plots.
-from types import SimpleNamespace
 
 
 rule tables:
     input:
-        config=f"{R}/config.json",
-        metrics=[str(path) for path in table_inputs(config, R, TABLES)],
+        config=RESULTS.config,
+        metrics=RECORDS.inputs(TABLES),
     output:
-        [report(f"{R}/tables/{t}.html", caption=f"../report/{t}.rst", category="Tables") for t in TABLES],
-        [f"{R}/tables/{t}.{ext}" for t in TABLES for ext in ("md", "csv", "tex")],
+        [report(RESULTS.table(t, "html"), caption=f"../report/{t}.rst", category="Tables") for t in TABLES],
+        [RESULTS.table(t, ext) for t in TABLES for ext in ("md", "csv", "tex")],
     log:
-        f"{R}/logs/tables.log",
+        RESULTS.log("tables"),
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
@@ -25,18 +24,18 @@ rule tables:
 
 rule plots:
     input:
-        config=f"{R}/config.json",
-        tables=[f"{R}/tables/{t}.csv" for t in TABLES],
+        config=RESULTS.config,
+        tables=[RESULTS.table(t, "csv") for t in TABLES],
     output:
         report(
-            directory(f"{R}/plots"),
+            directory(RESULTS.plots),
             patterns=["{name}.png"],
             caption="../report/plots.rst",
             category="Plots",
             labels={"figure": "{name}"},
         ),
     log:
-        f"{R}/logs/plots.log",
+        RESULTS.log("plots"),
     localrule: True
     conda:
         "../../envs/aiayn.yaml"
@@ -53,25 +52,23 @@ if FIGURES:
 
     rule attention_figures:
         input:
-            checkpoint=checkpoint_file(
-                SimpleNamespace(task=FIGURES["task"], exp=FIGURES["experiment"], ckpt=FIGURES["checkpoint"])
-            ),
+            checkpoint=RESULTS.run(FIGURES["task"], FIGURES["experiment"]).checkpoint(FIGURES["checkpoint"]),
             spm=f"{D}/bpe/{FIGURES['task']}/spm.model",
             tokenize=f"{D}/settings/{FIGURES['task']}/tokenize.{FIGURES['lang']}.json",
-            settings=f"{R}/settings/attention.json",
+            settings=RESULTS.settings("attention"),
         output:
             [
                 report(
-                    f"{R}/attention/figure{n}.png",
+                    RESULTS.figure(n),
                     caption=f"../report/figure{n}.rst",
                     category="Figures",
                     labels={"figure": f"Figure {n}"},
                 )
                 for n in (3, 4, 5)
             ],
-            summary=f"{R}/attention/figures.json",
+            summary=RESULTS.figures_summary,
         log:
-            f"{R}/logs/attention_figures.log",
+            RESULTS.log("attention_figures"),
         localrule: True
         conda:
             "../../envs/aiayn.yaml"

@@ -10,15 +10,15 @@ rule train:
     input:
         train=f"{D}/bin/{{task}}/train/manifest.json",
         dev=f"{D}/bin/{{task}}/dev/manifest.json",
-        settings=f"{R}/{{task}}/{{exp}}/settings/train.json",
+        settings=RUN.settings("train"),
         aligned=lambda w: (
             [f"{D}/checks/{w.task}/{s}.aligned.json" for s in ("dev", "test")] if w.task in TRANSLATION else []
         ),
     output:
-        summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
-        last=f"{R}/{{task}}/{{exp}}/train/checkpoint_last.pt",
+        summary=RUN.train.summary,
+        last=RUN.train.last,
     log:
-        f"{R}/{{task}}/{{exp}}/logs/train.log",
+        RUN.log("train"),
     conda:
         "../../envs/aiayn.yaml"
     threads: config["threads"]["train"]
@@ -32,7 +32,7 @@ rule train:
         cpus_per_task=train_resource("cpus_per_task"),
     params:
         data=lambda w: f"{D}/bin/{w.task}",
-        out_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
+        out_dir=lambda w: RESULTS.run(w.task, w.exp).train.dir,
         launch=train_launcher,
     shell:
         "{params.launch} python -m aiayn.train --data {params.data:q} --settings {input.settings:q}"
@@ -41,16 +41,16 @@ rule train:
 
 rule average:
     input:
-        summary=f"{R}/{{task}}/{{exp}}/train/summary.json",
-        settings=f"{R}/{{task}}/{{exp}}/settings/average.json",
+        summary=RUN.train.summary,
+        settings=RUN.settings("average"),
     output:
-        f"{R}/{{task}}/{{exp}}/avg.pt",
+        RUN.averaged,
     log:
-        f"{R}/{{task}}/{{exp}}/logs/average.log",
+        RUN.log("average"),
     conda:
         "../../envs/aiayn.yaml"
     params:
-        train_dir=lambda w: f"{R}/{w.task}/{w.exp}/train",
+        train_dir=lambda w: RESULTS.run(w.task, w.exp).train.dir,
     shell:
         "python -m aiayn.decode.average --train-dir {params.train_dir:q} --settings {input.settings:q}"
         " --output {output:q} --log {log:q}"

@@ -27,6 +27,7 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.io import setup_logging
 from aiayn.options import AverageConfig
+from aiayn.paths import TrainPaths
 from aiayn.runtime.checkpoint import Checkpoint, list_checkpoints, load_checkpoint, save_checkpoint, spaced_checkpoints
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def average_checkpoints(train_dir: str | Path, last: int) -> Checkpoint:
         raise ValueError(f"average.last must be at least 1, got {last}")
     available = list_checkpoints(train_dir)
     if not available:
-        raise FileNotFoundError(f"{train_dir}: no checkpoints/ckpt_<step>.pt")
+        raise FileNotFoundError(f"{train_dir}: no step checkpoint in {TrainPaths(str(train_dir)).checkpoints}")
     newest_step, newest_file = available[-1]
     loaded = {newest_file: load_checkpoint(newest_file, "cpu", mmap=True, step=newest_step)}  # verified
     chosen = select_spaced(available, loaded[newest_file])[-last:]

@@ -1,10 +1,10 @@
-"""``<run>/inference.json``: what a run's model needs from outside its directory to read and write text.
+"""A run's inference manifest: what a run's model needs from outside its directory to read and write text.
 
 ``python -m aiayn.decode.manifest --kind K --source-lang L --target-lang L --spm M [--tokenize F]
---output <run>/inference.json [--log F]``
+--output MANIFEST [--log F]`` (``MANIFEST``: :attr:`aiayn.paths.RunPaths.inference`)
 
-A run directory (``results/<task>/<experiment>``) holds its checkpoints (``avg.pt``,
-``train/checkpoint_last.pt``) and its decode settings (``settings/decode.json``); the task's
+A run directory (``results/<task>/<experiment>``, :class:`aiayn.paths.RunPaths`) holds its checkpoints
+(averaged and last) and its decode settings; the task's
 sentencepiece model and the source side's ``data.tokenize`` settings lie under ``data_dir``. The
 workflow writes this manifest into every run directory so that ``aiayn-translate --run DIR`` and
 ``aiayn-parse --run DIR`` find them without knowing the config: the paths are stored relative to the
@@ -24,12 +24,10 @@ from pathlib import Path
 
 from aiayn.cli import add_log
 from aiayn.io import read_json, setup_logging, write_json
+from aiayn.paths import AVERAGED, LAST, RunPaths
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "inference.json"
-CHECKPOINTS = {"avg": "avg.pt", "last": "train/checkpoint_last.pt"}
-DECODE_SETTINGS = "settings/decode.json"
 KINDS = ("translation", "parsing")
 
 
@@ -72,9 +70,8 @@ def write_manifest(output: str, kind: str, source_lang: str, target_lang: str, s
 def checkpoint_of(run_dir: Path, which: str) -> Path:
     """The run's averaged (``avg``) or last checkpoint; ``avg`` falls back to the last one, with a
     warning, when the run was not averaged (yet)."""
-    if which not in CHECKPOINTS:
-        raise ValueError(f"checkpoint must be one of {sorted(CHECKPOINTS)}, got {which!r}")
-    wanted = [run_dir / CHECKPOINTS[which]] + ([run_dir / CHECKPOINTS["last"]] if which == "avg" else [])
+    paths = RunPaths(str(run_dir))
+    wanted = [Path(paths.checkpoint(which))] + ([Path(paths.checkpoint(LAST))] if which == AVERAGED else [])
     found = [path for path in wanted if path.exists()]
     if not found:
         raise ValueError(f"{run_dir}: no checkpoint ({' nor '.join(map(str, wanted))}): has the run trained?")
@@ -87,7 +84,7 @@ def read_run(run_dir: str | os.PathLike, which: str = "avg") -> RunFiles:
     """The files of the run in ``run_dir``, from its manifest; a missing manifest or file is a ValueError
     that names it."""
     run_dir = Path(run_dir)
-    manifest = run_dir / MANIFEST
+    manifest = Path(RunPaths(str(run_dir)).inference)
     if not manifest.exists():
         raise ValueError(
             f"{manifest}: no such file; the workflow writes it for every run it trains (snakemake ... {manifest})"
@@ -96,7 +93,7 @@ def read_run(run_dir: str | os.PathLike, which: str = "avg") -> RunFiles:
     unknown = sorted(set(content) - {"kind", "source_lang", "target_lang", "spm", "tokenize"})
     if unknown or content.get("kind") not in KINDS:
         raise ValueError(f"{manifest}: not a run manifest (kind {content.get('kind')!r}, unknown keys {unknown})")
-    files = {"spm": run_dir / content["spm"], "decode": run_dir / DECODE_SETTINGS}
+    files = {"spm": run_dir / content["spm"], "decode": Path(RunPaths(str(run_dir)).settings("decode"))}
     if content["tokenize"] is not None:
         files["tokenize"] = run_dir / content["tokenize"]
     for what, path in files.items():
@@ -120,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target-lang", required=True, help="the task's target language (parsing: tree)")
     parser.add_argument("--spm", required=True, help="the task's sentencepiece model")
     parser.add_argument("--tokenize", help="the source side's data.tokenize settings (translation tasks)")
-    parser.add_argument("--output", required=True, help="<run>/inference.json")
+    parser.add_argument("--output", required=True, help="the run's inference manifest")
     add_log(parser)
     args = parser.parse_args(argv)
     setup_logging(args.log)

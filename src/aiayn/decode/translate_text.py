@@ -205,7 +205,7 @@ def add_arguments(parser: argparse.ArgumentParser, translation: bool) -> None:
     parser.add_argument("--last", action="store_true", help="the run's last checkpoint, not the averaged one")
     parser.add_argument("--checkpoint", help="a checkpoint (.pt); overrides the run's")
     parser.add_argument("--spm", help="the task's sentencepiece model; overrides the run's")
-    add_settings(parser, "decode settings as JSON (the run's settings/decode.json)")
+    add_settings(parser, "decode settings as JSON (a run's decode settings file)")
     if translation:
         parser.add_argument("--tokenize", help="the source side's data.tokenize settings as JSON")
         parser.add_argument("--source-lang", help="source language code (Moses tokenizer)")

@@ -17,7 +17,7 @@ from aiayn.options.sources import LANG, Archive, Files
 from aiayn.options.train import TrainConfig
 from aiayn.options.treebank import ParsingTask
 
-SEEDS_HELP = "models trained per run, seed i = train.seed + i (aiayn.runs.seeds); 1 is the paper's single run"
+SEEDS_HELP = "models trained per run, seed i = train.seed + i (aiayn.runs.Records.seeds); 1 is the paper's single run"
 
 
 @dataclass(frozen=True)

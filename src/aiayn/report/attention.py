@@ -56,6 +56,7 @@ from aiayn.decode.translate import check_vocabulary
 from aiayn.io import read_json, setup_logging, write_json
 from aiayn.options import TokenizeConfig
 from aiayn.options.figures import FiguresConfig, FigureSpec
+from aiayn.paths import FIGURES_SUMMARY
 from aiayn.report import attention_plot
 from aiayn.report.plots import save
 from aiayn.runtime.session import load_model
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     sp = load_processor(args.spm)
     check_vocabulary(args.checkpoint, checkpoint.vocab, args.spm, sp)
     record = draw_all(model, sp, MosesPipeline(lang=args.lang, **steps), opts, args.out_dir)
-    write_json(args.out_dir / "figures.json", {"checkpoint": args.checkpoint, **record})
+    write_json(args.out_dir / FIGURES_SUMMARY, {"checkpoint": args.checkpoint, **record})
     return 0
 
 

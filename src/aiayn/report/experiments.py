@@ -30,7 +30,6 @@ from aiayn.report.metrics import (
     BleuNotes,
     number,
     read_metrics,
-    seed_dirs,
 )
 
 COLUMNS = [
@@ -63,37 +62,11 @@ SPREAD_KEYS = (
 )
 
 
-def table_runs(config: dict) -> list[tuple[str, str]]:
-    """``[(task, experiment)]`` of the table: every run, but parsing without a treebank (nothing runs)."""
-    tasks = config["tasks"]
-    return [(t, e) for t, e in aiayn_runs.runs(config) if tasks[t]["kind"] != "parsing" or tasks[t].get("treebank")]
-
-
-def _paths(config: dict, directory: Path, task: str, exp: str) -> dict[str, Path]:
-    """The metric files of one seed's run directory ``directory`` of ``exp`` on ``task``."""
-    translation = config["tasks"][task]["kind"] == "translation"
-    paths = {"summary": directory / "train" / "summary.json", "ppl": directory / "dev-last.ppl.json"}
-    if translation:
-        paths["dev_bleu"] = directory / "dev-last.bleu.json"
-    if aiayn_runs.decodes_test(config, exp):
-        paths["test"] = directory / ("test-avg.bleu.json" if translation else "test-avg.evalb.json")
-    return paths
-
-
-def inputs(config: dict, results_dir: Path) -> list[Path]:
-    """Every metric file the experiments table reads, of every seed of every run."""
-    return [
-        path
-        for task, exp in table_runs(config)
-        for directory in seed_dirs(config, results_dir, task, exp)
-        for path in _paths(config, directory, task, exp).values()
-    ]
-
-
 def build(config: dict, results_dir: Path) -> Table:
-    """The experiments table from the metric files under ``results_dir`` (see :func:`inputs`)."""
-    notes = BleuNotes()
-    rows = [_row(config, results_dir, task, exp, notes) for task, exp in table_runs(config)]
+    """The experiments table from the metric files under ``results_dir``
+    (:meth:`aiayn.runs.Records.experiment_files`)."""
+    notes, records = BleuNotes(), aiayn_runs.Records(config, results_dir)
+    rows = [_row(records, records.seeds(task, exp), notes) for task, exp in aiayn_runs.table_runs(config)]
     seeded = any(row["seeds"] > 1 for row in rows)
     at = [c.key for c in COLUMNS].index("changes") + 1
     columns = [*COLUMNS[:at], SEEDS_COLUMN, *COLUMNS[at:]] if seeded else COLUMNS
@@ -123,16 +96,14 @@ SEED_NOTE = (
 )
 
 
-def _row(config: dict, results_dir: Path, task: str, exp: str, notes: BleuNotes) -> dict[str, Any]:
+def _row(records: aiayn_runs.Records, runs: list[aiayn_runs.RunRecord], notes: BleuNotes) -> dict[str, Any]:
     """One run's row: its first seed's settings and cost, every seed's scores as mean and sd."""
-    per_seed = [
-        _seed_values(config, directory, task, exp, notes) for directory in seed_dirs(config, results_dir, task, exp)
-    ]
+    per_seed = [_seed_values(records, run, notes) for run in runs]
     summary = per_seed[0].pop("summary")
     row: dict[str, Any] = {
-        "task": task,
-        "experiment": exp,
-        "changes": changes(config, task, exp, summary["settings"]),
+        "task": runs[0].task,
+        "experiment": runs[0].experiment,
+        "changes": changes(records.config, runs[0], summary["settings"]),
         "seeds": len(per_seed),
         "steps": summary["steps"],
         "params_m": number(summary, "params") / 1e6,
@@ -144,9 +115,9 @@ def _row(config: dict, results_dir: Path, task: str, exp: str, notes: BleuNotes)
     return row
 
 
-def _seed_values(config: dict, directory: Path, task: str, exp: str, notes: BleuNotes) -> dict[str, Any]:
+def _seed_values(records: aiayn_runs.Records, run: aiayn_runs.RunRecord, notes: BleuNotes) -> dict[str, Any]:
     """The numbers of one seed's run: ``summary`` and every key of :data:`SPREAD_KEYS` it has."""
-    paths = _paths(config, directory, task, exp)
+    paths = records.experiment_files(run)
     summary = read_metrics(paths["summary"], SUMMARY_KEYS + SUMMARY_EXTRA)
     seconds = number(summary, "wall_seconds")
     values: dict[str, Any] = {
@@ -156,27 +127,26 @@ def _seed_values(config: dict, directory: Path, task: str, exp: str, notes: Bleu
         "tokens_per_second": number(summary, "tokens_tgt") / seconds if seconds > 0 else float("nan"),
     }
     scores = [("dev", paths.get("dev_bleu")), ("test", paths.get("test"))]
-    for split, path in [(split, path) for split, path in scores if path and path.name.endswith(".bleu.json")]:
+    for split, path in [(split, path) for split, path in scores if path and run.translation]:
         bleu = read_metrics(path, BLEU_KEYS)
-        notes.record(bleu, f"{task}/{directory.name} {split}")
+        notes.record(bleu, f"{run.task}/{run.name} {split}")
         values[f"{split}_bleu"], values[f"{split}_sacrebleu"] = number(bleu, "paper_bleu"), number(bleu, "sacrebleu")
-    if paths.get("test") and paths["test"].name.endswith(".evalb.json"):
+    if paths.get("test") and not run.translation:
         values["test_f1"] = number(read_metrics(paths["test"], EVALB_KEYS), "f1")
     return values
 
 
-def changes(config: dict, task: str, exp: str, trained: dict) -> str:
+def changes(config: dict, run: aiayn_runs.RunRecord, trained: dict) -> str:
     """``model.d_ff=1024, train.label_smoothing=0.0``: the run's settings that differ from ``defaults``.
 
     ``model`` and ``train`` are the ones the run trained with (``trained``, its summary's settings),
     ``average`` and ``decode`` the config's for the run.
     """
-    resolved = aiayn_runs.resolve(config, exp, task)
     sections = {
         "model": trained.get("model", {}),
         "train": trained.get("train", {}),
-        "average": resolved["average"],
-        "decode": resolved["decode"],
+        "average": run.sections["average"],
+        "decode": run.sections["decode"],
     }
     differ = [
         f"{section}.{key}={_text(value)}"

@@ -1,4 +1,4 @@
-"""Reading the workflow's metric files for the tables, with the paths of docs/ARCHITECTURE.md.
+"""Reading the workflow's metric files for the tables (their paths: :class:`aiayn.runs.Records`).
 
 Every file a table needs is listed first (:func:`require`), so a missing one is reported by name before
 anything is rendered. A value that is NaN or null stays in the table as ``n/a`` and is logged as a warning
@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from aiayn import runs as aiayn_runs
 from aiayn.cli import add_log
 
 log = logging.getLogger(__name__)
@@ -43,29 +42,14 @@ class MetricFileError(ValueError):
     """A metric file is missing, unreadable, or lacks a key; the message names the file."""
 
 
-def run_dir(results_dir: Path, task: str, experiment: str) -> Path:
-    """``R/<task>/<exp>``: where one run's decodes and scores live."""
-    return Path(results_dir) / task / experiment
-
-
-def seed_dirs(config: dict, results_dir: Path, task: str, experiment: str) -> list[Path]:
-    """The run directories of every seed of a run (:func:`aiayn.runs.seed_runs`), the first one
-    :func:`run_dir`."""
-    return [run_dir(results_dir, task, name) for name, _ in aiayn_runs.seed_runs(config, task, experiment)]
-
-
-def summary_path(results_dir: Path, task: str, experiment: str) -> Path:
-    return run_dir(results_dir, task, experiment) / "train" / "summary.json"
-
-
-def require(paths: list[Path]) -> None:
+def require(paths: list[Path] | list[str]) -> None:
     """Raise :class:`MetricFileError` listing every path of ``paths`` that does not exist."""
     missing = [str(p) for p in paths if not Path(p).is_file()]
     if missing:
         raise MetricFileError("missing metric file(s), produced by earlier workflow steps:\n  " + "\n  ".join(missing))
 
 
-def read_metrics(path: Path, keys: tuple[str, ...]) -> dict[str, Any]:
+def read_metrics(path: Path | str, keys: tuple[str, ...]) -> dict[str, Any]:
     """Read a JSON metric file and check that it has ``keys``; NaN or null numbers become NaN (warned)."""
     try:
         with open(path, encoding="utf-8") as handle:

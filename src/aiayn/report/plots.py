@@ -25,8 +25,8 @@ from matplotlib.figure import Figure
 from aiayn import config as aiayn_config
 from aiayn import runs as aiayn_runs
 from aiayn.io import atomic_path, setup_logging
-from aiayn.report import experiments, paper, table3
-from aiayn.report.metrics import TABLES, MetricFileError, report_parser, require, run_dir
+from aiayn.report import paper, table3
+from aiayn.report.metrics import TABLES, MetricFileError, report_parser, require
 
 log = logging.getLogger(__name__)
 
@@ -95,15 +95,16 @@ def table3_chart(rows: list[dict]) -> Figure:
 
 def _runs(config: dict, table: str) -> list[tuple[str, str]]:
     """The runs a table reports: the experiments table every run, a paper table those listing it."""
-    return experiments.table_runs(config) if table == "experiments" else aiayn_runs.runs(config, table)
+    return aiayn_runs.table_runs(config) if table == "experiments" else aiayn_runs.runs(config, table)
 
 
 def make_plots(config: dict, results_dir: Path, out_dir: Path, tables: tuple[str, ...] = TABLES) -> list[Path]:
     """Every figure of the module docstring for the runs of ``tables``; returns the paths written."""
     runs = list(dict.fromkeys(run for table in tables for run in _runs(config, table)))
     with_table3 = "table3" in tables and bool(table3.rows_in_order(config))
-    logs = {(t, e): run_dir(results_dir, t, e) / "train" / "log.csv" for t, e in runs}
-    require([*logs.values(), *(table3.inputs(config, results_dir) if with_table3 else [])])
+    records = aiayn_runs.Records(config, results_dir)
+    logs = {(t, e): records.get(t, e).paths.train.log_csv for t, e in runs}
+    require([*logs.values(), *(records.table_inputs("table3") if with_table3 else [])])
     written = []
     for (task, exp), path in logs.items():
         figure = learning_curves(read_train_log(path), f"{exp} ({task})")

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import runs as aiayn_runs
+from aiayn.paths import AVERAGED
+from aiayn.paths import BASELINE as BASELINE_RUN
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (
@@ -40,8 +42,6 @@ from aiayn.report.metrics import (
     MetricFileError,
     number,
     read_metrics,
-    run_dir,
-    summary_path,
 )
 from aiayn.runtime.gpus import peak_tflops
 
@@ -73,22 +73,12 @@ def tasks_and_experiments(config: dict) -> dict[str, list[str]]:
     return dict(sorted(grouped.items(), key=lambda item: list(config["tasks"]).index(item[0])))
 
 
-def inputs(config: dict, results_dir: Path) -> list[Path]:
-    """Every metric file Table 2 reads."""
-    paths = []
-    for task, experiments in tasks_and_experiments(config).items():
-        for exp in experiments:
-            paths += [run_dir(results_dir, task, exp) / "test-avg.bleu.json", summary_path(results_dir, task, exp)]
-        paths.append(run_dir(results_dir, task, "baseline") / "test-copy.bleu.json")
-    return paths
-
-
 def build(config: dict, results_dir: Path) -> Table:
-    """Table 2 from the metric files under ``results_dir`` (see :func:`inputs`)."""
-    bleu_notes, costs = BleuNotes(), []
+    """Table 2 from the metric files under ``results_dir`` (:meth:`aiayn.runs.Records.table_inputs`)."""
+    bleu_notes, costs, records = BleuNotes(), [], aiayn_runs.Records(config, results_dir)
     rows: list[dict[str, Any]] = []
     for task, experiments in tasks_and_experiments(config).items():
-        rows += _task_rows(results_dir, task, experiments, bleu_notes, costs)
+        rows += _task_rows(records, task, experiments, bleu_notes, costs)
     notes = [
         *bleu_notes.lines(),
         "Ours: newstest2014 (full), the average of the last checkpoints (settings average.last). Δ = ours - paper.",
@@ -108,7 +98,7 @@ def build(config: dict, results_dir: Path) -> Table:
 
 
 def _task_rows(
-    results_dir: Path, task: str, experiments: list[str], bleu_notes: BleuNotes, costs: list[str]
+    records: aiayn_runs.Records, task: str, experiments: list[str], bleu_notes: BleuNotes, costs: list[str]
 ) -> list[dict[str, Any]]:
     """The paper's rows for ``task`` with ours filled in, then our other experiments, then the baseline."""
     label = task.upper()
@@ -122,35 +112,35 @@ def _task_rows(
             continue
         row = {"model": prow["model"], "task": label, "bleu_paper": bleu_paper, "cost_paper": cost_paper}
         if exp is not None:
-            row.update(_ours(results_dir, task, exp, bleu_notes, costs))
+            row.update(_ours(records.get(task, exp), bleu_notes, costs))
             row["bleu_delta"] = paper.delta(row["bleu_ours"], bleu_paper)
         rows.append(row)
     for exp in experiments:
         if exp not in paper.TABLE2_ROWS:
-            rows.append({"model": exp, "task": label, **_ours(results_dir, task, exp, bleu_notes, costs)})
+            rows.append({"model": exp, "task": label, **_ours(records.get(task, exp), bleu_notes, costs)})
     rows.append(
         {
             "model": BASELINE,
             "task": label,
-            **_bleu(run_dir(results_dir, task, "baseline") / "test-copy.bleu.json", f"{task}/baseline", bleu_notes),
+            **_bleu(records.baseline(task).bleu("test", "copy"), f"{task}/{BASELINE_RUN}", bleu_notes),
         }
     )
     return rows
 
 
-def _bleu(path: Path, run: str, bleu_notes: BleuNotes) -> dict[str, float]:
+def _bleu(path: str, run: str, bleu_notes: BleuNotes) -> dict[str, float]:
     metrics = read_metrics(path, BLEU_KEYS)
     bleu_notes.record(metrics, run)
     return {"bleu_ours": number(metrics, "paper_bleu"), "sacrebleu_ours": number(metrics, "sacrebleu")}
 
 
-def _ours(results_dir: Path, task: str, exp: str, bleu_notes: BleuNotes, costs: list[str]) -> dict[str, float]:
+def _ours(run: aiayn_runs.RunRecord, bleu_notes: BleuNotes, costs: list[str]) -> dict[str, float]:
     """Our BLEU (both kinds), training cost (both ways) and parameters for one run."""
-    row = _bleu(run_dir(results_dir, task, exp) / "test-avg.bleu.json", f"{task}/{exp}", bleu_notes)
-    path = summary_path(results_dir, task, exp)
+    row = _bleu(run.paths.bleu("test", AVERAGED), f"{run.task}/{run.name}", bleu_notes)
+    path = run.paths.train.summary
     summary = read_metrics(path, SUMMARY_KEYS)
     row["cost_ours_paper_method"], used = paper_method_cost(summary, path)
-    costs.append(f"{task}/{exp} {used}")
+    costs.append(f"{run.task}/{run.name} {used}")
     row["cost_ours_measured"] = number(summary, "train_flops")
     row["params_m"] = number(summary, "params") / 1e6
     return row

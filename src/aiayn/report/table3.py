@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import runs as aiayn_runs
+from aiayn.paths import LAST
 from aiayn.report import paper, seeds
 from aiayn.report.layout import Column, Table
 from aiayn.report.metrics import (
@@ -32,8 +33,6 @@ from aiayn.report.metrics import (
     MetricFileError,
     number,
     read_metrics,
-    seed_dirs,
-    summary_path,
 )
 
 COLUMNS = [
@@ -84,29 +83,17 @@ def all_rows(config: dict) -> list[tuple[str, str]]:
     names = [exp for exp, spec in config["experiments"].items() if "table3" in spec["tables"]]
     known = [row for row in paper.TABLE3_ORDER if row in names]
     ordered = known + [exp for exp in names if exp not in paper.TABLE3_ORDER]
-    first = {}
-    for task, exp in aiayn_runs.runs(config, "table3"):
-        first.setdefault(exp, task)
+    first = aiayn_runs.table3_runs(config)
     return [(first.get(exp, config["experiments"][exp]["tasks"][0]), exp) for exp in ordered]
 
 
-def inputs(config: dict, results_dir: Path) -> list[Path]:
-    """Every metric file Table 3 reads."""
-    paths = []
-    for task, exp in rows_in_order(config):
-        for i, directory in enumerate(seed_dirs(config, results_dir, task, exp)):
-            paths += [directory / "dev-last.bleu.json", directory / "dev-last.ppl.json"]
-            paths += [] if i else [summary_path(results_dir, task, exp)]
-    return paths
-
-
 def build(config: dict, results_dir: Path) -> Table:
-    """Table 3 from the metric files under ``results_dir`` (see :func:`inputs`)."""
+    """Table 3 from the metric files under ``results_dir`` (:meth:`aiayn.runs.Records.table_inputs`)."""
     by_name = {row["row"]: row for row in paper.load("table3")}
-    bleu_notes = BleuNotes()
-    values = {exp: _values(config, results_dir, task, exp, bleu_notes) for task, exp in rows_in_order(config)}
+    bleu_notes, records = BleuNotes(), aiayn_runs.Records(config, results_dir)
+    values = {exp: _values(records.seeds(task, exp), bleu_notes) for task, exp in rows_in_order(config)}
     rows = [
-        _row(results_dir, task, exp, values[exp], by_name) if exp in values else _not_run(config, task, exp, by_name)
+        _row(records.get(task, exp), values[exp], by_name) if exp in values else _not_run(config, task, exp, by_name)
         for task, exp in all_rows(config)
     ]
     seeded = any(len(v["ppl"]) > 1 for v in values.values())
@@ -147,23 +134,24 @@ def columns(seeded: bool) -> list[Column]:
     return [*COLUMNS[:at], SEEDS_COLUMN, *COLUMNS[at:], *RESOLVE_COLUMNS]
 
 
-def _values(config: dict, results_dir: Path, task: str, exp: str, bleu_notes: BleuNotes) -> dict[str, list[float]]:
+def _values(runs: list[aiayn_runs.RunRecord], bleu_notes: BleuNotes) -> dict[str, list[float]]:
     """Dev PPL, BLEU (paper method) and sacreBLEU of every seed of a row: ``{metric: [one per seed]}``."""
     values: dict[str, list[float]] = {"ppl": [], "bleu": [], "sacrebleu": []}
-    for directory in seed_dirs(config, results_dir, task, exp):
-        bleu = read_metrics(directory / "dev-last.bleu.json", BLEU_KEYS)
-        bleu_notes.record(bleu, f"{task}/{directory.name}")
-        values["ppl"].append(number(read_metrics(directory / "dev-last.ppl.json", PPL_KEYS), "ppl"))
+    for run in runs:
+        bleu = read_metrics(run.paths.bleu("dev", LAST), BLEU_KEYS)
+        bleu_notes.record(bleu, f"{run.task}/{run.name}")
+        values["ppl"].append(number(read_metrics(run.paths.dev_ppl, PPL_KEYS), "ppl"))
         values["bleu"].append(number(bleu, "paper_bleu"))
         values["sacrebleu"].append(number(bleu, "sacrebleu"))
     return values
 
 
 def _row(
-    results_dir: Path, task: str, exp: str, values: dict[str, list[float]], by_name: dict[str, dict[str, str]]
+    run: aiayn_runs.RunRecord, values: dict[str, list[float]], by_name: dict[str, dict[str, str]]
 ) -> dict[str, Any]:
-    summary = read_metrics(summary_path(results_dir, task, exp), SUMMARY_KEYS)
-    row: dict[str, Any] = {"row": exp, **settings_columns(summary["settings"], summary_path(results_dir, task, exp))}
+    exp, summary_path = run.experiment, run.paths.train.summary
+    summary = read_metrics(summary_path, SUMMARY_KEYS)
+    row: dict[str, Any] = {"row": exp, **settings_columns(summary["settings"], summary_path)}
     prow = by_name.get(exp, {})
     row.update(
         {
@@ -221,7 +209,7 @@ def _not_run(config: dict, task: str, exp: str, by_name: dict[str, dict[str, str
     }
 
 
-def settings_columns(settings: Any, source: Path) -> dict[str, Any]:
+def settings_columns(settings: Any, source: Path | str) -> dict[str, Any]:
     """The paper's architecture columns from a run's settings (``model`` and ``train`` sections)."""
     try:
         model, train = settings["model"], settings["train"]

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from aiayn import runs as aiayn_runs
+from aiayn.paths import AVERAGED
+from aiayn.paths import BASELINE as BASELINE_RUN
 from aiayn.report import paper
 from aiayn.report.layout import Column, Table
-from aiayn.report.metrics import EVALB_KEYS, number, read_metrics, run_dir
+from aiayn.report.metrics import EVALB_KEYS, number, read_metrics
 
 COLUMNS = [
     Column("parser", "Parser"),
@@ -30,21 +32,9 @@ def training(config: dict, task: str) -> str:
     return paper.WSJ_ONLY if config["tasks"][task].get("silver") is None else paper.SEMI_SUPERVISED
 
 
-def _evalb_path(results_dir: Path, task: str, exp: str) -> Path:
-    name = "test-flat.evalb.json" if exp == "baseline" else "test-avg.evalb.json"
-    return run_dir(results_dir, task, exp) / name
-
-
-def inputs(config: dict, results_dir: Path) -> list[Path]:
-    """Every metric file Table 4 reads."""
-    runs = aiayn_runs.runs(config, "table4")
-    tasks = list(dict.fromkeys(task for task, _ in runs))
-    return [_evalb_path(results_dir, t, e) for t, e in runs] + [_evalb_path(results_dir, t, "baseline") for t in tasks]
-
-
 def build(config: dict, results_dir: Path) -> Table:
-    """Table 4 from the metric files under ``results_dir`` (see :func:`inputs`)."""
-    runs = aiayn_runs.runs(config, "table4")
+    """Table 4 from the metric files under ``results_dir`` (:meth:`aiayn.runs.Records.table_inputs`)."""
+    runs, records = aiayn_runs.runs(config, "table4"), aiayn_runs.Records(config, results_dir)
     matched = {(paper.TABLE4_ROWS[e], training(config, t)): (t, e) for t, e in runs if e in paper.TABLE4_ROWS}
     notes: list[str] = []
     rows, placed = [], set()
@@ -53,16 +43,21 @@ def build(config: dict, results_dir: Path) -> Table:
         run = matched.pop((prow["parser"], prow["training"]), None)
         if run is not None:
             placed.add(run)
-            row["f1_ours"] = _f1(results_dir, *run, notes)
+            row["f1_ours"] = _f1(records.get(*run).paths.evalb("test", AVERAGED), f"{run[0]}/{run[1]}", notes)
             row["f1_delta"] = paper.delta(row["f1_ours"], prow["wsj23_f1"])
         rows.append(row)
     for task, exp in runs:
         if (task, exp) not in placed:
             rows.append(
-                {"parser": exp, "training": training(config, task), "f1_ours": _f1(results_dir, task, exp, notes)}
+                {
+                    "parser": exp,
+                    "training": training(config, task),
+                    "f1_ours": _f1(records.get(task, exp).paths.evalb("test", AVERAGED), f"{task}/{exp}", notes),
+                }
             )
     for task in dict.fromkeys(task for task, _ in runs):
-        rows.append({"parser": BASELINE, "training": "-", "f1_ours": _f1(results_dir, task, "baseline", notes)})
+        flat = records.baseline(task).evalb("test", "flat")
+        rows.append({"parser": BASELINE, "training": "-", "f1_ours": _f1(flat, f"{task}/{BASELINE_RUN}", notes)})
     notes.insert(
         0,
         'F1: EVALB with COLLINS.prm, all sentence lengths (the "All" block); ours from the '
@@ -71,10 +66,9 @@ def build(config: dict, results_dir: Path) -> Table:
     return Table("table4", "Table 4: English constituency parsing (WSJ 23 F1)", COLUMNS, rows, notes)
 
 
-def _f1(results_dir: Path, task: str, exp: str, notes: list[str]) -> float:
-    """Our F1 for one run; a note records how many sentences EVALB scored, erred and skipped."""
-    path = _evalb_path(results_dir, task, exp)
+def _f1(path: str, run: str, notes: list[str]) -> float:
+    """Our F1 for one run (``task/run``); a note records how many sentences EVALB scored, erred and skipped."""
     metrics = read_metrics(path, EVALB_KEYS)
     counts = ", ".join(f"{metrics[k]} {k.replace('_', ' ')}" for k in EVALB_KEYS[1:])
-    notes.append(f"{task}/{exp}: {counts} ({path.name})")
+    notes.append(f"{run}: {counts} ({Path(path).name})")
     return number(metrics, "f1")

@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 from aiayn import config as aiayn_config
+from aiayn import runs as aiayn_runs
 from aiayn.io import atomic_output, setup_logging
 from aiayn.report import experiments, table2, table3, table4
 from aiayn.report.layout import RENDERERS, Table
@@ -53,17 +54,10 @@ def provenance(config_path: Path, commit: str | None, when: datetime.datetime) -
     )
 
 
-def inputs(config: dict, results_dir: Path, names: list[str] | None = None) -> list[Path]:
-    """Every metric file tables ``names`` (default: all) read; the workflow's tables rule takes them."""
-    return list(
-        dict.fromkeys(path for name in (names or BUILDERS) for path in BUILDERS[name].inputs(config, results_dir))
-    )
-
-
 def build_tables(config: dict, results_dir: Path, footer: str, names: list[str] | None = None) -> list[Table]:
     """Tables ``names`` (default: all); raises :class:`~aiayn.report.metrics.MetricFileError` before
     building anything if an input of any of them is missing."""
-    require(inputs(config, results_dir, names))
+    require(aiayn_runs.Records(config, results_dir).inputs(list(names or BUILDERS)))
     tables = [BUILDERS[name].build(config, results_dir) for name in (names or BUILDERS)]
     for table in tables:
         table.footer = footer

@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import logging
 import pickle
-import re
 import shutil
 import zipfile
 from dataclasses import dataclass, fields
@@ -34,8 +33,8 @@ import torch
 
 from aiayn.io import atomic_path
 from aiayn.options import TrainConfig
+from aiayn.paths import CHECKPOINT_RE, TrainPaths
 
-CKPT_RE = re.compile(r"^ckpt_(\d{8})\.pt$")
 log = logging.getLogger(__name__)
 
 
@@ -102,15 +101,15 @@ class Checkpoint:
 
 
 def checkpoint_path(out_dir: Path, step: int) -> Path:
-    return Path(out_dir) / "checkpoints" / f"ckpt_{step:08d}.pt"
+    return Path(TrainPaths(str(out_dir)).checkpoint(step))
 
 
 def list_checkpoints(out_dir: Path) -> list[tuple[int, Path]]:
     """(step, path) of every ``checkpoints/ckpt_<step>.pt`` under ``out_dir``, oldest first."""
-    folder = Path(out_dir) / "checkpoints"
+    folder = Path(TrainPaths(str(out_dir)).checkpoints)
     if not folder.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := CKPT_RE.match(p.name))]
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := CHECKPOINT_RE.match(p.name))]
     return sorted(found)
 
 

@@ -29,6 +29,7 @@ import torch
 from aiayn.cli import add_log, add_settings
 from aiayn.io import first_line, out_of_memory, setup_logging
 from aiayn.options import RunConfig
+from aiayn.paths import TrainPaths
 from aiayn.runtime.checkpoint import list_checkpoints
 from aiayn.runtime.devices import check_cuda, claim_gpus_if_shared
 from aiayn.train.distributed import (
@@ -42,7 +43,6 @@ from aiayn.train.distributed import (
 from aiayn.train.trainer import Trainer
 
 log = logging.getLogger("aiayn.train")
-COMPILE_CACHE = "compile-cache"  # under --out-dir: torch.compile's graphs and kernels, kept for a resumed run
 
 
 def read_settings(path: Path) -> RunConfig:
@@ -77,8 +77,10 @@ def memory_exhausted(error: RuntimeError, step: int, device: torch.device, token
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m aiayn.train", description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, type=Path, help="binarized task directory holding train/ and dev/")
-    add_settings(parser, "the run's model and train sections (settings/train.json)", required=True, type=Path)
-    parser.add_argument("--out-dir", required=True, type=Path, help="where checkpoints, log.csv and summary.json go")
+    add_settings(parser, "the run's model and train sections (its train settings file)", required=True, type=Path)
+    parser.add_argument(
+        "--out-dir", required=True, type=Path, help="where the checkpoints, training log and summary go"
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -117,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if threads:
         torch.set_num_threads(threads)
     if train_cfg.compile_on("cuda" if train_cfg.gpus else "cpu"):
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(args.out_dir).resolve() / COMPILE_CACHE))
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", TrainPaths(str(Path(args.out_dir).resolve())).compile_cache)
     claim = claim_gpus_if_shared(train_cfg.gpus, args.gpu_lock_dir)
     try:
         if "LOCAL_RANK" not in os.environ:

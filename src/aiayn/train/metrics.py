@@ -14,6 +14,7 @@ import psutil
 import torch
 
 from aiayn.io import atomic_output
+from aiayn.paths import TrainPaths
 
 COLUMNS = (
     "step",
@@ -86,7 +87,7 @@ class MetricsLog:
     (a killed run may have logged steps that the resumed run repeats)."""
 
     def __init__(self, out_dir: Path, resume_step: int = 0):
-        self.path = Path(out_dir) / "log.csv"
+        self.path = Path(TrainPaths(str(out_dir)).log_csv)
         rows = []
         if self.path.exists() and resume_step > 0:
             with open(self.path, encoding="utf-8", newline="") as handle:

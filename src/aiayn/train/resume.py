@@ -22,6 +22,7 @@ import torch
 from aiayn.io import atomic_path
 from aiayn.options import TrainConfig
 from aiayn.options.core import absent_values, renames, spec
+from aiayn.paths import STALE_CHECKPOINTS, TrainPaths
 from aiayn.runtime.checkpoint import (
     Checkpoint,
     CorruptCheckpoint,
@@ -65,15 +66,16 @@ def rotate(out_dir: Path, keep: int, checkpoint_steps: int = 0, final_step: int 
     for path in old:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-    for stale in (Path(out_dir) / "checkpoints").glob(".ckpt_*.tmp"):  # left by a killed save
+    for stale in Path(TrainPaths(str(out_dir)).checkpoints).glob(STALE_CHECKPOINTS):  # left by a killed save
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()
     return old
 
 
 def publish_last(out_dir: Path, source: Path) -> Path:
-    """``checkpoint_last.pt``: a hard link to ``source`` (a copy where links are not possible), atomically."""
-    target = Path(out_dir) / "checkpoint_last.pt"
+    """The training's last checkpoint: a hard link to ``source`` (a copy where links are not possible),
+    atomically."""
+    target = Path(TrainPaths(str(out_dir)).last)
     with atomic_path(target) as tmp:
         os.unlink(tmp)
         try:
@@ -165,7 +167,7 @@ def choose(out_dir: Path, settings: dict, vocab: dict) -> tuple[tuple[str, int] 
     step, path, checkpoint = newest
     changed = trajectory_changes(checkpoint, settings, vocab)
     if changed:
-        aside = set_aside(Path(out_dir) / "checkpoints")
+        aside = set_aside(Path(TrainPaths(str(out_dir)).checkpoints))
         log.warning(
             "%s was trained with other %s; moved the old checkpoints to %s and training from scratch",
             path,

@@ -27,6 +27,7 @@ from aiayn.evaluate.perplexity import corpus_nll, perplexity_report
 from aiayn.io import write_json
 from aiayn.model import Transformer, count_parameters, flops_per_token
 from aiayn.options import RunConfig
+from aiayn.paths import TrainPaths
 from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch
 from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoint, save_checkpoint
 from aiayn.runtime.devices import device_name
@@ -371,7 +372,7 @@ class Trainer:
         publish_last(self.out_dir, path)
         if metrics:
             metrics.close()
-        write_json(self.out_dir / "summary.json", self.summary())
+        write_json(TrainPaths(str(self.out_dir)).summary, self.summary())
         log.info(
             "done: %d steps, final train loss %s, dev perplexity %.4f",
             self.progress.step,
