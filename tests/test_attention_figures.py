@@ -14,6 +14,7 @@ from aiayn import config as aiayn_config
 from aiayn import runs as aiayn_runs
 from aiayn.options.figures import FiguresConfig, Layer
 from aiayn.report import attention
+from aiayn.settings import read
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MODEL = {"n_layers": 3, "d_model": 16, "d_ff": 32, "n_heads": 4, "d_k": 8, "d_v": 8, "dropout": 0.0}
@@ -194,14 +195,14 @@ def test_a_word_missing_after_tokenization_is_named(tiny, tmp_path):
     settings = json.loads((root / "figures.json").read_text())
     settings["figure3"] = {"sentence": "the dog's bone", "word": "dog"}  # Moses: dog 's
     (tmp_path / "figures.json").write_text(json.dumps(settings))
-    opts = attention.read_settings(str(tmp_path / "figures.json"))
+    opts = read(str(tmp_path / "figures.json"), FiguresConfig, "figures")
     assert opts.figure3.word == "dog"
     settings["figure3"]["word"] = "dog's"
     (tmp_path / "figures.json").write_text(json.dumps(settings))
     with pytest.raises(ValueError, match=r"figures.figure3.word: \"dog's\" is not one of the tokenized"):
         attention.choose(
             "figure3",
-            attention.read_settings(str(tmp_path / "figures.json")).figure3,
+            read(str(tmp_path / "figures.json"), FiguresConfig, "figures").figure3,
             ["the", "dog", "'s", "bone", "<EOS>"],
             np.zeros((2, 5, 5)),
         )
@@ -211,4 +212,4 @@ def test_settings_file_errors_name_the_file(tmp_path):
     path = tmp_path / "figures.json"
     path.write_text(json.dumps({"figure5": {"colour": "red"}}))
     with pytest.raises(ValueError, match=r"figures.json: unknown figures.figure5 setting\(s\) \['colour'\]"):
-        attention.read_settings(str(path))
+        read(str(path), FiguresConfig, "figures")

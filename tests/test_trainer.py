@@ -15,9 +15,10 @@ import torch
 import torch.multiprocessing as mp
 from train_helpers import make_task, settings
 
-from aiayn.options import TrainConfig
+from aiayn.options import RunConfig, TrainConfig
 from aiayn.runtime.devices import GpuClaim, GpuUnavailableError
-from aiayn.train.__main__ import main, read_settings
+from aiayn.settings import read
+from aiayn.train.__main__ import main
 from aiayn.train.distributed import DistEnv
 from aiayn.train.step import NonFiniteError
 from aiayn.train.trainer import Trainer
@@ -283,12 +284,12 @@ def test_bad_settings_and_missing_data_fail_early(tmp_path):
     path = tmp_path / "train.json"
     path.write_text("{model")
     with pytest.raises(ValueError, match=r"train\.json: not valid JSON"):
-        read_settings(path)
+        read(path, RunConfig)
     bad = settings()
     bad["train"]["warmup"] = 4
     path.write_text(json.dumps(bad))
     with pytest.raises(ValueError, match=r"train\.json: unknown train setting\(s\) \['warmup'\]"):
-        read_settings(path)
+        read(path, RunConfig)
     path.write_text(json.dumps(settings()))
     with pytest.raises(FileNotFoundError, match="train/manifest.json"):
         main(["--data", str(tmp_path), "--settings", str(path), "--out-dir", str(tmp_path / "o")])

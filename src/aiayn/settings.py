@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def read(path: str | Path | None, cls: type[T], section: str) -> T:
-    """The settings file ``path`` as ``cls``; ``None``: the paper's settings (``cls()``)."""
+def read(path: str | Path | None, cls: type[T], section: str | None = None) -> T:
+    """The settings file ``path`` as ``cls``, its keys named as config section ``section`` in errors
+    (``None``: ``cls.from_dict`` builds it, as a training's :class:`~aiayn.options.RunConfig`);
+    ``path`` ``None``: the paper's settings (``cls()``). Every error names the file."""
     if path is None:
         return cls()
     try:
@@ -35,9 +37,16 @@ def read(path: str | Path | None, cls: type[T], section: str) -> T:
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON: {error}") from None
     try:
-        return build(cls, values, section)
+        return build(cls, values, section) if section is not None else cls.from_dict(values)  # type: ignore[attr-defined]
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
+
+
+def start(args: argparse.Namespace, cls: type[T], section: str | None = None) -> T:
+    """A stage's start-up: its log (``--log``) first, so that everything after it, a bad settings file
+    included, is reported there; then its settings file (``--settings``) as ``cls`` (:func:`read`)."""
+    setup_logging(args.log)
+    return read(args.settings, cls, section)
 
 
 def main(argv: list[str] | None = None) -> int:

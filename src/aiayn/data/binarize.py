@@ -31,7 +31,7 @@ from aiayn.data.lines import (
     part_range,
 )
 from aiayn.data.shards import ShardedCorpus, ShardWriter, _sha256
-from aiayn.io import log_resources, progress, setup_logging
+from aiayn.io import log_resources, progress
 from aiayn.options import ShardsConfig
 
 log = logging.getLogger(__name__)
@@ -190,9 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_log(parser)
     args = parser.parse_args(argv)
-    setup_logging(args.log)
+    opts = settings.start(args, ShardsConfig, "data.shards")
     start = time.perf_counter()
-    opts = settings.read(args.settings, ShardsConfig, "data.shards")
     if args.gather:
         manifest = gather(
             args.model, args.src, args.tgt, args.gather, args.out_dir, opts.max_shard_mb, args.chunk_lines

@@ -40,7 +40,7 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data import parts
 from aiayn.data.lines import PART_HELP, DataError, check_aligned, iter_lines
-from aiayn.io import atomic_output, log_resources, read_json, setup_logging, write_json
+from aiayn.io import atomic_output, log_resources, read_json, write_json
 from aiayn.options import CleanConfig
 
 log = logging.getLogger(__name__)
@@ -188,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if bool(args.part) != bool(args.part_dir) or (not args.part and not args.out_prefix):
         parser.error("give --out-prefix, or --part with --part-dir")
-    setup_logging(args.log)
-    rules = settings.read(args.settings, CleanConfig, "data.clean")
+    rules = settings.start(args, CleanConfig, "data.clean")
     if args.gather:
         stats = gather(args.corpora, args.gather, args.src_lang, args.tgt_lang, args.out_prefix, rules)
     else:

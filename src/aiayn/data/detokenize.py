@@ -20,7 +20,6 @@ from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import map_file
 from aiayn.data.tokenize import check_language
-from aiayn.io import setup_logging
 from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
@@ -54,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_log(parser)
     args = parser.parse_args(argv)
-    setup_logging(args.log)
-    unescape = settings.read(args.settings, TokenizeConfig, "data.tokenize").escape
+    unescape = settings.start(args, TokenizeConfig, "data.tokenize").escape
     count = map_file(MosesDetok(args.lang, unescape), args.input, args.output)
     log.info(
         "detokenized %d lines (entities %s): %s -> %s",

@@ -40,7 +40,7 @@ from typing import IO
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.io import atomic_output, progress, setup_logging
+from aiayn.io import atomic_output, progress
 from aiayn.options import DownloadConfig
 from aiayn.options.sources import archive_name
 
@@ -271,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds without data before a retry")
     add_log(parser)
     args = parser.parse_args(argv)
-    setup_logging(args.log)
-    opts = settings.read(args.settings, DownloadConfig, "data")
+    opts = settings.start(args, DownloadConfig, "data")
     download(args.url, args.out, opts.mirror, opts.lock, args.retries, args.backoff, args.timeout)
     return 0
 

@@ -72,7 +72,7 @@ from sacremoses.corpus import NonbreakingPrefixes
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
 from aiayn.data.lines import PART_HELP, DataError, map_file
-from aiayn.io import log_resources, setup_logging
+from aiayn.io import log_resources
 from aiayn.options import TokenizeConfig
 
 log = logging.getLogger(__name__)
@@ -147,8 +147,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging(args.log)
-    opts = settings.read(args.settings, TokenizeConfig, "data.tokenize")
+    opts = settings.start(args, TokenizeConfig, "data.tokenize")
     steps = {key: value for key, value in dataclasses.asdict(opts).items() if key != "chunk_lines"}
     pipeline = MosesPipeline(lang=args.lang, **steps)
     log.info("tokenize %s -> %s: %s, %d process(es)", args.input, args.output, pipeline, args.threads)

@@ -25,7 +25,6 @@ import torch
 
 from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.io import setup_logging
 from aiayn.options import AverageConfig
 from aiayn.paths import TrainPaths
 from aiayn.runtime.checkpoint import Checkpoint, list_checkpoints, load_checkpoint, save_checkpoint, spaced_checkpoints
@@ -138,8 +137,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging(args.log)
-    opts = settings.read(args.settings, AverageConfig, "average")
+    opts = settings.start(args, AverageConfig, "average")
     averaged = average_checkpoints(args.train_dir, opts.last)
     save_checkpoint(args.output, averaged)
     log.info("wrote %s (step %d, averaged steps %s)", args.output, averaged.step, averaged.averaged_steps)

@@ -38,7 +38,7 @@ from aiayn.cli import add_log, add_settings
 from aiayn.data.bpe import load_processor
 from aiayn.data.lines import iter_lines
 from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, max_output_length, translate_sentences
-from aiayn.io import atomic_output, progress, setup_logging
+from aiayn.io import atomic_output, progress
 from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.runtime.session import inference_session
 
@@ -173,9 +173,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging(args.log)
+    opts = settings.start(args, DecodeConfig, "decode")
     sp = load_processor(args.spm)
-    opts = settings.read(args.settings, DecodeConfig, "decode")
     with inference_session(
         args.checkpoint,
         device=args.device,

@@ -57,7 +57,7 @@ from sacremoses import MosesTokenizer
 from aiayn import settings
 from aiayn.cli import add_log, add_option, add_settings, overridden
 from aiayn.data.lines import read_lines
-from aiayn.io import setup_logging, write_json
+from aiayn.io import write_json
 from aiayn.options import BleuConfig
 from aiayn.options.evaluate import STRAIGHTEN_MODES
 
@@ -207,8 +207,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging(args.log)
-    straighten = overridden(settings.read(args.settings, BleuConfig, "bleu"), args).straighten_quotes
+    straighten = overridden(settings.start(args, BleuConfig, "bleu"), args).straighten_quotes
     hyp_lines, ref_lines = read_lines(args.hyp), read_lines(args.ref)
     if len(hyp_lines) != len(ref_lines):
         raise SystemExit(f"line counts differ: {args.hyp} has {len(hyp_lines)} lines, {args.ref} has {len(ref_lines)}")

@@ -32,7 +32,7 @@ from torch import nn
 from aiayn import settings
 from aiayn.cli import add_log, add_option, add_settings, check_options, overridden
 from aiayn.data.shards import ShardedCorpus
-from aiayn.io import setup_logging, write_json
+from aiayn.io import write_json
 from aiayn.options import PerplexityConfig
 from aiayn.runtime.batches import collate, make_batches
 from aiayn.runtime.loss import label_smoothed_loss
@@ -116,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     add_log(parser)
     args = parser.parse_args(argv)
     check_options(parser, args, PerplexityConfig)
-    setup_logging(args.log)
-    opts = overridden(settings.read(args.settings, PerplexityConfig, "perplexity"), args)
+    opts = overridden(settings.start(args, PerplexityConfig, "perplexity"), args)
     corpus = ShardedCorpus(args.data)
     # precision and cpu_matmul None: the checkpoint's train.precision and train.cpu_matmul
     with inference_session(

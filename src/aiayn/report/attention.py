@@ -53,7 +53,7 @@ from aiayn.cli import add_log, add_settings
 from aiayn.data.bpe import load_processor
 from aiayn.data.tokenize import MosesPipeline
 from aiayn.decode.translate import check_vocabulary
-from aiayn.io import read_json, setup_logging, write_json
+from aiayn.io import write_json
 from aiayn.options import TokenizeConfig
 from aiayn.options.figures import FiguresConfig, FigureSpec
 from aiayn.paths import FIGURES_SUMMARY
@@ -226,16 +226,6 @@ def summary(spec: FigureSpec, sentence: Sentence, drawn: Drawn) -> dict:
     return entry
 
 
-def read_settings(path: str | None) -> FiguresConfig:
-    """The figures settings file as :class:`FiguresConfig` (None: the paper's); errors name the file."""
-    if path is None:
-        return FiguresConfig()
-    try:
-        return FiguresConfig.from_dict(read_json(path))
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m aiayn.report.attention", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True, help="a trained or averaged checkpoint")
@@ -250,8 +240,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    setup_logging(args.log)
-    opts = read_settings(args.settings)
+    opts = settings.start(args, FiguresConfig, "figures")
     steps = dataclasses.asdict(settings.read(args.tokenize_settings, TokenizeConfig, "data.tokenize"))
     steps.pop("chunk_lines")
     model, checkpoint = load_model(args.checkpoint)

@@ -18,7 +18,6 @@ takes the compiled graphs and kernels from there instead of compiling them again
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -26,8 +25,9 @@ from pathlib import Path
 
 import torch
 
+from aiayn import settings
 from aiayn.cli import add_log, add_settings
-from aiayn.io import first_line, out_of_memory, setup_logging
+from aiayn.io import first_line, out_of_memory
 from aiayn.options import RunConfig
 from aiayn.paths import TrainPaths
 from aiayn.runtime.checkpoint import list_checkpoints
@@ -43,18 +43,6 @@ from aiayn.train.distributed import (
 from aiayn.train.trainer import Trainer
 
 log = logging.getLogger("aiayn.train")
-
-
-def read_settings(path: Path) -> RunConfig:
-    """The run's settings file, its ``model`` and ``train`` sections built (once) into their dataclasses."""
-    try:
-        values = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON: {error}") from None
-    try:
-        return RunConfig.from_dict(values)
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None
 
 
 def check_data(data: Path) -> None:
@@ -110,8 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     if "LOCAL_RANK" in os.environ and "TORCHELASTIC_RUN_ID" in os.environ:
         die_with_parent()  # a torchrun worker: never outlive the agent
     args = build_parser().parse_args(argv)
-    setup_logging(args.log)
-    run = read_settings(args.settings)
+    run = settings.start(args, RunConfig)
     train_cfg = run.train
     check_data(args.data)
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
