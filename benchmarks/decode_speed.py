@@ -49,6 +49,7 @@ Prints one JSON object; numbers depend on the machine and on other jobs running 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -119,18 +120,16 @@ def train_copy_model(
 
 def timed_decode(model, sources: list[list[int]], batch: int, max_len_b: float) -> tuple[list, float]:
     start = time.perf_counter()
-    hyps = translate_sentences(
-        model,
-        sources,
+    opts = DecodeConfig(
         max_sentences=batch,
-        ids=IDS,
         beam_size=4,
         length_penalty=0.6,
         max_len_a=1.0,
-        max_len_b=max_len_b,
+        max_len_b=int(max_len_b),
         early_stop=True,
         min_length=MIN_LENGTH,
     )
+    hyps = translate_sentences(model, sources, opts, ids=IDS)
     return hyps, time.perf_counter() - start
 
 
@@ -351,19 +350,8 @@ def ours_engine(files, decode: DecodeConfig, cpu_matmul: str, rule: str | None =
     def run(sources):
         counter = StepCounter(model)
         start = time.perf_counter()
-        hyps = translate_sentences(
-            counter,
-            sources,
-            max_sentences=decode.max_sentences,
-            ids=IDS,
-            beam_size=decode.beam_size,
-            length_penalty=decode.length_penalty,
-            max_len_a=decode.max_len_a,
-            max_len_b=decode.max_len_b,
-            early_stop=decode.early_stop,
-            early_stop_rule=rule or decode.early_stop_rule,
-            min_length=decode.min_length,
-        )
+        opts = dataclasses.replace(decode, early_stop_rule=rule or decode.early_stop_rule)
+        hyps = translate_sentences(counter, sources, opts, ids=IDS)
         return [h.tokens for h in hyps], time.perf_counter() - start, counter.sentence_steps / len(sources)
 
     return run
@@ -626,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     model, trained = load_or_make_model(args)
     model.use_onednn(use_onednn(args.cpu_matmul, False, torch.device("cpu"), "decode.cpu_matmul"))  # as translate does
-    max_len_b = 50.0 if trained else 0.0
+    max_len_b = 50 if trained else 0
     sources = random_sentences(args.sentences, args.vocab, torch.Generator().manual_seed(1234))
     runs = side_by_side(args, model, sources, max_len_b)
     cached = runs.pop("hypotheses")

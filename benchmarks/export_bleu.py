@@ -18,6 +18,7 @@ table; not a test. Deterministic (float32 on the CPU).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -39,19 +40,7 @@ BATCH = 64
 
 def ours(run: Path, sources: list[list[int]], decode: DecodeConfig) -> list[list[int]]:
     model, _ = load_model(read_run(run).checkpoint)
-    hyps = translate_sentences(
-        model,
-        sources,
-        max_sentences=BATCH,
-        ids=SpecialIds(),
-        beam_size=decode.beam_size,
-        length_penalty=decode.length_penalty,
-        max_len_a=decode.max_len_a,
-        max_len_b=decode.max_len_b,
-        early_stop=decode.early_stop,
-        early_stop_rule=decode.early_stop_rule,
-        min_length=decode.min_length,
-    )
+    hyps = translate_sentences(model, sources, dataclasses.replace(decode, max_sentences=BATCH), ids=SpecialIds())
     return [h.tokens for h in hyps]
 
 

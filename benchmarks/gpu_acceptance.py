@@ -87,7 +87,7 @@ from aiayn.data.shards import ShardWriter
 from aiayn.decode.beam import SpecialIds, gnmt_length_penalty, translate_sentences
 from aiayn.io import write_json
 from aiayn.model import Transformer
-from aiayn.options import ModelConfig
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.options.train import GPU_BATCH_SHAPES
 from aiayn.runtime.checkpoint import load_checkpoint
 from aiayn.runtime.devices import device_name
@@ -522,19 +522,11 @@ def decode_check(args, device: torch.device) -> dict:
     )
     model = train_copy_model(vocab, args.copy_steps, batch=64, seed=1, shape=shape, device=device)
     sources = random_sentences(64 if args.tiny else 500, vocab, torch.Generator().manual_seed(7))
-    search = dict(
-        max_sentences=64,
-        device=device,
-        ids=IDS,
-        beam_size=4,
-        length_penalty=0.6,
-        max_len_a=1.0,
-        max_len_b=50.0,
-        early_stop=True,
-    )
-    fp32 = translate_sentences(model, sources, **search)
+    opts = DecodeConfig(max_sentences=64, beam_size=4, length_penalty=0.6, max_len_a=1.0, max_len_b=50, early_stop=True)
+    search = dict(device=device, ids=IDS)
+    fp32 = translate_sentences(model, sources, opts, **search)
     with autocast_for("bf16", device):
-        bf16 = translate_sentences(model, sources, **search)
+        bf16 = translate_sentences(model, sources, opts, **search)
     differ = [i for i, (a, b) in enumerate(zip(fp32, bf16)) if a.tokens != b.tokens]
     same = 1.0 - len(differ) / len(sources)
     gaps = relative_gaps(
@@ -542,7 +534,7 @@ def decode_check(args, device: torch.device) -> dict:
         [sources[i] for i in differ],
         [fp32[i].tokens for i in differ],
         [bf16[i].tokens for i in differ],
-        search["length_penalty"],
+        opts.length_penalty,
         device,
     )
     judged = device.type == "cuda" and native_bf16(device)
@@ -605,16 +597,8 @@ def decode_speed(args, device: torch.device) -> dict:
         src = np.load(args.lengths)["src"]
         sizes = np.maximum(src[np.random.default_rng(3).integers(0, len(src), args.decode_sentences)], 1)
         sources = [torch.randint(4, vocab, (int(n),), generator=generator).tolist() for n in sizes]
-    search = dict(
-        max_sentences=128,
-        device=device,
-        ids=IDS,
-        beam_size=4,
-        length_penalty=0.6,
-        max_len_a=1.0,
-        max_len_b=0.0,
-        early_stop=True,
-    )
+    opts = DecodeConfig(max_sentences=128, beam_size=4, length_penalty=0.6, max_len_a=1.0, max_len_b=0, early_stop=True)
+    search = dict(device=device, ids=IDS)
     out, seconds = {}, {}
     auto = resolve_precision("auto", device)
     runs = [(precision, False) for precision in sorted({"fp32", auto})]
@@ -622,10 +606,10 @@ def decode_speed(args, device: torch.device) -> dict:
         runs.append((auto, True))
     for precision, cudnn in runs:
         with autocast_for(precision, device), cudnn_attention_allowed(cudnn):
-            translate_sentences(model, sources[:128], **search)  # warm-up: kernels load, cuBLAS picks algorithms
+            translate_sentences(model, sources[:128], opts, **search)  # warm-up: kernels load, cuBLAS picks algorithms
             synchronize(device)
             start = time.perf_counter()
-            translate_sentences(model, sources, **search)
+            translate_sentences(model, sources, opts, **search)
             synchronize(device)
         key = precision + ("+cudnn_attention" if cudnn else "")
         seconds[key] = round(time.perf_counter() - start, 2)
@@ -777,14 +761,11 @@ def host_sync_check(work: Path, args, device: torch.device) -> dict:
         lambda: translate_sentences(
             model,
             sources,
-            max_sentences=16,
+            DecodeConfig(
+                max_sentences=16, beam_size=4, length_penalty=0.6, max_len_a=1.0, max_len_b=5, early_stop=True
+            ),
             device=device,
             ids=IDS,
-            beam_size=4,
-            length_penalty=0.6,
-            max_len_a=1.0,
-            max_len_b=5.0,
-            early_stop=True,
         )
     )
     beam_lines = {line for line in decoding if line.startswith("beam.py:")}
@@ -989,19 +970,13 @@ def memory_check(work: Path, args, device: torch.device) -> dict:
     torch.manual_seed(0)
     model = Transformer(ModelConfig.from_dict(TINY_MODEL), MEMORY_VOCAB).to(device).eval()
     sources = random_sentences(128, MEMORY_VOCAB, torch.Generator().manual_seed(3), lengths=(10, 20))
-    search = dict(
-        max_sentences=128,
-        device=device,
-        ids=IDS,
-        beam_size=4,
-        length_penalty=0.6,
-        max_len_a=1.0,
-        max_len_b=10.0,
-        early_stop=True,
+    opts = DecodeConfig(
+        max_sentences=128, beam_size=4, length_penalty=0.6, max_len_a=1.0, max_len_b=10, early_stop=True
     )
-    batched = translate_sentences(model, sources, **search)
+    search = dict(device=device, ids=IDS)
+    batched = translate_sentences(model, sources, opts, **search)
     with LoggedWarnings("aiayn.decode.beam") as warned, memory_limit(device, DECODE_HEADROOM):
-        limited = translate_sentences(model, sources, **search)
+        limited = translate_sentences(model, sources, opts, **search)
     same = sum(a.tokens == b.tokens for a, b in zip(batched, limited)) / len(sources)
     decoding = {
         "sentences": len(sources),

@@ -1,3 +1,4 @@
+import dataclasses
 import itertools
 import math
 
@@ -18,7 +19,7 @@ from aiayn.decode.beam import (
     translate_sentences,
     translate_sentences_n_best,
 )
-from aiayn.options import ModelConfig
+from aiayn.options import DecodeConfig, ModelConfig
 
 A, B, C = 4, 5, 6
 IDS = SpecialIds(pad=0, bos=BOS, eos=EOS)
@@ -42,9 +43,9 @@ NO_EOS_TABLE = {(9, p): {A: 0.9, B: 0.1} for n in range(7) for p in itertools.pr
 
 
 def search(model, sources, **kwargs):
-    settings = dict(beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=3.0, early_stop=True)
+    settings = dict(beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=3, early_stop=True)
     settings.update(kwargs)
-    return beam_search(model, pad_sources(sources, IDS), [len(s) for s in sources], ids=IDS, **settings)
+    return beam_search(model, pad_sources(sources, IDS), [len(s) for s in sources], DecodeConfig(**settings), ids=IDS)
 
 
 def lp(n, alpha):
@@ -85,7 +86,7 @@ def test_early_stop_when_no_live_hypothesis_can_win():
 def test_search_goes_on_while_a_live_hypothesis_can_still_win():
     # Two hypotheses finish by step 2 ([] and [a]), yet ln(.48*.95) / lp(5) beats ln .52: go on.
     model = FakeModel(LONG_TABLE)
-    [hyp] = search(model, [[8, 1, 1]], max_len_b=2.0)
+    [hyp] = search(model, [[8, 1, 1]], max_len_b=2)
     assert hyp.tokens == [A, A, A] and model.calls == 4
     assert hyp.score == pytest.approx(math.log(0.48 * 0.95**2) / lp(4, 1.0), rel=1e-6)
 
@@ -94,9 +95,9 @@ def test_the_beam_finished_rule_stops_once_k_hypotheses_have_finished():
     """fairseq's and CTranslate2's rule (decode.early_stop_rule: beam_finished): [] and [a] have
     finished after step 2, two of beam 2, so the search ends there and misses [a a a]."""
     model = FakeModel(LONG_TABLE)
-    [hyp] = search(model, [[8, 1, 1]], max_len_b=2.0, min_length=0, early_stop_rule="beam_finished")
+    [hyp] = search(model, [[8, 1, 1]], max_len_b=2, min_length=0, early_stop_rule="beam_finished")
     assert model.calls == 2 and hyp.tokens == [] and hyp.log_prob == pytest.approx(math.log(0.52))
-    [bound] = search(FakeModel(LONG_TABLE), [[8, 1, 1]], max_len_b=2.0, min_length=0)
+    [bound] = search(FakeModel(LONG_TABLE), [[8, 1, 1]], max_len_b=2, min_length=0)
     assert bound.tokens == [A, A, A]
     with pytest.raises(ValueError, match="early_stop_rule"):
         search(FakeModel(LONG_TABLE), [[8, 1, 1]], early_stop_rule="soon")
@@ -116,30 +117,12 @@ def test_early_stop_waits_until_the_lowest_finished_beats_every_live_hypothesis(
     """tensor2tensor's rule (utils/beam_search.py at 3d9c62f2, _is_finished): comparing the best
     finished score would have stopped after step 2 with the n-best list [a], []."""
     model = FakeModel(LOWEST_TABLE)
-    [hyps] = beam_search_n_best(
-        model,
-        pad_sources([[11]], IDS),
-        [1],
-        n_best=2,
-        beam_size=2,
-        length_penalty=0.0,
-        max_len_b=3.0,
-        early_stop=True,
-        ids=IDS,
-    )
+    opts = DecodeConfig(beam_size=2, length_penalty=0.0, max_len_b=3, early_stop=True)
+    [hyps] = beam_search_n_best(model, pad_sources([[11]], IDS), [1], opts, n_best=2, ids=IDS)
     assert [h.tokens for h in hyps] == [[A], [B, B]] and model.calls == 3
     assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.45), math.log(0.24)], rel=1e-6)
-    [full] = beam_search_n_best(
-        FakeModel(LOWEST_TABLE),
-        pad_sources([[11]], IDS),
-        [1],
-        n_best=2,
-        beam_size=2,
-        length_penalty=0.0,
-        max_len_b=3.0,
-        early_stop=False,
-        ids=IDS,
-    )
+    opts = dataclasses.replace(opts, early_stop=False)
+    [full] = beam_search_n_best(FakeModel(LOWEST_TABLE), pad_sources([[11]], IDS), [1], opts, n_best=2, ids=IDS)
     assert full == hyps
 
 
@@ -147,9 +130,9 @@ def test_one_best_stops_when_the_best_finished_beats_every_live_hypothesis():
     """The same sentence with one hypothesis asked for: after step 2 the best finished [a] (P .45)
     beats the best live [b b] (P .24), so the search ends a step sooner with the same best."""
     model = FakeModel(LOWEST_TABLE)
-    settings = dict(beam_size=2, length_penalty=0.0, max_len_b=3.0, ids=IDS)
-    [[best]] = beam_search_n_best(model, pad_sources([[11]], IDS), [1], n_best=1, early_stop=True, **settings)
-    [[full, _]] = beam_search_n_best(FakeModel(LOWEST_TABLE), pad_sources([[11]], IDS), [1], n_best=2, **settings)
+    opts = DecodeConfig(beam_size=2, length_penalty=0.0, max_len_b=3, early_stop=True)
+    [[best]] = beam_search_n_best(model, pad_sources([[11]], IDS), [1], opts, n_best=1, ids=IDS)
+    [[full, _]] = beam_search_n_best(FakeModel(LOWEST_TABLE), pad_sources([[11]], IDS), [1], opts, n_best=2, ids=IDS)
     assert model.calls == 2 and best == full and best.tokens == [A]
 
 
@@ -176,13 +159,14 @@ def test_the_n_best_are_those_of_tensor2tensors_rule_in_fewer_steps(seed):
     either way and the same as a search to the length limit; the steps are fewer or as many."""
     sources = [[key] * (1 + key % 5) for key in range(12, 40)]
     for beam_size, alpha in ((4, 0.6), (3, 1.0), (2, 0.6)):
-        settings = dict(max_sentences=8, ids=IDS, beam_size=beam_size, length_penalty=alpha, max_len_b=6.0)
+        opts = DecodeConfig(max_sentences=8, beam_size=beam_size, length_penalty=alpha, max_len_b=6, early_stop=True)
+        everything = dataclasses.replace(opts, early_stop=False)
         t2t = RandomTable(seed)
-        lowest = translate_sentences_n_best(t2t, sources, n_best=beam_size, early_stop=True, **settings)
-        full = translate_sentences_n_best(RandomTable(seed), sources, n_best=beam_size, early_stop=False, **settings)
+        lowest = translate_sentences_n_best(t2t, sources, opts, n_best=beam_size, ids=IDS)
+        full = translate_sentences_n_best(RandomTable(seed), sources, everything, n_best=beam_size, ids=IDS)
         for n in range(1, beam_size):
             model = RandomTable(seed)
-            found = translate_sentences_n_best(model, sources, n_best=n, early_stop=True, **settings)
+            found = translate_sentences_n_best(model, sources, opts, n_best=n, ids=IDS)
             for ours, theirs, everything in zip(found, lowest, full):
                 assert ours == theirs[:n] == everything[: len(ours)]
             assert model.calls <= t2t.calls
@@ -191,7 +175,7 @@ def test_the_n_best_are_those_of_tensor2tensors_rule_in_fewer_steps(seed):
 
 
 def test_length_limit_finishes_live_hypotheses():
-    [hyp] = search(FakeModel(NO_EOS_TABLE), [[9]], max_len_b=2.0)  # max_len = 1 + 2
+    [hyp] = search(FakeModel(NO_EOS_TABLE), [[9]], max_len_b=2)  # max_len = 1 + 2
     assert hyp.tokens == [A, A, A]
     assert hyp.score == pytest.approx(3 * math.log(0.9) / lp(3, 1.0), rel=1e-6)
 
@@ -226,18 +210,11 @@ def test_beam_one_is_greedy(min_length, second):
 def test_batching_keeps_input_order(max_sentences):
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [8, 1, 1], [7, 1], [9, 1, 1, 1], [7, 4, 4]]
-    hyps = translate_sentences(
-        model,
-        sources,
-        max_sentences=max_sentences,
-        ids=IDS,
-        beam_size=2,
-        length_penalty=1.0,
-        max_len_a=1.0,
-        max_len_b=2.0,
-        early_stop=True,
+    opts = DecodeConfig(
+        max_sentences=max_sentences, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2, early_stop=True
     )
-    alone = [search(FakeModel(model.table), [s], max_len_b=2.0)[0] for s in sources]
+    hyps = translate_sentences(model, sources, opts, ids=IDS)
+    alone = [search(FakeModel(model.table), [s], max_len_b=2)[0] for s in sources]
     assert hyps == alone
     assert [h.tokens for h in hyps] == [[A, A, A], [A, A, A], [C, A], [A] * 6, [C, A]]
 
@@ -250,16 +227,8 @@ def test_cached_and_uncached_decoding_agree_on_fake_model():
 
 def test_n_best_lists_the_finished_hypotheses_best_first():
     # alpha 0: [c] (P .4) and [c a] (P .36) finish, [c a b] (P .24) is still live when the search stops.
-    [hyps] = beam_search_n_best(
-        FakeModel(LENGTH_TABLE),
-        pad_sources([[7, 1]], IDS),
-        [2],
-        n_best=2,
-        beam_size=2,
-        length_penalty=0.0,
-        max_len_b=3.0,
-        ids=IDS,
-    )
+    opts = DecodeConfig(beam_size=2, length_penalty=0.0, max_len_b=3)
+    [hyps] = beam_search_n_best(FakeModel(LENGTH_TABLE), pad_sources([[7, 1]], IDS), [2], opts, n_best=2, ids=IDS)
     assert [h.tokens for h in hyps] == [[C], [C, A]]
     assert [h.log_prob for h in hyps] == pytest.approx([math.log(0.4), math.log(0.36)], rel=1e-6)
     [best] = search(FakeModel(LENGTH_TABLE), [[7, 1]], length_penalty=0.0)
@@ -269,11 +238,11 @@ def test_n_best_lists_the_finished_hypotheses_best_first():
 def test_n_best_of_a_corpus_keeps_input_order_and_the_best_first():
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [7, 1], [8, 1, 1]]
-    settings = dict(
-        ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True, min_length=0
+    opts = DecodeConfig(
+        max_sentences=2, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2, early_stop=True, min_length=0
     )
-    lists = translate_sentences_n_best(model, sources, max_sentences=2, n_best=2, **settings)
-    assert [hyps[0] for hyps in lists] == translate_sentences(model, sources, max_sentences=2, **settings)
+    lists = translate_sentences_n_best(model, sources, opts, n_best=2, ids=IDS)
+    assert [hyps[0] for hyps in lists] == translate_sentences(model, sources, opts, ids=IDS)
     assert [[h.tokens for h in hyps] for hyps in lists] == [[[A, A, A], [A, A, B]], [[C, A], [C]], [[A, A, A], []]]
     assert all(hyps[0].score >= hyps[1].score for hyps in lists)
 
@@ -289,11 +258,11 @@ def memory_for(monkeypatch, fits: int) -> list[list[int]]:
     returns the lengths of each batch tried."""
     search, tried = beam.beam_search_n_best, []
 
-    def tight(model, src, lengths, **options):
+    def tight(model, src, lengths, opts, **options):
         tried.append(list(lengths))
         if sum(lengths) > fits:
             raise RuntimeError(CPU_OOM)
-        return search(model, src, lengths, **options)
+        return search(model, src, lengths, opts, **options)
 
     monkeypatch.setattr(beam, "beam_search_n_best", tight)
     return tried
@@ -302,12 +271,10 @@ def memory_for(monkeypatch, fits: int) -> list[list[int]]:
 def test_a_batch_that_does_not_fit_is_searched_a_sentence_at_a_time(monkeypatch, caplog):
     model = FakeModel(LENGTH_TABLE | LONG_TABLE | NO_EOS_TABLE)
     sources = [[9], [8, 1, 1], [7, 1], [9, 1, 1, 1], [7, 4, 4]]
-    settings = dict(
-        max_sentences=2, ids=IDS, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2.0, early_stop=True
-    )
-    expected = translate_sentences(model, sources, **settings)
+    opts = DecodeConfig(max_sentences=2, beam_size=2, length_penalty=1.0, max_len_a=1.0, max_len_b=2, early_stop=True)
+    expected = translate_sentences(model, sources, opts, ids=IDS)
     tried = memory_for(monkeypatch, fits=5)
-    assert translate_sentences(model, sources, **settings) == expected
+    assert translate_sentences(model, sources, opts, ids=IDS) == expected
     assert tried == [[4, 3], [4], [3], [3, 2], [1]]  # longest first: the first batch alone does not fit
     assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
         "2 sentences of up to 4 subwords do not fit in memory together: searched one at a time"
@@ -319,31 +286,33 @@ def test_a_sentence_that_does_not_fit_alone_is_named_by_its_index(monkeypatch):
     memory_for(monkeypatch, fits=3)
     too_long = r"^4 subwords, too long to decode in the memory there is \(\[enforce fail"
     with pytest.raises(TooLong, match=too_long) as error:
-        translate_sentences(model, [[9], [8, 1, 1], [9, 1, 1, 1]], max_sentences=2, ids=IDS, beam_size=2)
+        translate_sentences(model, [[9], [8, 1, 1], [9, 1, 1, 1]], DecodeConfig(max_sentences=2, beam_size=2), ids=IDS)
     assert (error.value.index, error.value.length) == (2, 4)
 
 
 def test_an_error_that_is_not_memory_is_not_retried(monkeypatch):
     tried = []
 
-    def broken(model, src, lengths, **options):
+    def broken(model, src, lengths, opts, **options):
         tried.append(list(lengths))
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
     monkeypatch.setattr(beam, "beam_search_n_best", broken)
     with pytest.raises(RuntimeError, match="illegal memory access"):
-        translate_sentences(FakeModel(LENGTH_TABLE), [[7, 1], [7]], max_sentences=2, ids=IDS, beam_size=2)
+        translate_sentences(FakeModel(LENGTH_TABLE), [[7, 1], [7]], DecodeConfig(max_sentences=2, beam_size=2), ids=IDS)
     assert tried == [[2, 1]]
 
 
 @pytest.mark.parametrize("n_best", [0, 3])
 def test_n_best_beyond_the_beam_refused(n_best):
     with pytest.raises(ValueError, match=r"n_best must be between 1 and the beam size 2"):
-        beam_search_n_best(FakeModel(LENGTH_TABLE), pad_sources([[7]], IDS), [1], n_best=n_best, beam_size=2, ids=IDS)
+        beam_search_n_best(
+            FakeModel(LENGTH_TABLE), pad_sources([[7]], IDS), [1], DecodeConfig(beam_size=2), n_best=n_best, ids=IDS
+        )
 
 
-def test_negative_alpha_with_early_stop_refused():
-    with pytest.raises(ValueError, match="length_penalty >= 0"):
+def test_negative_alpha_refused_before_a_search():
+    with pytest.raises(ValueError, match="decode.length_penalty: -0.5 is less than the minimum"):
         search(FakeModel({}), [[7]], length_penalty=-0.5)
 
 
@@ -391,7 +360,7 @@ def test_cached_logits_equal_uncached_on_real_model():
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_cached_beam_equals_uncached_on_real_model(beam_size):
     model = real_model(seed=0)
-    settings = dict(beam_size=beam_size, length_penalty=0.6, max_len_b=8.0)
+    settings = dict(beam_size=beam_size, length_penalty=0.6, max_len_b=8)
     with torch.no_grad():
         cached = search(model, REAL_SOURCES, **settings)
         uncached = search(UncachedDecoding(model), REAL_SOURCES, **settings)
@@ -405,7 +374,7 @@ def test_cached_beam_equals_uncached_on_real_model(beam_size):
 def test_beam_one_is_greedy_on_real_model(min_length):
     model = real_model(seed=4)
     with torch.no_grad():
-        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty=0.6, max_len_b=8.0, min_length=min_length)
+        hyps = search(model, REAL_SOURCES, beam_size=1, length_penalty=0.6, max_len_b=8, min_length=min_length)
         expected = [greedy(model, s, len(s) + 8, min_length) for s in REAL_SOURCES]
     assert [h.tokens for h in hyps] == expected
     assert ([] in expected) == (min_length == 0)
@@ -420,7 +389,7 @@ def test_onednn_products_give_the_same_hypotheses_on_real_model(monkeypatch):
         pytest.skip("this torch build has no oneDNN linear operator")
     monkeypatch.setattr(functional, "ONEDNN_MIN_MACS_NO_GRAD", 0)
     model = real_model(seed=0)
-    settings = dict(beam_size=4, length_penalty=0.6, max_len_b=8.0)
+    settings = dict(beam_size=4, length_penalty=0.6, max_len_b=8)
     plain = search(model, REAL_SOURCES, **settings)
     model.model.use_onednn(True)
     fast = search(model, REAL_SOURCES, **settings)
@@ -435,11 +404,11 @@ def test_first_step_runs_one_row_per_sentence():
     decode = model.decode
     model.decode = lambda tgt_in, enc, cache=None: rows.append(tgt_in.size(0)) or decode(tgt_in, enc, cache)
     with torch.no_grad():
-        hyps = search(model, REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8.0)
+        hyps = search(model, REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8)
     n = len(REAL_SOURCES)
     assert rows[0] == n and rows[1] > n and all(r % 3 == 0 for r in rows[1:])  # sentences leave when done
     assert [h.tokens for h in hyps] == [
-        h.tokens for h in search(UncachedDecoding(model), REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8.0)
+        h.tokens for h in search(UncachedDecoding(model), REAL_SOURCES, beam_size=3, length_penalty=0.6, max_len_b=8)
     ]
 
 

@@ -21,7 +21,7 @@ from aiayn.decode.average import average_checkpoints
 from aiayn.decode.beam import SpecialIds, translate_sentences_n_best
 from aiayn.evaluate.perplexity import corpus_nll
 from aiayn.model import Transformer
-from aiayn.options import ModelConfig
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.options.train import GPU_BATCH_SHAPES
 from aiayn.runtime.checkpoint import load_checkpoint, non_finite
 from aiayn.runtime.session import inference_session
@@ -140,13 +140,14 @@ def test_checkpoints_of_a_cuda_run_average_and_decode_on_cuda(cuda_run, tmp_path
         mean = (newest[0].model[key].double() + newest[1].model[key].double()) / 2
         torch.testing.assert_close(value.double(), mean, rtol=0, atol=1e-6)
     sources = [[5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15, 16]]
-    search = dict(max_sentences=2, ids=SpecialIds(0, 2, 3), n_best=2, beam_size=2)
+    search = dict(ids=SpecialIds(0, 2, 3), n_best=2)
+    opts = DecodeConfig(max_sentences=2, beam_size=2)
     with inference_session(out / "checkpoint_last.pt", device="cpu", precision="fp32", cpu_matmul="mkl") as s:
-        cpu = translate_sentences_n_best(s.model, sources, device=s.device, **search)
+        cpu = translate_sentences_n_best(s.model, sources, opts, device=s.device, **search)
     with PretendCuda():
         with inference_session(out / "checkpoint_last.pt", device="cuda", precision="fp32", cpu_matmul="mkl") as s:
             assert all(isinstance(p, CudaTensor) for p in s.model.parameters()) and s.device == CUDA
-            gpu = translate_sentences_n_best(s.model, sources, device=s.device, **search)
+            gpu = translate_sentences_n_best(s.model, sources, opts, device=s.device, **search)
     assert [[h.tokens for h in n] for n in gpu] == [[h.tokens for h in n] for n in cpu]
 
 
@@ -177,17 +178,9 @@ def test_beam_search_on_cuda_equals_the_cpu_with_one_read_per_step():
         torch.randint(4, 50, (int(n),), generator=generator).tolist()
         for n in torch.randint(3, 12, (10,), generator=generator)
     ]
-    search = dict(
-        max_sentences=4,
-        ids=SpecialIds(0, 2, 3),
-        beam_size=4,
-        length_penalty=0.6,
-        max_len_a=1.0,
-        max_len_b=5.0,
-        early_stop=True,
-        n_best=4,
-    )
-    cpu = translate_sentences_n_best(model, sources, device="cpu", **search)
+    search = dict(ids=SpecialIds(0, 2, 3), n_best=4)
+    opts = DecodeConfig(max_sentences=4, beam_size=4, length_penalty=0.6, max_len_a=1.0, max_len_b=5, early_stop=True)
+    cpu = translate_sentences_n_best(model, sources, opts, device="cpu", **search)
     # the host keeps the finished sets and the beams' bookkeeping: those functions make host tensors
     host_side = {
         f"aiayn/decode/beam.py {name}"
@@ -210,7 +203,7 @@ def test_beam_search_on_cuda_equals_the_cpu_with_one_read_per_step():
     with PretendCuda(strict=host_side) as runtime:
         model.to(CUDA)
         runtime.clear()
-        gpu = translate_sentences_n_best(model, sources, device=CUDA, **search)
+        gpu = translate_sentences_n_best(model, sources, opts, device=CUDA, **search)
     assert [[h.tokens for h in n_best] for n_best in gpu] == [[h.tokens for h in n_best] for n_best in cpu]
     assert [h.score for n_best in gpu for h in n_best] == pytest.approx(
         [h.score for n_best in cpu for h in n_best], rel=1e-5
@@ -220,7 +213,7 @@ def test_beam_search_on_cuda_equals_the_cpu_with_one_read_per_step():
     reads, writes = runtime.of("to_host"), runtime.of("to_device")
     assert {where(e) for e in reads} == {"aiayn/decode/beam.py _to_host"} and all(e.blocking for e in reads)
     steps = len(reads)
-    batches = -(-len(sources) // search["max_sentences"])
+    batches = -(-len(sources) // opts.max_sentences)
     # ... and each batch's sources go the same way (pad_sources through _to_device)
     assert Counter((where(e), e.blocking) for e in writes) == {
         ("aiayn/decode/beam.py _to_device", False): steps + batches

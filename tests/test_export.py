@@ -19,7 +19,7 @@ from aiayn.decode import manifest
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
 from aiayn.export import ct2, hf
 from aiayn.export.run import check_exportable, main
-from aiayn.options import ModelConfig
+from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.runtime.session import load_model
 
 ctranslate2 = pytest.importorskip("ctranslate2")
@@ -53,10 +53,7 @@ def our_greedy(model, sources, min_length):
         model,
         pad_sources(sources, SpecialIds()),
         [len(s) for s in sources],
-        beam_size=1,
-        max_len_a=0.0,
-        max_len_b=float(LIMIT),
-        min_length=min_length,
+        DecodeConfig(beam_size=1, max_len_a=0.0, max_len_b=LIMIT, min_length=min_length),
     )
     return [h.tokens for h in hyps]
 

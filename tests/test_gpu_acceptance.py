@@ -290,22 +290,14 @@ def test_relative_gaps_are_zero_for_the_same_choice_and_large_for_a_wrong_one():
     from decode_speed import train_copy_model
 
     from aiayn.decode.beam import translate_sentences
+    from aiayn.options import DecodeConfig
 
     model = train_copy_model(
         30, 60, batch=16, seed=1, shape={"n_layers": 1, "d_model": 32, "d_ff": 64, "n_heads": 2, "d_k": 16, "d_v": 16}
     ).eval()
     sources = [[5, 6, 7, 8], [9, 10, 11]]
-    hyps = translate_sentences(
-        model,
-        sources,
-        max_sentences=2,
-        ids=gpu_acceptance.IDS,
-        beam_size=2,
-        length_penalty=0.6,
-        max_len_a=1.0,
-        max_len_b=5.0,
-        early_stop=True,
-    )
+    opts = DecodeConfig(max_sentences=2, beam_size=2, length_penalty=0.6, max_len_a=1.0, max_len_b=5, early_stop=True)
+    hyps = translate_sentences(model, sources, opts, ids=gpu_acceptance.IDS)
     best = [h.tokens for h in hyps]
     assert gpu_acceptance.relative_gaps(model, sources, best, best, 0.6, torch.device("cpu")) == [0.0, 0.0]
     worse = [[4] * len(h) for h in best]  # a word the source never has, as often

@@ -332,13 +332,15 @@ def test_option_metadata_drives_check():
             check(bad, "toy")
 
 
-def test_beam_search_defaults_are_the_decode_definitions():
+def test_the_search_takes_the_decode_settings_whole():
+    """beam search has no option of its own to drift from the definitions: it takes a DecodeConfig."""
     import inspect
 
     beam = pytest.importorskip("aiayn.decode.beam")
-    parameters = inspect.signature(beam.beam_search_n_best).parameters
-    for name in ("beam_size", "length_penalty", "max_len_a", "max_len_b", "early_stop"):
-        assert parameters[name].default == getattr(DecodeConfig(), name), name
+    for search in (beam.beam_search_n_best, beam.translate_sentences_n_best):
+        parameters = inspect.signature(search).parameters
+        assert parameters["opts"].default == DecodeConfig()
+        assert not {field.name for field in dataclasses.fields(DecodeConfig)} & set(parameters)
 
 
 def test_a_training_process_builds_its_train_config_once(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from tiny_checkpoint import TEXT, write_tiny
 
 from aiayn.decode import beam, translate
 from aiayn.decode.beam import SpecialIds, beam_search, pad_sources
+from aiayn.options import DecodeConfig
 
 DECODE = {"beam_size": 3, "length_penalty": 0.6, "max_len_a": 1, "max_len_b": 5, "early_stop": True, "max_sentences": 2}
 MODEL = {"n_layers": 1, "d_model": 16, "d_ff": 32, "n_heads": 2, "d_k": 8, "d_v": 8, "dropout": 0.0}
@@ -54,16 +55,8 @@ def test_translate_cli_keeps_lines_and_matches_beam_search(setup):
     assert sources.unknown_pieces == 1 and sources.ids[1] == []
     for line, ids in zip(got, sources.ids):
         if ids:
-            [hyp] = beam_search(
-                model,
-                pad_sources([ids], SpecialIds()),
-                [len(ids)],
-                beam_size=3,
-                length_penalty=0.6,
-                max_len_a=1,
-                max_len_b=5,
-                early_stop=True,
-            )
+            opts = DecodeConfig(beam_size=3, length_penalty=0.6, max_len_a=1, max_len_b=5, early_stop=True)
+            [hyp] = beam_search(model, pad_sources([ids], SpecialIds()), [len(ids)], opts)
             assert line == sp.decode(hyp.tokens)
 
 
@@ -196,10 +189,10 @@ def test_a_line_too_long_for_the_memory_is_named_and_nothing_written(setup, tmp_
     longest = max(range(len(lines)), key=lambda i: len(lines[i].split()))
     assert sorted(len(line.split()) for line in lines)[-2] < len(lines[longest].split())
 
-    def tight_memory(model, src, lengths, **options):
+    def tight_memory(model, src, lengths, *args, **options):
         if max(lengths) >= len(lines[longest].split()):
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
-        return search(model, src, lengths, **options)
+        return search(model, src, lengths, *args, **options)
 
     monkeypatch.setattr(beam, "beam_search_n_best", tight_memory)
     named = (

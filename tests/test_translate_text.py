@@ -136,9 +136,8 @@ def expected(run_dir, line, checkpoint="avg.pt"):
     sp = spm.SentencePieceProcessor(model_file=str(run_dir / "../data/spm.model"))
     ids = sp.encode(MosesPipeline("en").line(line))
     model, _ = load_model(run_dir / checkpoint, "cpu")
-    [hyp] = beam_search(
-        model, pad_sources([ids], SpecialIds()), [len(ids)], beam_size=3, length_penalty=0.6, max_len_a=1, max_len_b=5
-    )
+    opts = DecodeConfig(beam_size=3, length_penalty=0.6, max_len_a=1, max_len_b=5)
+    [hyp] = beam_search(model, pad_sources([ids], SpecialIds()), [len(ids)], opts)
     return MosesDetok("de").line(sp.decode(hyp.tokens)), hyp.score
 
 
@@ -199,13 +198,13 @@ def test_a_line_too_long_for_the_memory_is_skipped_and_the_others_decoded(run_di
     fits = max(len(sp.encode(MosesPipeline("en").line(line))) for line in TEXT[:2])  # subwords of the longest
     search, big = beam.beam_search_n_best, f"{TEXT[1]} {TEXT[1]}"  # within the learned positions
 
-    def tight_memory(model, src, lengths, **options):
+    def tight_memory(model, src, lengths, *args, **options):
         if max(lengths) > fits:
             raise RuntimeError(
                 "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
                 "memory: you tried to allocate 640006400016 bytes."
             )
-        return search(model, src, lengths, **options)
+        return search(model, src, lengths, *args, **options)
 
     monkeypatch.setattr(beam, "beam_search_n_best", tight_memory)
     got = translate(run_dir, tmp_path, f"{TEXT[0]}\n{big}\n{TEXT[1]}\n".encode())

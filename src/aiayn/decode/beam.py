@@ -71,7 +71,6 @@ import torch.nn.functional as F
 
 from aiayn.io import first_line, out_of_memory
 from aiayn.options import DecodeConfig
-from aiayn.options.decode import EARLY_STOP_RULES
 
 log = logging.getLogger(__name__)
 
@@ -272,10 +271,15 @@ def _done(
 
 
 def beam_search(
-    model: IncrementalModel, src: torch.Tensor, src_lengths: Sequence[int], **search: Any
+    model: IncrementalModel,
+    src: torch.Tensor,
+    src_lengths: Sequence[int],
+    opts: DecodeConfig = DecodeConfig(),
+    *,
+    ids: SpecialIds = SpecialIds(),
 ) -> list[Hypothesis]:
     """Best hypothesis of each source sentence: :func:`beam_search_n_best` with ``n_best=1``."""
-    return [hyps[0] for hyps in beam_search_n_best(model, src, src_lengths, n_best=1, **search)]
+    return [hyps[0] for hyps in beam_search_n_best(model, src, src_lengths, opts, n_best=1, ids=ids)]
 
 
 @torch.inference_mode()
@@ -283,19 +287,14 @@ def beam_search_n_best(
     model: IncrementalModel,
     src: torch.Tensor,
     src_lengths: Sequence[int],
+    opts: DecodeConfig = DecodeConfig(),
     *,
     n_best: int = 1,
-    beam_size: int = DecodeConfig.beam_size,
-    length_penalty: float = DecodeConfig.length_penalty,
-    max_len_a: float = DecodeConfig.max_len_a,
-    max_len_b: float = DecodeConfig.max_len_b,
-    early_stop: bool = DecodeConfig.early_stop,
-    early_stop_rule: str = DecodeConfig.early_stop_rule,
-    min_length: int = DecodeConfig.min_length,
     ids: SpecialIds = SpecialIds(),
 ) -> list[list[Hypothesis]]:
-    """The ``n_best`` best hypotheses of each source sentence, best first (``n_best <= beam_size``: the
-    finished set holds K; fewer when fewer finished); ``src`` (B,S) holds ids + eos, right-padded with pad.
+    """The ``n_best`` best hypotheses of each source sentence, best first (``n_best <= opts.beam_size``:
+    the finished set holds K; fewer when fewer finished); ``src`` (B,S) holds ids + eos, right-padded with
+    pad. ``opts`` (the ``decode`` settings) sets the beam size, length penalty and limit, and the stop.
 
     ``src_lengths[b]`` is |x| of sentence b in subwords (without eos), for the length limit; an output
     ends no earlier than after ``min_length`` tokens (but at the length limit, as it stands). The
@@ -304,14 +303,11 @@ def beam_search_n_best(
     self-attention keys and values) and, when sentences finish, the remaining sentences' encoder
     output and keys/values.
     """
+    beam_size, length_penalty = opts.beam_size, opts.length_penalty
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best must be between 1 and the beam size {beam_size}, got {n_best}")
-    if early_stop_rule not in EARLY_STOP_RULES:
-        raise ValueError(f"early_stop_rule must be one of {EARLY_STOP_RULES}, got {early_stop_rule!r}")
-    if early_stop and length_penalty < 0:
-        raise ValueError(f"early stop needs length_penalty >= 0 (its bound), got {length_penalty}")
     batch, device = src.size(0), src.device
-    max_len = torch.tensor([max_output_length(n, max_len_a, max_len_b) for n in src_lengths])
+    max_len = torch.tensor([max_output_length(n, opts.max_len_a, opts.max_len_b) for n in src_lengths])
     padded = min(src_lengths) != max(src_lengths)  # known on the host: the encoder need not read it back
     cache = model.new_cache(model.encode(src, padded), 1, int(max_len.max()))  # one row per sentence at first
     beams = _Beams(
@@ -327,11 +323,11 @@ def beam_search_n_best(
     while beams.active.numel():
         length += 1
         logits = model.decode(prev, cache.enc, cache)[:, -1]
-        top_lp, top_idx = _step_candidates(logits, beams.log_probs, beam_size, ids, end=length > min_length)
+        top_lp, top_idx = _step_candidates(logits, beams.log_probs, beam_size, ids, end=length > opts.min_length)
         cand = _to_host(top_lp, top_idx, logits.size(-1))
         _collect_finished(cand, beams, finished, length, length_penalty, ids.eos)
         live, pos = _next_live(cand, ids.eos, beam_size)
-        at_max, done = _done(beams, live.log_prob, finished, length, early_stop, early_stop_rule)
+        at_max, done = _done(beams, live.log_prob, finished, length, opts.early_stop, opts.early_stop_rule)
         _finish_at_max_len(at_max, beams, live, finished, length, length_penalty)
         prev, beams = _advance(cache, beams, ~done, live, pos, top_lp, device)
     return [finished.result(b, n_best) for b in range(batch)]
@@ -372,38 +368,38 @@ def pad_sources(sources: Sequence[Sequence[int]], ids: SpecialIds, device: torch
     return src.view(len(sources), width)
 
 
-def translate_sentences(model: IncrementalModel, sources: Sequence[Sequence[int]], **kwargs: Any) -> list[Hypothesis]:
+def translate_sentences(
+    model: IncrementalModel, sources: Sequence[Sequence[int]], opts: DecodeConfig = DecodeConfig(), **kwargs: Any
+) -> list[Hypothesis]:
     """Best hypothesis per source: :func:`translate_sentences_n_best` with ``n_best=1``."""
-    return [hyps[0] for hyps in translate_sentences_n_best(model, sources, n_best=1, **kwargs)]
+    return [hyps[0] for hyps in translate_sentences_n_best(model, sources, opts, n_best=1, **kwargs)]
 
 
 def translate_sentences_n_best(
     model: IncrementalModel,
     sources: Sequence[Sequence[int]],
+    opts: DecodeConfig = DecodeConfig(),
     *,
-    max_sentences: int,
+    n_best: int = 1,
     device: torch.device | str = "cpu",
     ids: SpecialIds = SpecialIds(),
     on_batch: Callable[[int], None] | None = None,
-    **search: Any,
 ) -> list[list[Hypothesis]]:
     """Beam search over a corpus in batches of similar length; results in the order of ``sources``.
 
-    Sentences are sorted by length (longest first) into batches of at most ``max_sentences``;
-    ``search`` holds beam_search_n_best's keyword arguments (``n_best`` among them); ``on_batch(n)``
-    is called after each batch. Every source must be non-empty. A batch that does not fit in memory
-    is searched a sentence at a time (a warning says so); a sentence that does not fit alone raises
-    :class:`TooLong`.
+    Sentences are sorted by length (longest first) into batches of at most ``opts.max_sentences``, each
+    searched by :func:`beam_search_n_best` with ``opts``; ``on_batch(n)`` is called after each batch.
+    Every source must be non-empty. A batch that does not fit in memory is searched a sentence at a time
+    (a warning says so); a sentence that does not fit alone raises :class:`TooLong`.
     """
-    if max_sentences < 1:
-        raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
     if any(len(s) == 0 for s in sources):
         raise ValueError("empty source sentence: translate it as an empty line instead")
     order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
     results: list[list[Hypothesis]] = [[] for _ in sources]
-    for start in range(0, len(order), max_sentences):
-        chunk = order[start : start + max_sentences]
-        for i, best in zip(chunk, _search_within_memory(model, sources, chunk, ids, device, search)):
+    search = _Search(opts, n_best, ids, device)
+    for start in range(0, len(order), opts.max_sentences):
+        chunk = order[start : start + opts.max_sentences]
+        for i, best in zip(chunk, _search_within_memory(model, sources, chunk, search)):
             results[i] = best
         if on_batch is not None:
             on_batch(len(chunk))
@@ -419,18 +415,24 @@ class TooLong(MemoryError):
         self.index, self.length = index, length
 
 
+@dataclass(frozen=True)
+class _Search:
+    """What every batch of a corpus is searched with."""
+
+    opts: DecodeConfig
+    n_best: int
+    ids: SpecialIds
+    device: torch.device | str
+
+
 def _search_within_memory(
-    model: IncrementalModel,
-    sources: Sequence[Sequence[int]],
-    chunk: list[int],
-    ids: SpecialIds,
-    device: torch.device | str,
-    search: dict,
+    model: IncrementalModel, sources: Sequence[Sequence[int]], chunk: list[int], search: _Search
 ) -> list[list[Hypothesis]]:
     """The hypotheses of the sources ``chunk`` searched together, or one at a time when they do not fit."""
-    batch = [sources[i] for i in chunk]
+    batch, ids = [sources[i] for i in chunk], search.ids
     try:
-        return beam_search_n_best(model, pad_sources(batch, ids, device), [len(s) for s in batch], ids=ids, **search)
+        src = pad_sources(batch, ids, search.device)
+        return beam_search_n_best(model, src, [len(s) for s in batch], search.opts, n_best=search.n_best, ids=ids)
     except RuntimeError as error:
         if not out_of_memory(error):
             raise
@@ -442,7 +444,7 @@ def _search_within_memory(
         len(chunk),
         len(batch[0]),
     )
-    return [_search_within_memory(model, sources, [i], ids, device, search)[0] for i in chunk]
+    return [_search_within_memory(model, sources, [i], search)[0] for i in chunk]
 
 
 class _PrefixCache:

@@ -122,20 +122,6 @@ def drop_long_sources(sources: list[list[int]], longest: int, where: str) -> lis
     return [[] if i in dropped else sentence for i, sentence in enumerate(sources)]
 
 
-def search_options(opts: DecodeConfig) -> dict[str, Any]:
-    """The keyword arguments of :func:`~aiayn.decode.beam.translate_sentences` that ``opts`` sets."""
-    return {
-        "max_sentences": opts.max_sentences,
-        "beam_size": opts.beam_size,
-        "length_penalty": opts.length_penalty,
-        "max_len_a": opts.max_len_a,
-        "max_len_b": opts.max_len_b,
-        "early_stop": opts.early_stop,
-        "early_stop_rule": opts.early_stop_rule,
-        "min_length": opts.min_length,
-    }
-
-
 def translate(
     model: Any, sources: list[list[int]], opts: DecodeConfig, ids: SpecialIds, device: torch.device
 ) -> list[Hypothesis | None]:
@@ -146,7 +132,7 @@ def translate(
     with progress(len(todo), "beam search", "sent", unit_scale=False, logger=log) as bar:
         try:
             hyps = translate_sentences(
-                model, [sources[i] for i in todo], device=device, ids=ids, on_batch=bar.update, **search_options(opts)
+                model, [sources[i] for i in todo], opts, device=device, ids=ids, on_batch=bar.update
             )
         except TooLong as error:
             error.index = todo[error.index]

@@ -56,7 +56,7 @@ from aiayn.data.tokenize import MosesPipeline
 from aiayn.decode.beam import Hypothesis, SpecialIds, TooLong, translate_sentences_n_best
 from aiayn.decode.manifest import RunFiles, read_run
 from aiayn.decode.stream import LineBatches
-from aiayn.decode.translate import check_vocabulary, longest_source, piece_ids, search_options
+from aiayn.decode.translate import check_vocabulary, longest_source, piece_ids
 from aiayn.io import atomic_output, setup_logging
 from aiayn.options import DecodeConfig, ModelConfig, TokenizeConfig
 from aiayn.runtime.session import InferenceSession, inference_session
@@ -96,12 +96,7 @@ class Decoder:
         """The ``n_best`` best hypotheses of each non-empty source, in order."""
         with self.session.autocast():
             return translate_sentences_n_best(
-                self.session.model,
-                sources,
-                device=self.session.device,
-                ids=self.ids,
-                n_best=n_best,
-                **search_options(self.opts),
+                self.session.model, sources, self.opts, n_best=n_best, device=self.session.device, ids=self.ids
             )
 
 
