@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from aiayn.data.shards import ShardedCorpus, ShardWriter
-from aiayn.runtime.batches import collate, make_batches
+from aiayn.options import TrainConfig
+from aiayn.runtime.batches import collate, make_batches, plan_step
 from aiayn.train.order import BatchSampler, BatchStream
 
 
@@ -133,3 +134,20 @@ def test_collate_across_shards_equals_pair_by_pair(tmp_path):
     assert not collate(corpus, same).src_padded
     with pytest.raises(IndexError, match=r"/t: sentence index out of range 0\.\.299$"):
         collate(corpus, [0, 300])
+
+
+def test_step_plan_keeps_the_step_size_on_any_number_of_ranks():
+    cfg = TrainConfig(tokens_per_step=25000, tokens_per_pass=12500)
+    assert [(plan_step(cfg, w).passes, plan_step(cfg, w).tokens_per_pass) for w in (1, 2, 8)] == [
+        (2, 12500),
+        (1, 12500),
+        (1, 3125),
+    ]
+    assert plan_step(TrainConfig(tokens_per_step=25000, tokens_per_pass=4096), 1).passes == 7
+    for step_tokens, per_batch in ((25000, 12500), (25000, 4096), (128, 64), (400000, 12500)):
+        cfg = TrainConfig(tokens_per_step=step_tokens, tokens_per_pass=per_batch)
+        for world in range(1, 17):
+            plan = plan_step(cfg, world)
+            assert plan.world_size == world and plan.tokens_per_pass <= per_batch, (step_tokens, per_batch, world)
+            assert plan.tokens_per_step == world * plan.passes * plan.tokens_per_pass
+            assert abs(plan.tokens_per_step - step_tokens) <= plan.tokens_per_pass, (step_tokens, per_batch, world)

@@ -33,7 +33,7 @@ CONTRACT: dict[str, set[str]] = {
     "report": {"config", "runs", "parsing", "decode", "evaluate", "runtime", "model", "data", "io", "settings"},
     "runs": set(),  # what a valid config runs, each run's settings and files: options and paths alone
     "config": {"runs", "io", "settings"},
-    "describe": {"config", "runs", "model", "io", "settings"},
+    "describe": {"config", "runs", "runtime", "model", "data", "io", "settings"},
     "demo": {"config", "parsing", "data", "io", "settings"},
 }
 EVERYONE_MAY_IMPORT = {"options", "cli", "paths"}

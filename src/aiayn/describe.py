@@ -40,6 +40,7 @@ from aiayn.io import setup_logging
 from aiayn.model import Transformer, count_parameters
 from aiayn.options import Config, ModelConfig, TrainConfig
 from aiayn.options.core import BOUNDS, Option, hints, members, spec
+from aiayn.runtime.batches import plan_step
 
 MODEL_COLUMNS = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout")
 TRAIN_COLUMNS = ("label_smoothing", "train_steps")
@@ -63,7 +64,7 @@ def step_plan(train: TrainConfig, ranks: int, nodes: int = 1, on_gpus: bool = Tr
     """The :data:`PLAN_COLUMNS` of one run's optimizer step on ``nodes`` x ``ranks`` data-parallel ranks
     (GPUs, or CPU ranks when not ``on_gpus``: then ``gpus`` is 0); a null ``tokens_per_pass`` on GPUs as
     one pass a step."""
-    plan = train.plan(nodes * ranks, train.tokens_per_step if on_gpus else None)
+    plan = plan_step(train, nodes * ranks, train.tokens_per_step if on_gpus else None)
     return {
         "nodes": nodes,
         "gpus": ranks if on_gpus else 0,

@@ -10,7 +10,7 @@ of its sections is a ``*Config`` class defined here, one *option* per field; a s
 file* is the part of the config that stage reads (:mod:`aiayn.settings`).
 
     model       ModelConfig                           defaults.model, experiments.<e>.model
-    train       TrainConfig, StepPlan, RunConfig      defaults.train; a run's settings/train.json
+    train       TrainConfig, RunConfig                defaults.train; a run's train settings file
     decode      AverageConfig, DecodeConfig           defaults.average, defaults.decode
     data        TokenizeConfig, CleanConfig, BpeConfig, ShardsConfig, DownloadConfig, DataConfig   data
     treebank    TreebankConfig                        tasks.<parsing task>
@@ -35,7 +35,7 @@ from aiayn.options.decode import AverageConfig, DecodeConfig
 from aiayn.options.evaluate import BleuConfig, PerplexityConfig
 from aiayn.options.figures import FiguresConfig, FigureSpec, Layer
 from aiayn.options.model import ModelConfig
-from aiayn.options.train import RunConfig, StepPlan, TrainConfig
+from aiayn.options.train import RunConfig, TrainConfig
 from aiayn.options.treebank import Silver, Splits, TreebankConfig
 from aiayn.options.workflow import Config
 
@@ -57,7 +57,6 @@ __all__ = [
     "ShardsConfig",
     "Silver",
     "Splits",
-    "StepPlan",
     "TokenizeConfig",
     "TrainConfig",
     "TreebankConfig",

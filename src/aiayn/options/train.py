@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -27,7 +26,8 @@ class TrainConfig(Section):
 
     ``resumable`` keys may change between a run and its resumption (:mod:`aiayn.train.resume`):
     extending training, how often it logs, evaluates and saves, how it is compiled, and where it runs.
-    The number of ranks (gpus, cpu_ranks, nodes) keeps the tokens per step (:meth:`plan`) but changes
+    The number of ranks (gpus, cpu_ranks, nodes) keeps the tokens per step
+    (:func:`aiayn.runtime.batches.plan_step`) but changes
     the batch order from the current epoch on and the dropout masks (``Trainer.resume`` says how);
     threads at most the order of a CPU's float sums.
     """
@@ -178,39 +178,6 @@ class TrainConfig(Section):
     def compile_on(self, device_type: str) -> bool:
         """``compile`` on a device of ``device_type``, null resolved (on a GPU, not on a CPU)."""
         return device_type == "cuda" if self.compile is None else self.compile
-
-    def plan(self, world_size: int, fits: int | None = None) -> "StepPlan":
-        """How one optimizer step of ``tokens_per_step`` is shared by ``world_size`` data-parallel ranks.
-
-        passes = ceil(tokens_per_step / (W * tokens_per_pass)) forward passes per rank, each of a
-        batch budget of round(tokens_per_step / (W * passes)) tokens per side, so a step holds the same
-        number of tokens (to within one pass) on 1 GPU or 16: the paper's 25,000 on its 8 GPUs were
-        8 batches of about 3,125. ``fits``: the tokens a pass may hold on this device where
-        ``tokens_per_pass`` is null (what a GPU's memory holds, :func:`aiayn.train.memory.tokens_that_fit`;
-        None: :data:`CPU_TOKENS_PER_PASS`).
-        """
-        if world_size < 1:
-            raise ValueError(f"world size must be at least 1, got {world_size}")
-        per_pass = self.tokens_per_pass or fits or CPU_TOKENS_PER_PASS
-        passes = max(1, math.ceil(self.tokens_per_step / (world_size * per_pass)))
-        per_pass = round(self.tokens_per_step / (world_size * passes))
-        if per_pass < 1:
-            raise ValueError(f"train.tokens_per_step={self.tokens_per_step} cannot be shared by {world_size} ranks")
-        return StepPlan(world_size, passes, per_pass)
-
-
-@dataclass(frozen=True)
-class StepPlan:
-    """One optimizer step: ``passes`` forward passes per rank of ``tokens_per_pass`` tokens per side."""
-
-    world_size: int
-    passes: int
-    tokens_per_pass: int
-
-    @property
-    def tokens_per_step(self) -> int:
-        """Padded tokens per side of the whole step: world_size * passes * tokens_per_pass."""
-        return self.world_size * self.passes * self.tokens_per_pass
 
 
 @dataclass(frozen=True)

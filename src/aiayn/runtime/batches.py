@@ -15,7 +15,7 @@ longest, ``batch_by_size_vec`` in facebookresearch/fairseq ``fairseq/data/data_u
 v0.12.2), so a step holds fewer real tokens: a few percent with greedy packing, about 6% more on a
 GPU's ladder of 64 shapes at WMT's size (``benchmarks/RESULTS.md``, "Step overhead"; ``log.csv`` and
 ``summary.json`` count real ones). A step's passes share ``train.tokens_per_step`` evenly
-(:meth:`aiayn.options.TrainConfig.plan`), so to restore the paper's real-token count raise
+(:func:`plan_step`), so to restore the paper's real-token count raise
 ``train.tokens_per_step`` by f = 25000 / (real target tokens per step: ``tokens_tgt / steps`` of
 ``summary.json``).
 
@@ -26,15 +26,52 @@ files without torch, and this is where ids become tensors.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from aiayn.data.shards import ShardedCorpus
+from aiayn.options import TrainConfig
+from aiayn.options.train import CPU_TOKENS_PER_PASS
 from aiayn.runtime.shapes import Shape, choose_shapes, pack
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One optimizer step: ``passes`` forward passes per rank of ``tokens_per_pass`` tokens per side."""
+
+    world_size: int
+    passes: int
+    tokens_per_pass: int
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Padded tokens per side of the whole step: world_size * passes * tokens_per_pass."""
+        return self.world_size * self.passes * self.tokens_per_pass
+
+
+def plan_step(train: TrainConfig, world_size: int, fits: int | None = None) -> StepPlan:
+    """How one optimizer step of ``train.tokens_per_step`` is shared by ``world_size`` data-parallel ranks.
+
+    passes = ceil(tokens_per_step / (W * tokens_per_pass)) forward passes per rank, each of a
+    batch budget of round(tokens_per_step / (W * passes)) tokens per side, so a step holds the same
+    number of tokens (to within one pass) on 1 GPU or 16: the paper's 25,000 on its 8 GPUs were
+    8 batches of about 3,125. ``fits``: the tokens a pass may hold on this device where
+    ``train.tokens_per_pass`` is null (what a GPU's memory holds, :func:`aiayn.train.memory.tokens_that_fit`;
+    None: :data:`aiayn.options.train.CPU_TOKENS_PER_PASS`).
+    """
+    if world_size < 1:
+        raise ValueError(f"world size must be at least 1, got {world_size}")
+    per_pass = train.tokens_per_pass or fits or CPU_TOKENS_PER_PASS
+    passes = max(1, math.ceil(train.tokens_per_step / (world_size * per_pass)))
+    per_pass = round(train.tokens_per_step / (world_size * passes))
+    if per_pass < 1:
+        raise ValueError(f"train.tokens_per_step={train.tokens_per_step} cannot be shared by {world_size} ranks")
+    return StepPlan(world_size, passes, per_pass)
 
 
 @dataclass

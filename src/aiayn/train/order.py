@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from aiayn.data.shards import ShardedCorpus
-from aiayn.options import StepPlan, TrainConfig
-from aiayn.runtime.batches import ladder_batches, make_batches
+from aiayn.options import TrainConfig
+from aiayn.runtime.batches import StepPlan, ladder_batches, make_batches
 from aiayn.runtime.shapes import Shape, padding_share
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The training loop (paper section 5): token-budget steps, Adam with the eq. 3 schedule, checkpoints.
 
 One optimizer step collects ``train.tokens_per_step`` target tokens (and about as many source tokens)
-over all data-parallel ranks, whatever their number (:meth:`TrainConfig.plan`: each rank makes
+over all data-parallel ranks, whatever their number (:func:`aiayn.runtime.batches.plan_step`: each rank makes
 ``passes`` forward passes of ``tokens_per_pass`` tokens); the summed label-smoothed loss's gradient
 is divided by the number of target tokens of the whole step. The step never waits for the GPU
 (:mod:`aiayn.train.step`): its statistics are read one step late, and the next batches are collated
@@ -28,7 +28,7 @@ from aiayn.io import write_json
 from aiayn.model import Transformer, count_parameters, flops_per_token
 from aiayn.options import RunConfig
 from aiayn.paths import TrainPaths
-from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch
+from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch, plan_step
 from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoint, save_checkpoint
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.gpus import peak_tflops
@@ -76,7 +76,7 @@ class Trainer:
         self.autocast = autocast_for(self.precision, env.device)
         self.autocast_dtype = torch.bfloat16 if self.precision == "bf16" else None
         self.max_len = self.model_cfg.position_limit
-        self.plan = self.cfg.plan(env.world_size, self._tokens_that_fit())
+        self.plan = plan_step(self.cfg, env.world_size, self._tokens_that_fit())
         loss = TrainingLoss(
             self.raw_model,
             self.cfg.label_smoothing,
