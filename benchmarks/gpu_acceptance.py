@@ -102,7 +102,7 @@ from aiayn.runtime.precision import (
 from aiayn.train.compiled import CUDA_GRAPHS_MODE, graph_counters, graph_report
 from aiayn.train.distributed import DistEnv
 from aiayn.train.prefetch import Prefetcher
-from aiayn.train.trainer import Trainer
+from aiayn.train.trainer import Trainer, build_trainer
 
 TINY_MODEL = {**PAPER_MODELS["base"], "n_layers": 2, "d_model": 64, "d_ff": 128, "n_heads": 4, "d_k": 16, "d_v": 16}
 IDS = SpecialIds(pad=0, bos=2, eos=3)
@@ -184,7 +184,7 @@ def profile_step(trainer: Trainer) -> dict:
     """SDPA kernels seen, kernels launched and the GPU's idle share over one profiled step."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    cuda = trainer.env.device.type == "cuda"
+    cuda = trainer.setup.env.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with profile(activities=activities) as prof:
         with record_function(STEP_LABEL):
@@ -266,12 +266,14 @@ class Tour:
 def tour_steps(trainer: Trainer, rounds: int) -> tuple[int, float]:
     """Train on :func:`shape_tour`'s batches ``rounds`` times (through the trainer's own step and
     prefetcher), then give the trainer back its own stream; (steps, seconds of the first step)."""
-    sampler = trainer.stream.sampler
+    sampler = trainer.setup.stream.sampler
     tour = shape_tour(sampler) or [0]  # greedy batches (no ladder): the first batch stands for the rest
-    own = trainer.batches
+    own = trainer.setup.batches
     if not sampler.shapes:
         return 0, 0.0
-    trainer.batches = Prefetcher(Tour(sampler, tour), trainer.train_data, trainer.env.device, own.depth)
+    trainer.setup.batches = Prefetcher(
+        Tour(sampler, tour), trainer.setup.train_data, trainer.setup.env.device, own.depth
+    )
     try:
         first = None
         for _ in range(rounds * len(tour)):
@@ -281,22 +283,22 @@ def tour_steps(trainer: Trainer, rounds: int) -> tuple[int, float]:
             first = time.perf_counter() - began if first is None else first
         trainer.pending.ready(lag=0)
     finally:
-        trainer.batches.close()
-        trainer.batches = own
+        trainer.setup.batches.close()
+        trainer.setup.batches = own
     return rounds * len(tour), first
 
 
 def timed_steps(trainer: Trainer, steps: int) -> dict:
     """``steps`` optimizer steps as the training loop runs them (each step's statistics read a step
     late), timed between two synchronizations: target tokens/s and steps/s over the whole stretch."""
-    synchronize(trainer.env.device)
+    synchronize(trainer.setup.env.device)
     began = time.perf_counter()
     tokens = 0
     for _ in range(steps):
         tokens += trainer.train_step()
         trainer.pending.ready(lag=1)
     trainer.pending.ready(lag=0)
-    synchronize(trainer.env.device)
+    synchronize(trainer.setup.env.device)
     seconds = time.perf_counter() - began
     return {
         "steps": steps,
@@ -344,7 +346,7 @@ def throughput(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     before = graph_counters()
-    trainer = Trainer(run, args.paper_data, work / f"tp-{name}-{mode}-{cudnn_attention}", DistEnv(0, 1, device))
+    trainer = build_trainer(run, args.paper_data, work / f"tp-{name}-{mode}-{cudnn_attention}", DistEnv(0, 1, device))
     with cudnn_attention_allowed(cudnn_attention):
         warm = time.perf_counter()
         tour, first_step = tour_steps(trainer, 2 if mode == "captured" else 1)
@@ -352,20 +354,20 @@ def throughput(
         timed = timed_steps(trainer, args.timed_steps)
         profile = run_section(lambda: profile_step(trainer))  # a failed profile keeps the figures below
     rate = timed["target_tokens_per_s"]
-    shapes = trainer.stream.sampler.shapes
+    shapes = trainer.setup.stream.sampler.shapes
     result = {
         "model": name,
         "mode": mode,
-        "passes": trainer.plan.passes,
-        "precision": trainer.precision,
+        "passes": trainer.setup.plan.passes,
+        "precision": trainer.setup.precision,
         "tf32_matmuls": tf32_matmuls(device),
         "batch_shapes": len(set(shapes)) if shapes else None,
-        "tokens_per_step": trainer.plan.tokens_per_step,
+        "tokens_per_step": trainer.setup.plan.tokens_per_step,
         "target_tokens_per_s": round(rate, 1),
         "timed": timed,
-        "flops_per_token": round(trainer.flops_per_token),
-        "mfu": None if trainer.mfu(rate) is None else round(trainer.mfu(rate), 4),
-        "mfu_measured_peak": round(trainer.flops_per_token * rate / (args.peak_tflops * 1e12), 4)
+        "flops_per_token": round(trainer.setup.flops_per_token),
+        "mfu": None if trainer.setup.mfu(rate) is None else round(trainer.setup.mfu(rate), 4),
+        "mfu_measured_peak": round(trainer.setup.flops_per_token * rate / (args.peak_tflops * 1e12), 4)
         if args.peak_tflops
         else None,
         "warmup_steps": tour,
@@ -374,13 +376,13 @@ def throughput(
         "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None,
     }
     if compiled:
-        graphs = run_section(lambda: graph_report(trainer.model._orig_mod, before, device))
+        graphs = run_section(lambda: graph_report(trainer.setup.model._orig_mod, before, device))
         recorded = graphs.get("cuda_graphs") != 0 and not graphs.get("cudagraph_skips")  # None: not countable
         captured = mode != "captured" or device.type != "cuda" or recorded
         result |= {"graphs": graphs, "pass": graphs.get("one_graph") is True and captured}
     result |= profile | {"cudnn_attention": cudnn_attention}
     result["seconds"] = round(time.perf_counter() - began, 1)
-    trainer.batches.close()
+    trainer.setup.batches.close()
     return result
 
 
@@ -672,7 +674,7 @@ def bf16_agreement(work: Path, args, device: torch.device) -> dict:
             precision=precision,
             compile=False,
         )
-        Trainer(settings, data, out, DistEnv(0, 1, device)).run()
+        build_trainer(settings, data, out, DistEnv(0, 1, device)).run()
         curves[precision] = losses(out)
     fp32, bf16 = curves["fp32"], curves["bf16"]
     gaps = {step: abs(bf16[step] - fp32[step]) / fp32[step] for step in fp32}
@@ -740,7 +742,7 @@ def host_sync_check(work: Path, args, device: torch.device) -> dict:
     if device.type != "cuda":
         return {"skipped": "CPU: tests/test_cuda_path.py counts the host's waits on a pretend device"}
     empty = counting_syncs(lambda: None)
-    trainer = Trainer(
+    trainer = build_trainer(
         run_settings(TINY_MODEL, 1024, 512, 10**6, 1, precision="auto"),
         work / "data-tiny",
         work / "syncs",
@@ -753,7 +755,7 @@ def host_sync_check(work: Path, args, device: torch.device) -> dict:
         training.update(
             {f"take_results: {k}": n for k, n in counting_syncs(lambda: trainer.take_results(None, None, 0.0)).items()}
         )
-    trainer.batches.close()
+    trainer.setup.batches.close()
     torch.manual_seed(1)
     model = Transformer(ModelConfig.from_dict(TINY_MODEL | {"dropout": 0.0}), 200).to(device).eval()
     sources = random_sentences(16, 200, torch.Generator().manual_seed(3))

@@ -54,7 +54,7 @@ from aiayn.model.init import SCHEMES, InitScheme, init_attention, initialize  # 
 from aiayn.options import ModelConfig  # noqa: E402
 from aiayn.train.distributed import DistEnv  # noqa: E402
 from aiayn.train.schedule import learning_rate  # noqa: E402
-from aiayn.train.trainer import Trainer  # noqa: E402
+from aiayn.train.trainer import build_trainer  # noqa: E402
 
 log = logging.getLogger("learning_parity")
 WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
@@ -197,15 +197,15 @@ def run_ours(work: Path, name: str, args: argparse.Namespace, seed: int, out: Pa
     """Train with our Trainer; returns its curve from ``log.csv`` (nll window means, dev_ppl rows)."""
     changes, scheme, _ = VARIANTS[name]
     torch.set_num_threads(args.threads)
-    trainer = Trainer(
+    trainer = build_trainer(
         settings(args, changes, seed, TRAIN_CHANGES.get(name)), work / "bin", out, DistEnv(0, 1, torch.device("cpu"))
     )
     if scheme is not None:
         torch.manual_seed(seed)
         if isinstance(scheme, CrossApart):
-            scheme.apply(trainer.raw_model)
+            scheme.apply(trainer.setup.raw_model)
         else:
-            initialize(trainer.raw_model, scheme)
+            initialize(trainer.setup.raw_model, scheme)
     if trainer.run():
         raise RuntimeError(f"{name} seed {seed}: training stopped early")
     curve: dict = {"train_nll": {}, "lr": {}, "dev_ppl": {}}

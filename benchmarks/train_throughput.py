@@ -38,7 +38,7 @@ import torch
 
 from aiayn.data.shards import ShardedCorpus, ShardWriter
 from aiayn.train.distributed import DistEnv
-from aiayn.train.trainer import Trainer
+from aiayn.train.trainer import Trainer, build_trainer
 
 log = logging.getLogger("benchmark")
 
@@ -111,11 +111,11 @@ def time_updates(trainer: Trainer, updates: int) -> list[float]:
     """Target tokens per second of each of ``updates`` optimizer steps (this rank's tokens)."""
     rates = []
     for _ in range(updates):
-        if trainer.env.device.type == "cuda":
+        if trainer.setup.env.device.type == "cuda":
             torch.cuda.synchronize()
         start = time.perf_counter()
         tokens = trainer.train_step()
-        if trainer.env.device.type == "cuda":
+        if trainer.setup.env.device.type == "cuda":
             torch.cuda.synchronize()
         rates.append(tokens / (time.perf_counter() - start))
     trainer.pending.ready(lag=0)
@@ -131,7 +131,7 @@ def cpu_benchmark(work: Path, threads: int, round_: int = 0, updates: int = 50, 
     run = settings(CPU_MODEL, 4096, 4096, "fp32")
     run["train"].update(train_steps=updates, log_every_steps=1, checkpoint_steps=0, cpu_matmul=cpu_matmul)
     out = work / f"out-{round_}-{cpu_matmul}"
-    Trainer(run, data, out, DistEnv(0, 1, torch.device("cpu"))).run()
+    build_trainer(run, data, out, DistEnv(0, 1, torch.device("cpu"))).run()
     with open(out / "log.csv", encoding="utf-8") as handle:
         rates = {int(r["step"]): float(r["tokens_per_s"]) for r in csv.DictReader(handle) if r["tokens_per_s"]}
     window = [rates[u] for u in sorted(rates) if 11 <= u <= updates]
@@ -265,7 +265,7 @@ def fairseq_benchmark(work: Path, bin_dir: Path, threads: int, updates: int = 50
 
 def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
     data = synthetic_task(work / f"data-{name}", 60000, 37000, (10, 41))
-    trainer = Trainer(
+    trainer = build_trainer(
         settings(PAPER_MODELS[name], 25000, 12500, "bf16"),
         data,
         work / f"out-{name}",
@@ -277,8 +277,8 @@ def gpu_benchmark(work: Path, name: str, profile: bool) -> dict:
         "model": name,
         "device": torch.cuda.get_device_name(),
         "median_tokens_per_s_updates_11_30": median,
-        "mfu": trainer.mfu(median),
-        "flops_per_token": trainer.flops_per_token,
+        "mfu": trainer.setup.mfu(median),
+        "flops_per_token": trainer.setup.flops_per_token,
         "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30,
     }
     if profile:

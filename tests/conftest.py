@@ -38,13 +38,13 @@ def toy_run(tmp_path_factory, toy_task) -> Path:
     from train_helpers import settings
 
     from aiayn.train.distributed import DistEnv
-    from aiayn.train.trainer import Trainer
+    from aiayn.train.trainer import build_trainer
 
     out = tmp_path_factory.mktemp("toy_run")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        assert Trainer(settings(), toy_task, out, DistEnv(0, 1, torch.device("cpu"))).run() == 0
+        assert build_trainer(settings(), toy_task, out, DistEnv(0, 1, torch.device("cpu"))).run() == 0
     finally:
         torch.set_num_threads(threads)
     return out

@@ -22,7 +22,7 @@ from aiayn.runtime.loss import fused_label_smoothed_loss, label_smoothed_loss
 from aiayn.train.compiled import CompiledStep, cache_entries, graph_counters, graph_report
 from aiayn.train.distributed import DistEnv
 from aiayn.train.forward import TrainingLoss
-from aiayn.train.trainer import Trainer
+from aiayn.train.trainer import Trainer, build_trainer
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 
@@ -83,9 +83,9 @@ def train_recording(task, out, compile: bool, epochs: int = 3) -> tuple[Trainer,
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        trainer = Trainer(run, task, out, CPU)
-        steps = epochs * trainer.stream.sampler.per_rank
-        trainer.cfg = dataclasses.replace(trainer.cfg, train_steps=steps)
+        trainer = build_trainer(run, task, out, CPU)
+        steps = epochs * trainer.setup.stream.sampler.per_rank
+        trainer.setup.cfg = dataclasses.replace(trainer.setup.cfg, train_steps=steps)
         losses, graphs = [], []
         step, record = trainer.train_step, trainer.record
 
@@ -117,10 +117,10 @@ def test_a_compiled_training_compiles_its_ladder_once_and_computes_the_eager_los
     with torch._inductor.config.patch(fallback_random=True):
         compiled, losses, graphs = train_recording(task, tmp_path / "compiled", compile=True)
     eager, want, _ = train_recording(task, tmp_path / "eager", compile=False)
-    assert compiled.model.way == "fused" and eager.model.way == "blocked"
-    assert len(set(compiled.stream.sampler.shapes)) == 4
+    assert compiled.setup.model.way == "fused" and eager.setup.model.way == "blocked"
+    assert len(set(compiled.setup.stream.sampler.shapes)) == 4
     assert not counters["graph_break"], dict(counters["graph_break"])
-    per_epoch = compiled.stream.sampler.per_rank
+    per_epoch = compiled.setup.stream.sampler.per_rank
     assert graphs[per_epoch - 1] == graphs[-1] >= 1, graphs  # the ladder's shapes all met in the first epoch
     assert losses == pytest.approx(want, rel=1e-5)
 
@@ -245,15 +245,15 @@ def test_a_whole_epoch_of_the_ladder_compiles_one_graph_per_model(tmp_path):
             }
             run["model"] |= model
             before = graph_counters()
-            trainer = Trainer(run, task, tmp_path / f"out-{model['n_heads']}", CPU)
-            for _ in range(trainer.stream.sampler.per_rank):
+            trainer = build_trainer(run, task, tmp_path / f"out-{model['n_heads']}", CPU)
+            for _ in range(trainer.setup.stream.sampler.per_rank):
                 trainer.train_step()
                 trainer.pending.ready(lag=1)
             trainer.pending.ready(lag=0)
-            trainer.batches.close()
-            shapes.append(len(set(trainer.stream.sampler.shapes)))
-            reports.append(graph_report(trainer.model._orig_mod, before, CPU.device))
-            steps.append(trainer.model._orig_mod)
+            trainer.setup.batches.close()
+            shapes.append(len(set(trainer.setup.stream.sampler.shapes)))
+            reports.append(graph_report(trainer.setup.model._orig_mod, before, CPU.device))
+            steps.append(trainer.setup.model._orig_mod)
     finally:
         torch.set_num_threads(threads)
     assert shapes == [64, 64]

@@ -26,7 +26,7 @@ from aiayn.options.train import GPU_BATCH_SHAPES
 from aiayn.runtime.checkpoint import load_checkpoint, non_finite
 from aiayn.runtime.session import inference_session
 from aiayn.train.distributed import DistEnv
-from aiayn.train.trainer import Trainer
+from aiayn.train.trainer import build_trainer
 
 # Where the training loop may make tensors on the host, and why.
 TRAINING_HOST_TENSORS = {
@@ -74,10 +74,10 @@ def train(task: Path, out: Path, device: torch.device, dropout: float = 0.0, **t
     torch.set_num_threads(1)
     try:
         if device.type == "cpu":
-            assert Trainer(run, task, out, DistEnv(0, 1, device)).run() == 0
+            assert build_trainer(run, task, out, DistEnv(0, 1, device)).run() == 0
             return None
         with PretendCuda() as runtime:
-            trainer = Trainer(run, task, out, DistEnv(0, 1, device))
+            trainer = build_trainer(run, task, out, DistEnv(0, 1, device))
             runtime.clear()
             runtime.strict = TRAINING_HOST_TENSORS
             assert trainer.run() == 0

@@ -8,7 +8,7 @@ import torch
 
 from aiayn.runtime import devices, gpus, precision
 from aiayn.train import distributed
-from aiayn.train.trainer import Trainer
+from aiayn.train.setup import TrainingSetup
 
 # (torch.cuda.get_device_name, card, dense bf16 TFLOPS, fp32 TFLOPS without tensor cores)
 NAMES = [
@@ -95,7 +95,7 @@ def test_mfu_is_against_the_exact_cards_peak_in_the_runs_precision(monkeypatch, 
     run = SimpleNamespace(
         env=distributed.DistEnv(0, 2, torch.device("cuda", 0)), precision=run_precision, flops_per_token=1e9
     )
-    assert Trainer.mfu(run, 378_250.0) == (None if mfu is None else pytest.approx(mfu, rel=1e-12))
+    assert TrainingSetup.mfu(run, 378_250.0) == (None if mfu is None else pytest.approx(mfu, rel=1e-12))
 
 
 def test_no_tf32_off_a_gpu():

@@ -15,7 +15,7 @@ from train_helpers import settings
 from aiayn.train import resume as resumelib
 from aiayn.train import trainer as trainerlib
 from aiayn.train.distributed import DistEnv
-from aiayn.train.trainer import Trainer
+from aiayn.train.trainer import Trainer, build_trainer
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 
@@ -39,7 +39,7 @@ def _worker(rank: int, world: int, job: str, data: str, out: str, run: dict, ini
         "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60)
     )
     try:
-        trainer = Trainer(run, Path(data), Path(out), DistEnv(rank, world, torch.device("cpu")))
+        trainer = build_trainer(run, Path(data), Path(out), DistEnv(rank, world, torch.device("cpu")))
         report = globals()[f"_job_{job}"](rank, trainer)
         Path(out, f"{job}-rank{rank}.json").write_text(json.dumps(report))
     finally:
@@ -74,7 +74,7 @@ def _job_slow_stop(rank: int, trainer: Trainer) -> dict:
     return {
         "status": status,
         "step": trainer.progress.step,
-        "saved_when_returned": sorted(p.name for p in (trainer.out_dir / "checkpoints").glob("ckpt_*.pt")),
+        "saved_when_returned": sorted(p.name for p in (trainer.setup.out_dir / "checkpoints").glob("ckpt_*.pt")),
     }
 
 
@@ -97,8 +97,8 @@ def _job_resume(rank: int, trainer: Trainer) -> dict:
         "decided": decided,
         "resumed": resumed,
         "step": trainer.progress.step,
-        "data": trainer.batches.state_dict(),
-        "weights": float(sum(p.double().sum() for p in trainer.raw_model.parameters())),
+        "data": trainer.setup.batches.state_dict(),
+        "weights": float(sum(p.double().sum() for p in trainer.setup.raw_model.parameters())),
     }
 
 
@@ -107,11 +107,14 @@ def test_rank_zero_alone_decides_resume_and_set_aside(data, tmp_path):
     """Changed settings: one rename of the folder, by rank 0 (two ranks renaming it raced); a corrupt
     newest checkpoint: set aside by rank 0, and every rank loads the one before it."""
     out = tmp_path / "out"
-    assert Trainer(settings(label_smoothing=0.2, keep_checkpoints=10), data, out, CPU, max_steps_this_run=4).run() == 0
+    assert (
+        build_trainer(settings(label_smoothing=0.2, keep_checkpoints=10), data, out, CPU, max_steps_this_run=4).run()
+        == 0
+    )
     ranks = spawn("resume", data, out, settings(keep_checkpoints=10))
     assert [r["decided"] for r in ranks] == [[0], []] and not any(r["resumed"] for r in ranks)
     assert (out / "checkpoints.stale-1").is_dir() and not (out / "checkpoints.stale-2").exists()
-    assert Trainer(settings(keep_checkpoints=10), data, out, CPU, max_steps_this_run=4).run() == 0
+    assert build_trainer(settings(keep_checkpoints=10), data, out, CPU, max_steps_this_run=4).run() == 0
     newest = out / "checkpoints" / "ckpt_00000004.pt"
     newest.write_bytes(newest.read_bytes()[:1000])
     ranks = spawn("resume", data, out, settings(keep_checkpoints=10))
@@ -129,8 +132,10 @@ def test_a_checkpoint_continues_on_another_number_of_ranks(data, tmp_path):
     run continues at step 3 without setting anything aside, at the same place in the epoch; with the
     same batch budget and no dropout it equals six steps on one rank."""
     whole, split = tmp_path / "whole", tmp_path / "split"
-    assert Trainer(no_dropout(train_steps=6, checkpoint_steps=3), data, whole, CPU).run() == 0
-    assert Trainer(no_dropout(train_steps=6, checkpoint_steps=3), data, split, CPU, max_steps_this_run=3).run() == 0
+    assert build_trainer(no_dropout(train_steps=6, checkpoint_steps=3), data, whole, CPU).run() == 0
+    assert (
+        build_trainer(no_dropout(train_steps=6, checkpoint_steps=3), data, split, CPU, max_steps_this_run=3).run() == 0
+    )
     ranks = spawn("train", data, split, no_dropout(train_steps=6, checkpoint_steps=3, cpu_ranks=2, threads=4))
     assert all(r == {"status": 0, "step": 6} for r in ranks)
     assert not list(tmp_path.glob("split/checkpoints.stale-*"))
@@ -151,5 +156,5 @@ def test_a_checkpoint_step_that_is_the_stop_step_writes_one_checkpoint(data, tmp
     monkeypatch.setattr(
         trainerlib, "save_checkpoint", lambda path, state: writes.append(path.name) or real_save(path, state)
     )
-    assert Trainer(settings(checkpoint_steps=3), data, tmp_path, CPU, max_steps_this_run=3).run() == 0
+    assert build_trainer(settings(checkpoint_steps=3), data, tmp_path, CPU, max_steps_this_run=3).run() == 0
     assert writes == ["ckpt_00000003.pt"]

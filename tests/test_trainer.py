@@ -21,7 +21,7 @@ from aiayn.settings import read
 from aiayn.train.__main__ import main
 from aiayn.train.distributed import DistEnv
 from aiayn.train.step import NonFiniteError
-from aiayn.train.trainer import Trainer
+from aiayn.train.trainer import Trainer, build_trainer
 
 CPU = DistEnv(0, 1, torch.device("cpu"))
 
@@ -97,10 +97,10 @@ def test_cli_end_to_end(data, tmp_path):
 
 def test_kill_and_resume_is_bit_identical(data, toy_run, tmp_path):
     torch.set_num_threads(1)
-    assert Trainer(settings(), data, tmp_path / "split", CPU, max_steps_this_run=3).run() == 0
+    assert build_trainer(settings(), data, tmp_path / "split", CPU, max_steps_this_run=3).run() == 0
     assert not (tmp_path / "split" / "summary.json").exists()
     assert (tmp_path / "split" / "checkpoints" / "ckpt_00000003.pt").exists()
-    assert Trainer(settings(), data, tmp_path / "split", CPU).run() == 0
+    assert build_trainer(settings(), data, tmp_path / "split", CPU).run() == 0
     whole, split = final_state(toy_run), final_state(tmp_path / "split")
     for key, value in whole["model"].items():
         assert torch.equal(value, split["model"][key]), key
@@ -111,12 +111,12 @@ def test_kill_and_resume_is_bit_identical(data, toy_run, tmp_path):
 
 
 def test_changed_settings_set_old_checkpoints_aside_and_start_fresh(data, tmp_path, caplog):
-    Trainer(settings(), data, tmp_path, CPU, max_steps_this_run=3).run()
+    build_trainer(settings(), data, tmp_path, CPU, max_steps_this_run=3).run()
     other = settings()
     other["model"]["d_ff"] = 48
     other["train"]["label_smoothing"] = 0.0
-    assert Trainer(other, data, tmp_path / "fresh", CPU).run() == 0
-    assert Trainer(other, data, tmp_path, CPU).run() == 0
+    assert build_trainer(other, data, tmp_path / "fresh", CPU).run() == 0
+    assert build_trainer(other, data, tmp_path, CPU).run() == 0
     assert "model settings, train settings (label_smoothing)" in caplog.text
     assert "ckpt_00000003.pt" in {p.name for p in (tmp_path / "checkpoints.stale-1").iterdir()}
     fresh, rerun = final_state(tmp_path / "fresh"), final_state(tmp_path)
@@ -124,10 +124,10 @@ def test_changed_settings_set_old_checkpoints_aside_and_start_fresh(data, tmp_pa
 
 
 def test_more_train_steps_resume_instead_of_restarting(data, tmp_path):
-    Trainer(settings(), data, tmp_path, CPU).run()
+    build_trainer(settings(), data, tmp_path, CPU).run()
     longer = settings()
     longer["train"]["train_steps"] = 8
-    assert Trainer(longer, data, tmp_path, CPU).run() == 0
+    assert build_trainer(longer, data, tmp_path, CPU).run() == 0
     assert final_state(tmp_path)["step"] == 8 and not (tmp_path / "checkpoints.stale-1").exists()
 
 
@@ -137,7 +137,7 @@ def _poison_step(trainer: Trainer, bad_step: int, times: int = 1) -> None:
     def micro_step(batch):
         stats = original(batch)
         if trainer.progress.step + 1 >= bad_step and len(poisoned) < times:
-            next(trainer.raw_model.parameters()).grad.fill_(float("nan"))
+            next(trainer.setup.raw_model.parameters()).grad.fill_(float("nan"))
             poisoned.append(bad_step)
         return stats
 
@@ -145,21 +145,23 @@ def _poison_step(trainer: Trainer, bad_step: int, times: int = 1) -> None:
 
 
 def test_non_finite_step_is_skipped_or_stops(data, tmp_path):
-    trainer = Trainer(settings(train_steps=3, dev_every_steps=0), data, tmp_path / "skip", CPU)
+    trainer = build_trainer(settings(train_steps=3, dev_every_steps=0), data, tmp_path / "skip", CPU)
     _poison_step(trainer, 2)
-    first = {k: v.clone() for k, v in trainer.raw_model.state_dict().items()}
+    first = {k: v.clone() for k, v in trainer.setup.raw_model.state_dict().items()}
     assert trainer.run() == 0
     assert trainer.progress.skipped_steps == 1 and trainer.progress.step == 3
     # the skipped step applied no update and did not count in Adam's step (bias correction)
     assert all(int(s["step"]) == 2 for s in final_state(tmp_path / "skip")["optimizer"]["state"].values())
     assert any(not torch.equal(first[k], v) for k, v in final_state(tmp_path / "skip")["model"].items())
     assert all(torch.isfinite(p).all() for p in final_state(tmp_path / "skip")["model"].values())
-    trainer = Trainer(settings(train_steps=3, nan_policy="stop", checkpoint_steps=1), data, tmp_path / "stop", CPU)
+    trainer = build_trainer(
+        settings(train_steps=3, nan_policy="stop", checkpoint_steps=1), data, tmp_path / "stop", CPU
+    )
     _poison_step(trainer, 2)
     with pytest.raises(NonFiniteError, match="nan_policy: stop"):
         trainer.run()
     assert [p.name for p in (tmp_path / "stop" / "checkpoints").iterdir()] == ["ckpt_00000001.pt"]
-    trainer = Trainer(settings(train_steps=20, dev_every_steps=0), data, tmp_path / "diverged", CPU)
+    trainer = build_trainer(settings(train_steps=20, dev_every_steps=0), data, tmp_path / "diverged", CPU)
     _poison_step(trainer, 2, times=10**6)
     trainer.skips.limit = 4
     with pytest.raises(NonFiniteError, match="5 steps in a row"):
@@ -177,12 +179,12 @@ def _ddp_worker(rank: int, data: str, out: str, init_file: str, stop_rank: int |
     try:
         run = settings(train_steps=3 if stop_rank is None else 12, dev_every_steps=0)
         run["model"]["dropout"] = 0.0
-        trainer = Trainer(run, Path(data), Path(out), DistEnv(rank, 2, torch.device("cpu")))
-        assert trainer.plan.passes == 1 and trainer.plan.tokens_per_pass == 64
+        trainer = build_trainer(run, Path(data), Path(out), DistEnv(rank, 2, torch.device("cpu")))
+        assert trainer.setup.plan.passes == 1 and trainer.setup.plan.tokens_per_pass == 64
         saves, original_save = [], trainer.save
         trainer.save = lambda: saves.append(trainer.progress.step) or original_save()
         if stop_rank is not None:
-            trainer.cfg = dataclasses.replace(trainer.cfg, checkpoint_steps=0)
+            trainer.setup.cfg = dataclasses.replace(trainer.setup.cfg, checkpoint_steps=0)
             trainer._time_to_save = lambda: rank == 0 and trainer.progress.step == 1
         if rank == stop_rank:
             original = trainer.micro_step
@@ -206,8 +208,8 @@ def test_ddp_two_ranks_equal_one_rank_with_accumulation(data, tmp_path):
     torch.set_num_threads(1)
     single = settings(train_steps=3, dev_every_steps=0)
     single["model"]["dropout"] = 0.0
-    trainer = Trainer(single, data, tmp_path / "one", CPU)
-    assert (trainer.plan.passes, trainer.plan.tokens_per_pass) == (2, 64)
+    trainer = build_trainer(single, data, tmp_path / "one", CPU)
+    assert (trainer.setup.plan.passes, trainer.setup.plan.tokens_per_pass) == (2, 64)
     trainer.run()
     mp.spawn(_ddp_worker, args=(str(data), str(tmp_path / "two"), str(tmp_path / "init")), nprocs=2, join=True)
     one, two = final_state(tmp_path / "one"), final_state(tmp_path / "two")
@@ -240,9 +242,9 @@ def test_a_stop_signal_on_one_rank_stops_every_rank_at_the_same_step(data, tmp_p
 
 def test_resume_onto_a_gpu_reads_the_checkpoint_on_the_cpu(data, tmp_path, monkeypatch):
     """What a GPU does with map_location=cuda: every tensor lands off the host (here: the meta device)."""
-    Trainer(settings(), data, tmp_path, CPU, max_steps_this_run=3).run()
-    trainer = Trainer(settings(), data, tmp_path, CPU)
-    trainer.env = DistEnv(0, 1, torch.device("cuda", 0))
+    build_trainer(settings(), data, tmp_path, CPU, max_steps_this_run=3).run()
+    trainer = build_trainer(settings(), data, tmp_path, CPU)
+    trainer.setup.env = DistEnv(0, 1, torch.device("cuda", 0))
     real_load = torch.load
 
     def load(path, map_location=None, **kwargs):
@@ -253,7 +255,7 @@ def test_resume_onto_a_gpu_reads_the_checkpoint_on_the_cpu(data, tmp_path, monke
 
     monkeypatch.setattr(torch, "load", load)
     assert trainer.resume() and trainer.progress.step == 3
-    assert all(p.device.type == "cpu" and p.is_leaf for p in trainer.raw_model.parameters())
+    assert all(p.device.type == "cpu" and p.is_leaf for p in trainer.setup.raw_model.parameters())
 
 
 def test_gpu_claims_are_exclusive(tmp_path):
@@ -287,7 +289,7 @@ def test_sigterm_and_a_first_sigint_stop_with_a_checkpoint(data, tmp_path, signa
     import signal
 
     signum = getattr(signal, signame)
-    trainer = Trainer(settings(dev_every_steps=0, checkpoint_steps=0), data, tmp_path, CPU)
+    trainer = build_trainer(settings(dev_every_steps=0, checkpoint_steps=0), data, tmp_path, CPU)
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     original, sent = trainer.micro_step, []
 
@@ -310,16 +312,16 @@ def test_sigterm_and_a_first_sigint_stop_with_a_checkpoint(data, tmp_path, signa
 def test_bf16_autocast_and_learned_positions_train(data, tmp_path):
     run = settings(train_steps=2, precision="bf16", dev_every_steps=0)
     run["model"].update(positional="learned", max_positions=8, norm="pre", share_embeddings=False)
-    trainer = Trainer(run, data, tmp_path, CPU)
+    trainer = build_trainer(run, data, tmp_path, CPU)
     assert trainer.run() == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["steps"] == 2 and math.isfinite(summary["final_dev_ppl"])
     # pairs with a side of 8 or more tokens (+ eos/bos > max_positions) are dropped from training
-    kept = sum(len(b) for b in trainer.stream.sampler.batches)
+    kept = sum(len(b) for b in trainer.setup.stream.sampler.batches)
     longest = torch.maximum(
-        torch.from_numpy(trainer.train_data.src_lengths), torch.from_numpy(trainer.train_data.tgt_lengths)
+        torch.from_numpy(trainer.setup.train_data.src_lengths), torch.from_numpy(trainer.setup.train_data.tgt_lengths)
     )
-    assert kept == int((longest + 1 <= 8).sum()) < len(trainer.train_data)
+    assert kept == int((longest + 1 <= 8).sum()) < len(trainer.setup.train_data)
 
 
 def _checkpoints_are_finite(out: Path) -> list[int]:
@@ -336,13 +338,13 @@ def _checkpoints_are_finite(out: Path) -> list[int]:
 def test_a_non_finite_loss_mid_run_never_reaches_a_checkpoint(data, tmp_path, monkeypatch, policy):
     from aiayn.train import forward as module
 
-    trainer = Trainer(
+    trainer = build_trainer(
         settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0, nan_policy=policy),
         data,
         tmp_path,
         CPU,
     )
-    assert trainer.model.way == "blocked"  # a CPU float32 training: its loss forms the logits in blocks
+    assert trainer.setup.model.way == "blocked"  # a CPU float32 training: its loss forms the logits in blocks
     original, poisoned = module.projected_label_smoothed_loss, []
 
     def loss_at_step_3_is_nan(*args, **kwargs):
@@ -367,21 +369,21 @@ def test_non_finite_weights_are_never_written(data, tmp_path, policy):
     """Whatever made a weight infinite (an update the step's checks did not see), no checkpoint holds it."""
     from aiayn.runtime.checkpoint import NonFiniteWeights
 
-    trainer = Trainer(
+    trainer = build_trainer(
         settings(train_steps=5, checkpoint_steps=1, keep_checkpoints=10, dev_every_steps=0, nan_policy=policy),
         data,
         tmp_path,
         CPU,
     )
-    step = trainer.optimizer.step
+    step = trainer.setup.optimizer.step
 
     def step_3_overflows(*args, **kwargs):
         result = step(*args, **kwargs)
         if trainer.progress.step + 1 == 3:
-            next(trainer.raw_model.parameters()).data[0] = float("inf")
+            next(trainer.setup.raw_model.parameters()).data[0] = float("inf")
         return result
 
-    trainer.optimizer.step = step_3_overflows
+    trainer.setup.optimizer.step = step_3_overflows
     with pytest.raises(NonFiniteWeights, match="step 3: weights .* are not finite"):
         trainer.run()
     assert _checkpoints_are_finite(tmp_path) == [1, 2]
@@ -390,11 +392,11 @@ def test_non_finite_weights_are_never_written(data, tmp_path, policy):
 def test_resume_skips_a_corrupt_newest_checkpoint(data, toy_run, tmp_path, caplog):
     torch.set_num_threads(1)
     split = tmp_path / "split"
-    assert Trainer(settings(keep_checkpoints=10), data, split, CPU, max_steps_this_run=4).run() == 0
+    assert build_trainer(settings(keep_checkpoints=10), data, split, CPU, max_steps_this_run=4).run() == 0
     newest = split / "checkpoints" / "ckpt_00000004.pt"
     newest.write_bytes(newest.read_bytes()[:1000])  # torn by a crash
     with caplog.at_level(logging.INFO):
-        assert Trainer(settings(keep_checkpoints=10), data, split, CPU).run() == 0
+        assert build_trainer(settings(keep_checkpoints=10), data, split, CPU).run() == 0
     assert "ckpt_00000004.pt: not a readable checkpoint" in caplog.text and "resumed from" in caplog.text
     assert (split / "checkpoints" / "ckpt_00000004.pt.corrupt").exists()
     whole, resumed = final_state(toy_run), final_state(split)
@@ -411,11 +413,11 @@ def test_pairs_longer_than_max_length_are_not_trained_on_and_counted(data, tmp_p
     too_long = int((longest > max_length).sum()) if max_length else 0
     assert (too_long > 0) == (max_length == 6)  # the toy task's sides have 2 to 9 ids: at most 10 with eos
     with caplog.at_level(logging.INFO):
-        trainer = Trainer(settings(max_length=max_length), data, tmp_path / "out", CPU)
-    kept = np.concatenate(trainer.stream.sampler.batches)
+        trainer = build_trainer(settings(max_length=max_length), data, tmp_path / "out", CPU)
+    kept = np.concatenate(trainer.setup.stream.sampler.batches)
     assert len(kept) == len(corpus) - too_long and not (max_length and (longest[kept] > max_length).any())
     assert f"{too_long} of {len(corpus)} sentence pairs dropped: {too_long} with a side longer than" in caplog.text
-    trainer.batches.close()
+    trainer.setup.batches.close()
 
 
 def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
@@ -425,7 +427,7 @@ def test_a_near_empty_training_set_is_refused_before_training(tmp_path):
         match=r"tiny/train: 3 sentence pairs, \d+ target tokens: less than one batch "
         r"of 64 \(from train.tokens_per_step",
     ):
-        Trainer(settings(), tiny, tmp_path / "out", CPU)
+        build_trainer(settings(), tiny, tmp_path / "out", CPU)
     assert not (tmp_path / "out").exists()
 
 
@@ -442,7 +444,7 @@ def test_compiled_training_equals_eager_with_few_recompiles(tmp_path):
     for compiled in (False, True):
         run = settings(train_steps=24, dev_every_steps=0, checkpoint_steps=0, log_every_steps=1, compile=compiled)
         run["model"]["dropout"] = 0.0
-        trainer = Trainer(run, data, tmp_path / str(compiled), CPU)
+        trainer = build_trainer(run, data, tmp_path / str(compiled), CPU)
         shapes = set()
         original = trainer.micro_step
         trainer.micro_step = lambda batch: (

@@ -40,7 +40,7 @@ from aiayn.train.distributed import (
     should_relaunch,
     threads_per_rank,
 )
-from aiayn.train.trainer import Trainer
+from aiayn.train.trainer import build_trainer
 
 log = logging.getLogger("aiayn.train")
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         env = init_from_environment(train_cfg.gpus)
         if not env.is_main:
             logging.getLogger().setLevel(logging.WARNING)  # one rank reports progress
-        trainer = Trainer(run, args.data, args.out_dir, env, args.max_steps_this_run)
+        trainer = build_trainer(run, args.data, args.out_dir, env, args.max_steps_this_run)
         with trainer.stopping_on_signals():
             try:
                 return trainer.run()
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 if lost is not None:
                     raise lost from error
                 if out_of_memory(error):
-                    tokens = trainer.plan.tokens_per_pass
+                    tokens = trainer.setup.plan.tokens_per_pass
                     raise memory_exhausted(error, trainer.progress.step, env.device, tokens) from error
                 raise
     finally:

@@ -25,149 +25,83 @@ from tqdm import tqdm
 
 from aiayn.evaluate.perplexity import corpus_nll, perplexity_report
 from aiayn.io import write_json
-from aiayn.model import Transformer, count_parameters, flops_per_token
+from aiayn.model import count_parameters
 from aiayn.options import RunConfig
 from aiayn.paths import TrainPaths
-from aiayn.runtime.batches import BOS, EOS, PAD, UNK, Batch, plan_step
+from aiayn.runtime.batches import PAD, Batch
 from aiayn.runtime.checkpoint import Checkpoint, checkpoint_path, load_checkpoint, save_checkpoint
 from aiayn.runtime.devices import device_name
-from aiayn.runtime.gpus import peak_tflops
-from aiayn.runtime.precision import autocast_for, set_up_arithmetic, tf32_matmuls
-from aiayn.train.compiled import CUDA_GRAPHS_MODE
-from aiayn.train.distributed import DistEnv, wrap_model
-from aiayn.train.forward import TrainingLoss, way_for
-from aiayn.train.memory import device_bytes, probe_peak, tokens_that_fit
+from aiayn.train.distributed import DistEnv
 from aiayn.train.metrics import MetricsLog, Progress, Window
-from aiayn.train.order import BatchSampler, BatchStream, load_corpora, training_batches
-from aiayn.train.prefetch import Prefetcher
 from aiayn.train.resume import choose, data_state, publish_last, rng_state, rotate, set_rng_state
 from aiayn.train.schedule import learning_rate
+from aiayn.train.setup import TrainingSetup
+from aiayn.train.setup import build as build_setup
 from aiayn.train.signals import stop_on_signals
 from aiayn.train.step import PendingResults, Skips, StepResult, apply_update, flags, step_seed
 
 log = logging.getLogger(__name__)
 
 
-class Trainer:
-    """Trains one model on ``<data_dir>/{train,dev}`` into ``out_dir`` (see the module docstring)."""
+def build_trainer(
+    run: RunConfig | Mapping[str, Any],
+    data_dir: Path,
+    out_dir: Path,
+    env: DistEnv,
+    max_steps_this_run: int | None = None,
+) -> Trainer:
+    """The trainer of ``run`` on ``<data_dir>/{train,dev}`` into ``out_dir`` (:func:`aiayn.train.setup.build`)."""
+    return Trainer(build_setup(run, data_dir, out_dir, env, max_steps_this_run))
 
-    def __init__(
-        self,
-        run: RunConfig | Mapping[str, Any],
-        data_dir: Path,
-        out_dir: Path,
-        env: DistEnv,
-        max_steps_this_run: int | None = None,
-    ):
-        """``run``: the run's settings, built once by the caller (a mapping, as tests and benchmarks
-        write them, is built here)."""
-        run = run if isinstance(run, RunConfig) else RunConfig.from_dict(run)
-        self.settings, self.env, self.out_dir = dict(run.values), env, Path(out_dir)
-        self.model_cfg, self.cfg = run.model, run.train
-        self.max_steps_this_run = max_steps_this_run
-        self.train_data, self.dev_data = load_corpora(Path(data_dir))
-        self.vocab = {"size": self.train_data.vocab_size, "pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS}
-        torch.manual_seed(self.cfg.seed)
-        self.raw_model = Transformer(self.model_cfg, self.vocab["size"], PAD).to(env.device)
-        self.compiled = self.cfg.compile_on(env.device.type)
-        self.precision = set_up_arithmetic(
-            self.raw_model, self.cfg.precision, self.cfg.cpu_matmul, env.device, self.compiled
-        )
-        self.autocast = autocast_for(self.precision, env.device)
-        self.autocast_dtype = torch.bfloat16 if self.precision == "bf16" else None
-        self.max_len = self.model_cfg.position_limit
-        self.plan = plan_step(self.cfg, env.world_size, self._tokens_that_fit())
-        loss = TrainingLoss(
-            self.raw_model,
-            self.cfg.label_smoothing,
-            way_for(env.device, self.precision, self.compiled, self.cfg.compile_mode == CUDA_GRAPHS_MODE),
-            self.autocast_dtype,
-        )
-        self.model, self.ddp = wrap_model(loss, env, self.compiled, self.cfg.compile_mode)
-        self.optimizer = torch.optim.Adam(
-            self.raw_model.parameters(),
-            lr=0.0,
-            betas=self.cfg.adam_betas,
-            eps=self.cfg.adam_eps,
-            weight_decay=self.cfg.weight_decay,
-            fused=True,
-        )
-        batches, shapes = training_batches(
-            self.train_data, self.plan, self.cfg, self.max_len, self.cfg.batch_shapes_on(env.device.type)
-        )
-        self.stream = BatchStream(BatchSampler(batches, self.cfg.seed, env.rank, env.world_size, shapes=shapes))
-        self.batches = Prefetcher(self.stream, self.train_data, env.device, depth=self.plan.passes + 1)
-        self.pending = PendingResults(env.device)
-        src_len = float(self.train_data.src_lengths.mean()) + 1
-        tgt_len = float(self.train_data.tgt_lengths.mean()) + 1
-        self.flops_per_token = flops_per_token(self.model_cfg, src_len, tgt_len, self.vocab["size"])
+
+class Trainer:
+    """Runs a :class:`TrainingSetup` (see the module docstring): holds what changes during the run, its
+    progress, the steps in flight, the stop and save requests."""
+
+    def __init__(self, setup: TrainingSetup):
+        self.setup = setup
+        self.pending = PendingResults(setup.env.device)
         self.progress = Progress()
         self.window = Window()
-        self.skips = Skips(self.cfg.nan_policy)
+        self.skips = Skips(setup.cfg.nan_policy)
         self.stop_requested = False  # this rank's signal handler
         self.stop_agreed = self.save_agreed = False  # what all ranks read from one step's statistics
         self.last_save, self.saved_step = time.perf_counter(), 0
-
-    def _tokens_that_fit(self) -> int | None:
-        """Where ``train.tokens_per_pass`` is null, on a GPU: the tokens a side a pass may hold, measured
-        (:mod:`aiayn.train.memory`), the same on every rank (the smallest); else None."""
-        if self.cfg.tokens_per_pass is not None or self.env.device.type != "cuda":
-            return None
-        eager = TrainingLoss(
-            self.raw_model,
-            self.cfg.label_smoothing,
-            way_for(self.env.device, self.precision, False),
-            self.autocast_dtype,
-        )
-        length, device = self.cfg.length_limit(self.max_len) or 256, self.env.device
-
-        def run_pass(tokens: int) -> None:  # pairs as long as training allows: the most memory per token
-            ids = torch.randint(4, self.vocab["size"], (max(1, tokens // length), length), device=device)
-            loss, _, _ = eager(ids, ids, ids, torch.arange(ids.numel(), device=device), False)
-            loss.backward()
-            self.raw_model.zero_grad(set_to_none=True)
-
-        params = sum(p.numel() * p.element_size() for p in self.raw_model.parameters())
-        state = 2 * params + (params if self.env.world_size > 1 else 0)  # Adam's moments, DDP's buckets
-        fits = tokens_that_fit(probe_peak(run_pass, device), device_bytes(device), state)
-        if self.env.world_size > 1:
-            least = torch.tensor(fits, device=device)
-            torch.distributed.all_reduce(least, op=torch.distributed.ReduceOp.MIN)
-            fits = int(least.item())
-        log.info(
-            "train.tokens_per_pass null: a pass of up to %d tokens a side fits in this GPU's memory "
-            "(aiayn.train.memory)",
-            fits,
-        )
-        return fits
+        self.started, self.wall_before = time.perf_counter(), 0.0  # this run's start; resumed wall seconds
 
     def micro_step(self, batch: Batch) -> torch.Tensor:
         """Forward and backward of one batch; returns (loss sum, nll sum, target tokens, source tokens),
         float64 on the device."""
-        loss, nll, n_tgt = self.model(batch.src, batch.tgt_in, batch.tgt_out, batch.gold_rows, batch.src_padded)
+        loss, nll, n_tgt = self.setup.model(batch.src, batch.tgt_in, batch.tgt_out, batch.gold_rows, batch.src_padded)
         loss.backward()
         return torch.stack([loss.detach().double(), nll.double(), n_tgt.double(), batch.src.ne(PAD).sum().double()])
 
     def train_step(self) -> int:
         """Queue one optimizer step (results: :attr:`pending`); returns this rank's target tokens in it."""
         step = self.progress.step + 1
-        torch.manual_seed(step_seed(self.cfg.seed, step, self.env.rank))
+        torch.manual_seed(step_seed(self.setup.cfg.seed, step, self.setup.env.rank))
         sums, tokens = None, 0
-        for i in range(self.plan.passes):
-            batch = self.batches.next()
+        for i in range(self.setup.plan.passes):
+            batch = self.setup.batches.next()
             tokens += batch.tgt_tokens
-            sync = self.ddp is None or i == self.plan.passes - 1
-            with contextlib.nullcontext() if sync else self.ddp.no_sync():
+            sync = self.setup.ddp is None or i == self.setup.plan.passes - 1
+            with contextlib.nullcontext() if sync else self.setup.ddp.no_sync():
                 stats = self.micro_step(batch)
             sums = stats if sums is None else sums + stats
-        save = self.env.world_size > 1 and self.env.is_main and self._time_to_save()
-        stats = torch.cat([sums, flags(self.stop_requested, save, self.env.device)])
-        if self.env.world_size > 1:
+        save = self.setup.env.world_size > 1 and self.setup.env.is_main and self._time_to_save()
+        stats = torch.cat([sums, flags(self.stop_requested, save, self.setup.env.device)])
+        if self.setup.env.world_size > 1:
             torch.distributed.all_reduce(stats)
-        lr = learning_rate(step, self.model_cfg.d_model, self.cfg.warmup_steps, self.cfg.lr_scale)
-        params = [p for p in self.raw_model.parameters() if p.grad is not None]
+        lr = learning_rate(step, self.setup.model_cfg.d_model, self.setup.cfg.warmup_steps, self.setup.cfg.lr_scale)
+        params = [p for p in self.setup.raw_model.parameters() if p.grad is not None]
         grad_norm, skipped = apply_update(
-            params, self.optimizer, stats, self.env.world_size, self.cfg.clip_norm, lr, keep_grads=self.ddp is not None
+            params,
+            self.setup.optimizer,
+            stats,
+            self.setup.env.world_size,
+            self.setup.cfg.clip_norm,
+            lr,
+            keep_grads=self.setup.ddp is not None,
         )
         self.pending.push(step, lr, stats, grad_norm, skipped)
         self.progress.step = step
@@ -187,26 +121,31 @@ class Trainer:
     def checkpoint(self) -> Checkpoint:
         """This run now: what :meth:`resume` continues from."""
         return Checkpoint(
-            model=self.raw_model.state_dict(),
-            settings=self.settings,
-            vocab=self.vocab,
+            model=self.setup.raw_model.state_dict(),
+            settings=self.setup.settings,
+            vocab=self.setup.vocab,
             step=self.progress.step,
-            optimizer=self.optimizer.state_dict(),
-            data_state=self.batches.state_dict(),
+            optimizer=self.setup.optimizer.state_dict(),
+            data_state=self.setup.batches.state_dict(),
             progress=dataclasses.asdict(self.progress),
             window=self.window.sums(),
             rng=rng_state(),
-            world_size=self.env.world_size,
-            batches_per_rank=self.stream.sampler.per_rank,
+            world_size=self.setup.env.world_size,
+            batches_per_rank=self.setup.stream.sampler.per_rank,
         )
 
     def save(self) -> Path:
         """Write ``checkpoints/ckpt_<step>.pt`` (main rank only); keep the newest ``keep_checkpoints``
         step-spaced ones and the newest of all (:func:`aiayn.train.resume.rotate`)."""
-        path = checkpoint_path(self.out_dir, self.progress.step)
-        if self.env.is_main:
+        path = checkpoint_path(self.setup.out_dir, self.progress.step)
+        if self.setup.env.is_main:
             save_checkpoint(path, self.checkpoint())
-            rotate(self.out_dir, self.cfg.keep_checkpoints, self.cfg.checkpoint_steps, self.cfg.train_steps)
+            rotate(
+                self.setup.out_dir,
+                self.setup.cfg.keep_checkpoints,
+                self.setup.cfg.checkpoint_steps,
+                self.setup.cfg.train_steps,
+            )
             log.info("saved %s", path)
         self.last_save, self.save_agreed, self.saved_step = time.perf_counter(), False, self.progress.step
         return path
@@ -219,8 +158,12 @@ class Trainer:
         folder). The model and optimizer states move to the device as they load, the generator states
         stay on the host. Another number of ranks: :func:`aiayn.train.resume.data_state`.
         """
-        choice, checkpoint = choose(self.out_dir, self.settings, self.vocab) if self.env.is_main else (None, None)
-        if self.env.world_size > 1:
+        choice, checkpoint = (
+            choose(self.setup.out_dir, self.setup.settings, self.setup.vocab)
+            if self.setup.env.is_main
+            else (None, None)
+        )
+        if self.setup.env.world_size > 1:
             box = [choice]
             torch.distributed.broadcast_object_list(box, src=0)
             choice = box[0]
@@ -229,34 +172,36 @@ class Trainer:
         path, step = Path(choice[0]), choice[1]
         if checkpoint is None:
             checkpoint = load_checkpoint(path, step=step)
-        self.raw_model.load_state_dict(checkpoint.model)
-        self.optimizer.load_state_dict(checkpoint.optimizer)
-        self.batches.load_state_dict(data_state(checkpoint, self.env.world_size, self.stream.sampler.per_rank))
+        self.setup.raw_model.load_state_dict(checkpoint.model)
+        self.setup.optimizer.load_state_dict(checkpoint.optimizer)
+        self.setup.batches.load_state_dict(
+            data_state(checkpoint, self.setup.env.world_size, self.setup.stream.sampler.per_rank)
+        )
         self.progress = Progress(**checkpoint.progress)
         self.window = Window(**checkpoint.window)
         set_rng_state(checkpoint.rng)
         self.saved_step = step
-        log.info("resumed from %s (step %d, epoch %d)", path, step, self.stream.epoch)
+        log.info("resumed from %s (step %d, epoch %d)", path, step, self.setup.stream.epoch)
         return True
 
     def _time_to_save(self) -> bool:
-        minutes = self.cfg.checkpoint_minutes
+        minutes = self.setup.cfg.checkpoint_minutes
         return bool(minutes) and time.perf_counter() - self.last_save >= 60 * minutes
 
     def _checkpoint_due(self, step: int) -> bool:
         """By steps (every rank knows), or by time (alone: the clock; with ranks: rank 0's clock, agreed)."""
-        by_steps = self.cfg.checkpoint_steps and step % self.cfg.checkpoint_steps == 0
-        by_time = self.save_agreed if self.env.world_size > 1 else self._time_to_save()
-        return bool(by_steps or by_time) and step < self.cfg.train_steps
+        by_steps = self.setup.cfg.checkpoint_steps and step % self.setup.cfg.checkpoint_steps == 0
+        by_time = self.save_agreed if self.setup.env.world_size > 1 else self._time_to_save()
+        return bool(by_steps or by_time) and step < self.setup.cfg.train_steps
 
     def dev_perplexity(self) -> float:
         totals = corpus_nll(
-            self.raw_model,
-            self.dev_data,
-            self.plan.tokens_per_pass,
-            self.env.device,
-            self.max_len,
-            self.autocast,
+            self.setup.raw_model,
+            self.setup.dev_data,
+            self.setup.plan.tokens_per_pass,
+            self.setup.env.device,
+            self.setup.max_len,
+            self.setup.autocast(),
             drop_overlong=True,
         )
         ppl = perplexity_report(totals)["ppl"]
@@ -264,49 +209,43 @@ class Trainer:
         log.info("step %d: dev perplexity %.4f (%d tokens)", self.progress.step, ppl, totals["tokens"])
         return ppl
 
-    def mfu(self, tokens_per_s: float) -> float | None:
-        """Model FLOP/s over the GPUs' dense peak in the run's precision (TF32's for fp32 products run
-        as TF32; :mod:`aiayn.runtime.gpus`); None on a CPU or a card without a peak."""
-        peak = peak_tflops(device_name(self.env.device), self.precision, tf32_matmuls(self.env.device))
-        return None if peak is None else self.flops_per_token * tokens_per_s / (peak * 1e12 * self.env.world_size)
-
     def record(self, result: StepResult, metrics: MetricsLog | None, bar: tqdm, elapsed: float) -> None:
         """Add a step to the log window; every ``log_every_steps`` (and at the end) write a row."""
         window = self.window.add(result)
-        if metrics and (result.step % self.cfg.log_every_steps == 0 or result.step == self.cfg.train_steps):
+        if metrics and (result.step % self.setup.cfg.log_every_steps == 0 or result.step == self.setup.cfg.train_steps):
             self.progress.train_loss = metrics.write_window(
-                window, result, self.cfg.train_steps, elapsed, self.mfu, self.env.device
+                window, result, self.setup.cfg.train_steps, elapsed, self.setup.mfu, self.setup.env.device
             )
             bar.set_postfix(loss=f"{self.progress.train_loss:.3f}", lr=f"{result.lr:.2e}")
             self.window = Window(start=result.queued_at)
 
     def _stopping(self, steps_this_run: int) -> bool:
         """A stop signal (alone: this process's; with ranks: any rank's, agreed) or the run's step limit."""
-        signalled = self.stop_agreed or (self.env.world_size == 1 and self.stop_requested)
-        return signalled or steps_this_run == self.max_steps_this_run
+        signalled = self.stop_agreed or (self.setup.env.world_size == 1 and self.stop_requested)
+        return signalled or steps_this_run == self.setup.max_steps_this_run
 
     def run(self) -> int:
         """Train to ``train_steps`` (or ``max_steps_this_run`` more steps); returns an exit status."""
-        self._started = time.perf_counter()
+        self.started = time.perf_counter()
         self.resume()
-        self._wall_before, steps_this_run = self.progress.wall_seconds, 0
-        metrics = MetricsLog(self.out_dir, self.progress.step) if self.env.is_main else None
+        self.wall_before, steps_this_run = self.progress.wall_seconds, 0
+        metrics = MetricsLog(self.setup.out_dir, self.progress.step) if self.setup.env.is_main else None
         self._log_start()
         bar = tqdm(
-            total=self.cfg.train_steps,
+            total=self.setup.cfg.train_steps,
             initial=self.progress.step,
-            disable=None if self.env.is_main else True,
+            disable=None if self.setup.env.is_main else True,
             unit="step",
             dynamic_ncols=True,
         )
         self.window.start = self.last_save = time.perf_counter()
         try:
-            while self.progress.step < self.cfg.train_steps:
+            while self.progress.step < self.setup.cfg.train_steps:
                 if self._stopping(steps_this_run):
                     self._settle(metrics, bar)
                     if self.saved_step != self.progress.step:  # a checkpoint step can be the stop step
                         self.save()
-                    if self.env.world_size > 1:
+                    if self.setup.env.world_size > 1:
                         torch.distributed.barrier()  # no rank exits while rank 0 still writes
                     log.info("stopped at step %d; run again with the same --out-dir to continue", self.progress.step)
                     return 143 if self.stop_agreed or self.stop_requested else 0
@@ -315,14 +254,18 @@ class Trainer:
                 bar.update(1)
                 self.take_results(metrics, bar, self._wall())
                 step = self.progress.step
-                if self.env.is_main and self.cfg.dev_every_steps and step % self.cfg.dev_every_steps == 0:
+                if (
+                    self.setup.env.is_main
+                    and self.setup.cfg.dev_every_steps
+                    and step % self.setup.cfg.dev_every_steps == 0
+                ):
                     metrics.dev(step, self.dev_perplexity())
                 if self._checkpoint_due(step):
                     self._settle(metrics, bar)
                     self.save()
             self.take_results(metrics, bar, self._wall(), lag=0)
         finally:
-            self.batches.close()
+            self.setup.batches.close()
         bar.close()
         if self.window.steps and metrics:
             self.progress.train_loss = self.window.loss / max(self.window.tokens, 1.0)
@@ -332,7 +275,7 @@ class Trainer:
 
     def _wall(self) -> float:
         """Wall seconds of the whole training: the resumed checkpoint's, and this run's since it started."""
-        return self._wall_before + time.perf_counter() - self._started
+        return self.wall_before + time.perf_counter() - self.started
 
     def _settle(self, metrics: MetricsLog | None, bar: tqdm) -> None:
         """Account for every step queued so far and record the wall time: what a checkpoint holds."""
@@ -343,36 +286,36 @@ class Trainer:
         log.info(
             "model: %d parameters, %.3g training FLOPs per target token; %d rank(s) on %s (%s, %s); "
             "%d forward pass(es) of <= %d tokens per rank: %d tokens per step",
-            count_parameters(self.raw_model),
-            self.flops_per_token,
-            self.env.world_size,
-            self.env.device,
-            device_name(self.env.device),
-            self.precision,
-            self.plan.passes,
-            self.plan.tokens_per_pass,
-            self.plan.tokens_per_step,
+            count_parameters(self.setup.raw_model),
+            self.setup.flops_per_token,
+            self.setup.env.world_size,
+            self.setup.env.device,
+            device_name(self.setup.env.device),
+            self.setup.precision,
+            self.setup.plan.passes,
+            self.setup.plan.tokens_per_pass,
+            self.setup.plan.tokens_per_step,
         )
 
     def finish(self, metrics: MetricsLog | None) -> None:
         """Final checkpoint, ``checkpoint_last.pt``, dev perplexity and ``summary.json`` (written last)."""
-        if not self.env.is_main:
+        if not self.setup.env.is_main:
             return
         if (
             self.progress.dev_ppl is None
-            or self.cfg.dev_every_steps == 0
-            or self.progress.step % self.cfg.dev_every_steps
+            or self.setup.cfg.dev_every_steps == 0
+            or self.progress.step % self.setup.cfg.dev_every_steps
         ):
             ppl = self.dev_perplexity()
             if metrics:
                 metrics.dev(self.progress.step, ppl)
-        path = checkpoint_path(self.out_dir, self.progress.step)
+        path = checkpoint_path(self.setup.out_dir, self.progress.step)
         if self.saved_step != self.progress.step or not path.exists():
             path = self.save()
-        publish_last(self.out_dir, path)
+        publish_last(self.setup.out_dir, path)
         if metrics:
             metrics.close()
-        write_json(TrainPaths(str(self.out_dir)).summary, self.summary())
+        write_json(TrainPaths(str(self.setup.out_dir)).summary, self.summary())
         log.info(
             "done: %d steps, final train loss %s, dev perplexity %.4f",
             self.progress.step,
@@ -382,15 +325,15 @@ class Trainer:
 
     def summary(self) -> dict:
         return {
-            "experiment": self.settings.get("experiment"),
-            "task": self.settings.get("task"),
-            "params": count_parameters(self.raw_model),
-            **self.progress.summary(self.flops_per_token),
-            "device": self.env.device.type,
-            "precision": self.precision,
-            "gpu_model": device_name(self.env.device),
-            "world_size": self.env.world_size,
-            "settings": self.settings,
+            "experiment": self.setup.settings.get("experiment"),
+            "task": self.setup.settings.get("task"),
+            "params": count_parameters(self.setup.raw_model),
+            **self.progress.summary(self.setup.flops_per_token),
+            "device": self.setup.env.device.type,
+            "precision": self.setup.precision,
+            "gpu_model": device_name(self.setup.env.device),
+            "world_size": self.setup.env.world_size,
+            "settings": self.setup.settings,
         }
 
     def stopping_on_signals(self) -> contextlib.AbstractContextManager:
