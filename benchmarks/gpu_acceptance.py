@@ -89,7 +89,8 @@ from aiayn.io import write_json
 from aiayn.model import Transformer
 from aiayn.options import DecodeConfig, ModelConfig
 from aiayn.options.train import GPU_BATCH_SHAPES
-from aiayn.runtime.checkpoint import load_checkpoint
+from aiayn.paths import TrainPaths
+from aiayn.runtime.checkpoint import list_checkpoints, load_checkpoint
 from aiayn.runtime.devices import device_name
 from aiayn.runtime.precision import (
     autocast_for,
@@ -471,13 +472,13 @@ def resume_check(work: Path, data: Path, model: dict, args, gpus: int, **train) 
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    first = split / "checkpoints" / "ckpt_00000002.pt"
+    first = Path(TrainPaths(str(split)).checkpoint(2))
     while not first.exists() and proc.poll() is None:
         time.sleep(0.01)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
     status = proc.wait()
-    stopped_at = max(int(p.stem.split("_")[1]) for p in (split / "checkpoints").glob("ckpt_*.pt"))
+    stopped_at = list_checkpoints(split)[-1][0]
     again = subprocess.run(train_command(data, settings, split, args.threads), capture_output=True, text=True)
     a, b = losses(whole), losses(split)
     worst = max((abs(a[s] - b.get(s, float("inf"))) / abs(a[s]) for s in a), default=float("inf"))

@@ -49,6 +49,7 @@ from parity_fairseq import fairseq_args  # noqa: E402
 
 from aiayn.io import read_json, setup_logging, write_json  # noqa: E402
 from aiayn.options import ModelConfig  # noqa: E402
+from aiayn.paths import TrainPaths  # noqa: E402
 
 log = logging.getLogger("train_memory")
 WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
@@ -138,7 +139,7 @@ def run_ours(name: str, args: argparse.Namespace, out: Path) -> dict:
         100 * (rows["padded_rows"] / max(rows["rows"], 1) - 1),
         rows["rows"],
     )
-    with open(out / "train" / "log.csv", encoding="utf-8", newline="") as handle:
+    with open(TrainPaths(str(out / "train")).log_csv, encoding="utf-8", newline="") as handle:
         return {
             int(r["step"]): (
                 float(r["rss_mb"]),

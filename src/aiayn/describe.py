@@ -79,19 +79,19 @@ def describe(
     config: dict, vocab_size: int | None = None, gpus: int | None = None, nodes: int | None = None
 ) -> list[dict]:
     """One dict per experiment that runs (on its first task) with the columns of :data:`COLUMNS`."""
-    rows, first = [], {}
+    rows, first, records = [], {}, aiayn_runs.Records(config)
     for task, experiment in aiayn_runs.runs(config):
         first.setdefault(experiment, task)
     for experiment, task in first.items():
-        settings = aiayn_runs.resolve(config, experiment, task)
-        model, train = settings["model"], settings["train"]
+        run = records.get(task, experiment)
+        model, train = run.sections["model"], run.sections["train"]
         vocab = vocab_size or aiayn_runs.vocab_size(config["tasks"][task])
         row = {"experiment": experiment}
         row.update({key: model[key] for key in MODEL_COLUMNS})
         row.update({key: train[key] for key in TRAIN_COLUMNS})
         row["positional"] = model["positional"]
         row["params"] = model_parameters(model, vocab)
-        cfg = TrainConfig.from_dict(train)
+        cfg = run.train
         row.update(step_plan(cfg, gpus or cfg.local_ranks, nodes or cfg.nodes, bool(gpus or cfg.gpus)))
         rows.append(row)
     return rows
