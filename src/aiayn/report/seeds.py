@@ -1,6 +1,6 @@
 """How sure a number is: the spread of a metric over a run's seeds, and which row-to-row differences it resolves.
 
-A run trained with k seeds (``seeds``, :func:`aiayn.runs.seed_runs`) has k values of each metric. The
+A run trained with k seeds (``seeds``, :meth:`aiayn.runs.Records.seeds`) has k values of each metric. The
 tables show their mean and sample standard deviation (:class:`Spread`). Whether a difference between two
 rows of the paper (a Table 3 row and the base row) could be seen in our runs is judged with Welch's t
 interval (:func:`resolvable_at`): the smallest difference of means that a two-sided Welch t test at level
