@@ -275,8 +275,9 @@ def _tasks(pairs: list[tuple[str, str]]) -> list[str]:
     return list(dict.fromkeys(task for task, _ in pairs))
 
 
-def settings_files(config: dict) -> dict[str, Any]:
-    """Every settings file of a run, by path, and its content: the part of the config one stage reads.
+def settings_files(config: dict, records: Records | None = None) -> dict[str, Any]:
+    """Every settings file of a run, by path, and its content: the part of the config one stage reads
+    (``records``: the config's run record, when the caller has built it already).
 
     Data stages read sections of ``data`` (tokenizing one language of a task resolves the per-side
     ``normalize_punctuation``; a task's BPE adds its ``vocab_size``; the treebank stage its
@@ -308,7 +309,7 @@ def settings_files(config: dict) -> dict[str, Any]:
             files[f"{data_dir}/settings/{task}/treebank.json"] = {
                 key: spec[key] for key in ("splits", "linearization", "silver") if key in spec
             }
-    for run in Records(config):
+    for run in records if records is not None else Records(config):
         files.update(run.settings_files())
     if _draws_figures(config):
         files[results.settings("attention")] = figure_settings(config)

@@ -55,7 +55,9 @@ DOWNLOADS = data_sources.downloads(SOURCES)
 CHUNKS = config["data"]["chunks"]
 PARTS = [f"{i}-{CHUNKS}" for i in range(CHUNKS)]
 TRAIN_CORPORA = sorted({c for t in TRANSLATION for c in TASKS[t]["train"]})
-SETTINGS = {path: json.dumps(value, sort_keys=True) for path, value in aiayn_runs.settings_files(config).items()}
+SETTINGS = {
+    path: json.dumps(value, sort_keys=True) for path, value in aiayn_runs.settings_files(config, RECORDS).items()
+}
 
 
 def _alternatives(names):
